@@ -1,0 +1,23 @@
+"""tilemem: plans the shared memory and tensor memory of NVIDIA GPU tile kernels.
+
+Plan-only use needs numpy alone::
+
+    import tilemem
+    smem = tilemem.SMEMPool(target="sm_90a")
+    a = smem.alloc_mma((4, 128, 64), "bfloat16")   # 4 stages, 128B swizzle
+    smem.commit()
+    print(smem.plan())
+"""
+
+from . import errors, layout
+from .dtype import DataType
+from .layout import SwizzleMode
+from .plan import MemoryPlan, Target, get_target
+from .pool import Buffer, SMEMPool, TMEMPool, TMEMStages
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Buffer", "DataType", "MemoryPlan", "SMEMPool", "SwizzleMode", "TMEMPool", "TMEMStages",
+    "Target", "errors", "get_target", "layout", "__version__",
+]

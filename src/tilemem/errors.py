@@ -1,0 +1,46 @@
+"""Exceptions raised for user mistakes.
+
+Every message says what is wrong, with the numbers, and how to fix it.
+Catch :class:`TilememError` to catch them all; the ``ValueError`` subclasses
+are raised where a value the caller passed is wrong.
+"""
+
+
+class TilememError(Exception):
+    """Base class of every error tilemem raises on purpose."""
+
+
+class DTypeError(TilememError, ValueError):
+    """An unknown data type name, or a dtype that an operation does not accept."""
+
+
+class LayoutError(TilememError, ValueError):
+    """A layout that cannot be built, or a coordinate/shape it cannot answer."""
+
+
+class SwizzleError(LayoutError):
+    """An MMA operand tile whose shape or dtype does not fit the swizzle mode."""
+
+
+class AlignmentError(TilememError, ValueError):
+    """A requested alignment that is not a power of two, or a misplaced buffer."""
+
+
+class AllocationError(TilememError, ValueError):
+    """A buffer request the pool cannot honour (bad shape, columns, options)."""
+
+
+class PoolStateError(TilememError, RuntimeError):
+    """A pool used out of order: alloc after commit, commit twice, dealloc before commit."""
+
+
+class CapacityError(TilememError, ValueError):
+    """A plan that does not fit the target's shared memory or tensor memory."""
+
+
+class TMEMOverflowError(CapacityError):
+    """TMEM columns requested beyond the pool's ``total_cols``."""
+
+
+class TargetError(TilememError, ValueError):
+    """An unknown target, or a feature the target lacks."""

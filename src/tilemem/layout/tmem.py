@@ -1,0 +1,119 @@
+"""Tensor-memory layouts fixed by the tcgen05 data path (sm_100a; PTX ISA "Matrix fragments
+for tcgen05.mma", data-path layouts A-G) and by block-scaled MMA scale factors.
+
+Positions are ``TLane`` (0..127) and ``TCol`` counted in elements of the
+buffer's dtype; a 32-bit physical column holds ``32 // bits`` of them.
+"""
+
+from __future__ import annotations
+
+from ..errors import LayoutError
+from .core import Iter, TileLayout
+
+# data-path letter -> rows (the CTA's share of M) and the MMA shape it serves
+DATAPATH_ROWS = {"A": 128, "B": 64, "C": 64, "D": 128, "E": 64, "F": 64, "G": 32}
+DATAPATH_SHAPES = {
+    "A": "M=256 cta_group::2 (per-CTA view)",
+    "B": "M=128 cta_group::2 dense",
+    "C": "M=128 cta_group::2 sparse",
+    "D": "M=128 cta_group::1",
+    "E": "M=64 .ws",
+    "F": "M=64",
+    "G": "M=32 .ws",
+}
+
+
+def tmem_datapath_layout(letter: str, rows: int, cols: int, sub_slab: int = 0) -> TileLayout:
+    """Row ``r``, column ``c`` of an MMA accumulator to (TLane, TCol).
+
+    - D, A (128 rows): ``lane = r, col = c``.
+    - B, E (64 rows, even cols): ``lane = r + 64*(c // (cols/2)), col = c % (cols/2)``.
+    - F, C (64 rows): ``lane = 32*(r // 16) + r % 16 + 16*sub_slab, col = c``.
+    - G (32 rows, cols % 4 == 0): ``lane = r + 32*(c // (cols/4)), col = c % (cols/4)``.
+    """
+    if letter not in DATAPATH_ROWS:
+        raise LayoutError(f"unknown TMEM data path {letter!r}; known: {', '.join(sorted(DATAPATH_ROWS))}")
+    want = DATAPATH_ROWS[letter]
+    if rows != want:
+        raise LayoutError(
+            f"data path {letter} ({DATAPATH_SHAPES[letter]}) holds {want} rows per CTA, got rows={rows}"
+        )
+    if not isinstance(cols, int) or cols < 1:
+        raise LayoutError(f"data path {letter}: cols must be a positive integer, got {cols!r}")
+    if sub_slab not in (0, 1):
+        raise LayoutError(f"sub_slab must be 0 or 1, got {sub_slab!r}")
+    if sub_slab and letter not in ("F", "C"):
+        raise LayoutError(
+            f"sub_slab selects the upper 16 lanes of each warp's quarter and exists only for "
+            f"data paths F and C; data path {letter} already covers its lanes, use sub_slab=0"
+        )
+    shape = (rows, cols)
+    if letter in ("D", "A"):
+        return TileLayout([Iter(rows, 1, "TLane"), Iter(cols, 1, "TCol")], shape=shape)
+    if letter in ("B", "E"):
+        if cols % 2:
+            raise LayoutError(f"data path {letter} folds column halves onto lanes 64..127: cols must be even, got {cols}")
+        half = cols // 2
+        return TileLayout(
+            [Iter(rows, 1, "TLane"), Iter(2, 64, "TLane"), Iter(half, 1, "TCol")], shape=shape
+        ).canonicalize()
+    if letter == "G":
+        if cols % 4:
+            raise LayoutError(f"data path G folds column quarters onto the 4 lane quarters: cols must be a multiple of 4, got {cols}")
+        quarter = cols // 4
+        return TileLayout(
+            [Iter(rows, 1, "TLane"), Iter(4, 32, "TLane"), Iter(quarter, 1, "TCol")], shape=shape
+        ).canonicalize()
+    # F, C: 16 rows per warp quarter, in the lower or upper half of its 32 lanes
+    return TileLayout(
+        [Iter(4, 32, "TLane"), Iter(16, 1, "TLane"), Iter(cols, 1, "TCol")],
+        offset={"TLane": 16 * sub_slab},
+        shape=shape,
+    ).canonicalize()
+
+
+def sf_tmem_layout(rows: int, sf_k: int, sf_per_mma: int, sf_reuse: int = 1, pipe_depth: int | None = None) -> TileLayout:
+    """Block-scale factors (8-bit) in TMEM for tcgen05 block-scaled MMA.
+
+    ``spm = sf_per_mma`` factors feed one MMA; ``K = sf_k // spm`` MMAs;
+    ``M = rows // 32`` row groups; 4 factors per 32-bit column. ``pf = 4 // spm``
+    MMAs share a column, halved until it divides K; ``Ko = K // pf``. For row
+    ``r`` and factor ``k = (ko*pf + p)*spm + j``::
+
+        TLane = r % 32            (copied to +32, +64, +96: every lane quarter)
+        TCol  = 4*(r // 32) + ko*4*M + p*spm + j     (8-bit elements)
+
+    ``sf_reuse`` appends a stride-0 dimension (each factor read sf_reuse times);
+    ``pipe_depth`` prepends a stage dimension of stride one whole stage,
+    ``4*M*Ko`` elements, so stages never overlap.
+    """
+    if sf_per_mma not in (1, 2, 4):
+        raise LayoutError(f"sf_per_mma must be 1, 2 or 4 scale factors per MMA, got {sf_per_mma}")
+    if rows < 32 or rows % 32 or rows > 128:
+        raise LayoutError(f"scale-factor rows must be 32, 64, 96 or 128 (whole 32-lane groups), got {rows}")
+    if sf_k < 1 or sf_k % sf_per_mma:
+        raise LayoutError(
+            f"SF_K={sf_k} scale factors per row must be a positive multiple of sf_per_mma={sf_per_mma}"
+        )
+    if sf_reuse < 1:
+        raise LayoutError(f"sf_reuse must be >= 1, got {sf_reuse}")
+    if pipe_depth is not None and pipe_depth < 1:
+        raise LayoutError(f"pipe_depth must be >= 1, got {pipe_depth}")
+    spm, k_mmas, groups = sf_per_mma, sf_k // sf_per_mma, rows // 32
+    per_col = 4 // spm
+    while k_mmas % per_col:
+        per_col //= 2
+    k_outer = k_mmas // per_col
+    iters = [
+        Iter(groups, 4, "TCol"),
+        Iter(32, 1, "TLane"),
+        Iter(k_outer, 4 * groups, "TCol"),
+        Iter(per_col, spm, "TCol"),
+        Iter(spm, 1, "TCol"),
+        Iter(sf_reuse, 0, "TCol"),
+    ]
+    shape = [rows, sf_k * sf_reuse]
+    if pipe_depth is not None:
+        iters.insert(0, Iter(pipe_depth, 4 * groups * k_outer, "TCol"))
+        shape.insert(0, pipe_depth)
+    return TileLayout(iters, replica=[Iter(4, 32, "TLane")], shape=shape)

@@ -1,0 +1,91 @@
+"""Capacity checks: does a plan fit the target's shared memory and tensor memory?"""
+
+from __future__ import annotations
+
+from ..errors import CapacityError, TargetError
+from .report import PoolPlan
+from .target import Target
+
+
+def _buffer_lines(pool: PoolPlan) -> str:
+    width = max((len(e.name) for e in pool.entries), default=4)
+    lines = [
+        f"  {e.name:<{width}}  {e.size:>7} B  at {e.offset:>6}" + (f"  (+{e.padding} B padding before)" if e.padding else "")
+        for e in pool.entries
+    ]
+    return "\n".join(lines)
+
+
+def staged_entries(pool: PoolPlan) -> tuple[int, list]:
+    """The pipeline stage count S and the buffers indexed by it.
+
+    A buffer is stage-indexed when its leading extent is S and it has a tile
+    behind it (rank >= 3, e.g. ``(stages, rows, K)``) or it is a barrier array
+    ``(S,)`` of 8-byte words. S is the most common leading extent of the
+    rank >= 3 buffers; (0, []) when there is none.
+    """
+    leads = [e.shape[0] for e in pool.entries if len(e.shape) >= 3 and e.shape[0] > 1]
+    if not leads:
+        return 0, []
+    stages = max(set(leads), key=leads.count)
+    staged = [
+        e for e in pool.entries
+        if e.shape[0] == stages and (len(e.shape) >= 3 or (len(e.shape) == 1 and e.dtype in ("uint64", "int64")))
+    ]
+    return stages, staged
+
+
+def stages_that_fit(pool: PoolPlan, limit: int) -> tuple[int, int] | None:
+    """(stages that fit under ``limit`` bytes, bytes per stage), re-placing buffers in order.
+
+    None when the pool has no stage-indexed buffers or uses move_base_to (overlays
+    make re-placement ambiguous).
+    """
+    from .packing import bump_total
+
+    stages, staged = staged_entries(pool)
+    if not stages or pool.moves:
+        return None
+    staged_names = {e.name for e in staged}
+    per_stage = sum(e.size // stages for e in staged)
+    for s in range(stages, 0, -1):
+        sizes = [
+            (e.size // stages * s if e.name in staged_names else e.size, e.align) for e in pool.entries
+        ]
+        total, _ = bump_total(sizes)
+        if total <= limit:
+            return s, per_stage
+    return 0, per_stage
+
+
+def check_smem_capacity(pool: PoolPlan, target: Target) -> None:
+    """Raise CapacityError when the committed region exceeds the target's per-block maximum."""
+    size = pool.size if pool.size is not None else pool.high_water
+    limit = target.max_smem_per_block
+    if size <= limit:
+        return
+    excess = size - limit
+    message = (
+        f"SMEM pool {pool.name!r} needs {size} bytes but {target.name} allows at most {limit} bytes "
+        f"of dynamic shared memory per block: remove at least {excess} bytes.\n"
+        f"buffers:\n{_buffer_lines(pool)}\n"
+        f"padding lost to alignment: {pool.padding} bytes; total {size} bytes; limit {limit} bytes"
+    )
+    fit = stages_that_fit(pool, limit)
+    if fit is not None:
+        stages, _ = staged_entries(pool)
+        fits, per_stage = fit
+        message += (
+            f"\npipeline: {stages} stages of {per_stage} bytes each; {fits} stage"
+            f"{'s' if fits != 1 else ''} would fit on {target.name}"
+        )
+    raise CapacityError(message)
+
+
+def check_tmem_target(target: Target, pool_name: str) -> None:
+    if not target.has_tmem:
+        raise TargetError(
+            f"TMEM pool {pool_name!r}: {target.name} has no tensor memory; TMEM and tcgen05 exist on "
+            "sm_100a (Blackwell datacenter). Keep accumulators in registers on this target, or "
+            "target sm_100a"
+        )

@@ -1,0 +1,76 @@
+"""Text rendering of a MemoryPlan: a buffer table per pool, totals, a TMEM column map."""
+
+from __future__ import annotations
+
+import string
+
+from .report import MemoryPlan, PoolPlan
+
+_MAP_WIDTH = 64  # characters in the TMEM column map
+
+
+def _table(rows: list[list[str]], right: set[int]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = []
+    for n, row in enumerate(rows):
+        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))]
+        lines.append("  ".join(cells).rstrip())
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return lines
+
+
+def _pool_lines(pool: PoolPlan) -> list[str]:
+    unit = "bytes" if pool.unit == "bytes" else "cols"
+    header = ["name", "scope", "offset", unit, "align", "padding", "dtype", "shape", "layout", "overlaps"]
+    rows = [header]
+    for e in pool.entries:
+        rows.append([
+            e.name, e.scope, str(e.offset), str(e.size), str(e.align), str(e.padding), e.dtype,
+            "x".join(map(str, e.shape)), e.layout, ", ".join(e.overlaps),
+        ])
+    if not pool.entries:
+        rows.append(["(empty)"] + [""] * (len(header) - 1))
+    lines = [f"{pool.name} ({pool.scope})"] + _table(rows, right={2, 3, 4, 5})
+    committed = "not committed" if pool.size is None else f"committed {pool.size} {unit}"
+    lines.append(
+        f"high-water {pool.high_water} {unit}, {committed}, padding {pool.padding} {unit}"
+        + (f", {len(pool.moves)} move_base_to" if pool.moves else "")
+    )
+    for key, value in pool.details.items():
+        lines.append(f"{key}: {value}")
+    return lines
+
+
+def column_map(pool: PoolPlan) -> list[str]:
+    """One character per group of columns; each buffer gets a letter, '*' where buffers alias."""
+    total = pool.size or max(32, pool.high_water)
+    per_char = max(1, -(-total // _MAP_WIDTH))
+    cells = ["."] * (-(-total // per_char))
+    legend = []
+    letters = string.ascii_uppercase + string.ascii_lowercase
+    for n, e in enumerate(pool.entries):
+        mark = letters[n % len(letters)]
+        legend.append(f"{mark}={e.name}[{e.offset}:{e.end})")
+        for c in range(e.offset // per_char, min(len(cells), -(-e.end // per_char))):
+            cells[c] = mark if cells[c] == "." else "*"
+    return [
+        f"TMEM columns 0..{total} ({per_char} per character):",
+        "|" + "".join(cells) + "|",
+        "  " + "  ".join(legend),
+    ]
+
+
+def format_plan(plan: MemoryPlan) -> str:
+    lines: list[str] = []
+    if plan.target:
+        lines.append(f"target {plan.target}")
+    for pool in plan.pools:
+        if lines:
+            lines.append("")
+        lines += _pool_lines(pool)
+        if pool.scope == "tmem" and pool.entries:
+            lines += column_map(pool)
+    for title, body in plan.sections:
+        lines += ["", title] + [f"  {line}" for line in body]
+    return "\n".join(lines)

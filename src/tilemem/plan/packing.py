@@ -1,0 +1,61 @@
+"""Bump placement: where a buffer lands given a cursor, its size and alignment."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from ..errors import AlignmentError
+
+
+def is_power_of_two(n: int) -> bool:
+    return isinstance(n, int) and n > 0 and n & (n - 1) == 0
+
+
+def align_up(value: int, align: int) -> int:
+    return -(-value // align) * align
+
+
+def check_align(align, what: str = "align") -> int:
+    if isinstance(align, bool) or not isinstance(align, int) or (align != 0 and not is_power_of_two(align)):
+        hint = f"; use {1 << (align - 1).bit_length()}" if isinstance(align, int) and align > 0 else ""
+        raise AlignmentError(f"{what} must be a power of two (or 0 for natural alignment), got {align!r}{hint}")
+    return align
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A buffer's spot: ``offset`` after ``padding`` units skipped from the cursor."""
+
+    offset: int
+    size: int
+    align: int
+    padding: int
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.size
+
+
+def place(cursor: int, size: int, align: int) -> Placement:
+    offset = align_up(cursor, align)
+    return Placement(offset, size, align, offset - cursor)
+
+
+def bump_total(items: Iterable[tuple[int, int]], start: int = 0) -> tuple[int, int]:
+    """High-water mark and padding of placing ``(size, align)`` items in order from ``start``."""
+    cursor, padding = start, 0
+    for size, align in items:
+        spot = place(cursor, size, align)
+        cursor, padding = spot.end, padding + spot.padding
+    return cursor, padding
+
+
+def overlapping_pairs(spans: Sequence[tuple[str, int, int]]) -> list[tuple[str, str]]:
+    """Pairs of names whose half-open ``[start, end)`` ranges intersect."""
+    pairs = []
+    for i, (a, a0, a1) in enumerate(spans):
+        for b, b0, b1 in spans[i + 1:]:
+            if a0 < b1 and b0 < a1 and a1 > a0 and b1 > b0:
+                pairs.append((a, b))
+    return pairs

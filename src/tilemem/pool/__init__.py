@@ -1,0 +1,8 @@
+"""Pools: SMEMPool (shared memory), TMEMPool and TMEMStages (tensor memory)."""
+
+from .buffer import SMEM, TMEM, Buffer
+from .emit import PoolEmitter, current_emitter, emitting
+from .smem import SMEMPool
+from .tmem import TMEMPool, TMEMStages
+
+__all__ = ["Buffer", "PoolEmitter", "SMEM", "SMEMPool", "TMEM", "TMEMPool", "TMEMStages", "current_emitter", "emitting"]
