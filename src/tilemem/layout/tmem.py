@@ -89,8 +89,11 @@ def sf_tmem_layout(rows: int, sf_k: int, sf_per_mma: int, sf_reuse: int = 1, pip
     """
     if sf_per_mma not in (1, 2, 4):
         raise LayoutError(f"sf_per_mma must be 1, 2 or 4 scale factors per MMA, got {sf_per_mma}")
-    if rows < 32 or rows % 32 or rows > 128:
-        raise LayoutError(f"scale-factor rows must be 32, 64, 96 or 128 (whole 32-lane groups), got {rows}")
+    if rows < 32 or rows % 32:
+        raise LayoutError(
+            f"scale-factor rows must be a positive multiple of 32 (row groups of one 32-lane "
+            f"quarter each), got {rows}"
+        )
     if sf_k < 1 or sf_k % sf_per_mma:
         raise LayoutError(
             f"SF_K={sf_k} scale factors per row must be a positive multiple of sf_per_mma={sf_per_mma}"

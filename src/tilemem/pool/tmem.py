@@ -93,6 +93,7 @@ class TMEMPool:
         self._high_water = 0
         self._buffers: list[Buffer] = []
         self._moves: list[tuple[int, int]] = []
+        self.stage_views: list[TMEMStages] = []
         self._committed = False
         self._deallocated = False
         pool.tmem_pools.append(self)
@@ -235,6 +236,11 @@ class TMEMPool:
         details = {
             "alloc": f"cta_group::{self.cta_group}, warp {self.alloc_warp} allocates, warp {self.dealloc_warp} deallocates, slot {self.slot.name}@{self.slot.byte_offset}",
         }
+        for views in self.stage_views:
+            spans = [views.view(s) for s in range(views.stages)]
+            details[f"stages of {views.buf.name}"] = ", ".join(
+                f"[{s}] cols {v.col_offset}..{v.col_offset + v.cols}" for s, v in enumerate(spans)
+            )
         return PoolPlan(self.name, TMEM, "cols", entries, self._high_water, size, tuple(self._moves), details)
 
     # -- internals -----------------------------------------------------------------------
@@ -303,6 +309,8 @@ class TMEMStages:
                 f"from column {col_start} reach column {last}, beyond the buffer's {buf.shape[1]} columns"
             )
         self.buf, self.col_start, self.width, self.stages, self.stride = buf, col_start, width, stages, stride
+        if isinstance(buf.pool, TMEMPool):
+            buf.pool.stage_views.append(self)
 
     def __len__(self) -> int:
         return self.stages

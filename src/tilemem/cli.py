@@ -1,0 +1,55 @@
+"""Command line: ``tilemem plan`` prints the memory plan of a built-in example."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from . import __version__
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    from .examples import DEFAULT_EXAMPLE, EXAMPLES
+
+    if args.list:
+        width = max(len(n) for n in EXAMPLES)
+        for example in EXAMPLES.values():
+            print(f"{example.name:<{width}}  {example.target:<8} {example.summary}")
+        return 0
+    name = args.example or DEFAULT_EXAMPLE
+    if name not in EXAMPLES:
+        print(f"tilemem: unknown example {name!r}; choose one of: {', '.join(EXAMPLES)}", file=sys.stderr)
+        return 2
+    example = EXAMPLES[name]
+    plan = example.build().plan()
+    if args.json:
+        print(json.dumps({"example": name, **plan.to_dict()}, indent=2))
+    else:
+        print(f"{example.name}: {example.summary}")
+        print(plan.format())
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tilemem", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"tilemem {__version__}")
+    sub = parser.add_subparsers(dest="command")
+    plan = sub.add_parser("plan", help="print the memory plan of a built-in example kernel")
+    plan.add_argument("--example", "-e", help="example name (see --list)")
+    plan.add_argument("--list", action="store_true", help="list the built-in examples")
+    plan.add_argument("--json", action="store_true", help="print the plan as JSON")
+    plan.set_defaults(run=_cmd_plan)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        args = parser.parse_args(["plan", *(argv or [])])
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
