@@ -164,7 +164,7 @@ class TileLayout(Layout):
     {'TLane': 5, 'TCol': 7}
     """
 
-    __slots__ = ("shard", "replica", "_offset", "shape")
+    __slots__ = ("shard", "replica", "_offset", "shape", "_axes")
 
     def __init__(
         self,
@@ -172,7 +172,9 @@ class TileLayout(Layout):
         replica: Iterable[Iter] = (),
         offset: Mapping[str, int] | None = None,
         shape: Sequence[int] | None = None,
+        axes: Sequence[str] = (),
     ) -> None:
+        """``axes`` names axes to report even when no Iter is left on them (kept by canonicalize)."""
         self.shard = tuple(shard)
         self.replica = tuple(replica)
         if not self.shard:
@@ -181,6 +183,8 @@ class TileLayout(Layout):
             if not isinstance(it, Iter):
                 raise LayoutError(f"TileLayout takes Iter objects, got {it!r}")
         self._offset = tuple(sorted((str(a), int(v)) for a, v in (offset or {}).items()))
+        seen = list(axes) + [it.axis for it in self.shard + self.replica] + [a for a, _ in self._offset]
+        self._axes = tuple(a for a in AXES if a in seen) + tuple(dict.fromkeys(a for a in seen if a not in AXES))
         size = math.prod(it.extent for it in self.shard)
         if shape is None:
             shape = tuple(it.extent for it in self.shard)
@@ -237,10 +241,7 @@ class TileLayout(Layout):
 
     @property
     def axes(self) -> tuple[str, ...]:
-        seen = [it.axis for it in self.shard + self.replica] + [a for a, _ in self._offset]
-        return tuple(dict.fromkeys(a for a in AXES if a in seen)) + tuple(
-            dict.fromkeys(a for a in seen if a not in AXES)
-        )
+        return self._axes
 
     # -- evaluation -----------------------------------------------------------
     def _apply_flat(self, flat: np.ndarray) -> dict[str, np.ndarray]:
@@ -295,7 +296,7 @@ class TileLayout(Layout):
             key=lambda it: (it.axis, it.stride, it.extent),
         )
         offset = {a: v for a, v in self._offset if v != 0}
-        return TileLayout(fused, replica, offset, shape=self.shape)
+        return TileLayout(fused, replica, offset, shape=self.shape, axes=self._axes)
 
     def iters_by_dim(self, shape: Sequence[int] | None = None) -> list[list[Iter]]:
         """The shard Iters grouped into one run per dimension of ``shape``.
@@ -351,7 +352,7 @@ class TileLayout(Layout):
             iters += i_group
         offset = dict(inner._offset)
         shape = tuple(o * i for o, i in zip(outer_shape, inner_shape))
-        return TileLayout(iters, inner.replica, offset, shape=shape)
+        return TileLayout(iters, inner.replica, offset, shape=shape, axes=inner.axes)
 
     def tile_to(self, to_shape: Sequence[int], cur_shape: Sequence[int] | None = None) -> "TileLayout":
         """Repeat this layout (shape ``cur_shape``) row-major until it covers ``to_shape``."""
@@ -393,7 +394,7 @@ class TileLayout(Layout):
         shape = list(self.shape)
         shape[dim] = length
         iters = [it for g in groups for it in g]
-        return TileLayout(iters, self.replica, base, shape=shape)
+        return TileLayout(iters, self.replica, base, shape=shape, axes=self._axes)
 
 
 def _outer_for(to_shape, cur_shape, axis: str) -> TileLayout:

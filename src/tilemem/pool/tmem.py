@@ -346,7 +346,7 @@ class TMEMStages:
         col_shift = 0
         if offset.get("TCol", 0) * buf.dtype.bits % 32 == 0:
             col_shift = offset.pop("TCol", 0) * buf.dtype.bits // 32
-            layout = TileLayout(layout.shard, layout.replica, offset, shape=layout.shape)
+            layout = TileLayout(layout.shard, layout.replica, offset, shape=layout.shape, axes=layout.axes)
         cols = -(-layout.span("TCol") * buf.dtype.bits // 32)
         return Buffer(
             name=f"{buf.name}[{stage}]" + ("" if (start, stop) == (0, self.width) else f"[{start}:{stop}]"),

@@ -1,0 +1,26 @@
+import shutil
+
+import pytest
+
+
+def _gpu_present() -> bool:
+    try:
+        from cuda.core import Device  # noqa: F401
+        from cuda.bindings import driver
+
+        (err,) = driver.cuInit(0)[:1]
+        if int(err) != 0:
+            return False
+        err, count = driver.cuDeviceGetCount()
+        return int(err) == 0 and count > 0
+    except Exception:
+        return shutil.which("nvidia-smi") is not None and False
+
+
+def pytest_collection_modifyitems(config, items):
+    if _gpu_present():
+        return
+    skip = pytest.mark.skip(reason="needs an NVIDIA GPU; run scripts/gpu_tests.sh on the device")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
