@@ -26,8 +26,8 @@ def test_sub_byte_bytes_are_fractional():
 
 
 def test_cuda_spelling_of_common_types():
-    assert DataType("bfloat16").cuda_type == "__nv_bfloat16"
-    assert DataType("float16").cuda_type == "__half"
+    assert DataType("bfloat16").cuda_type == "tm_bf16"
+    assert DataType("float16").cuda_type == "tm_f16"
     assert DataType("float32").cuda_type == "float"
     assert DataType("uint64").cuda_type == "uint64_t"
 

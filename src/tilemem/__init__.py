@@ -17,7 +17,18 @@ from .pool import Buffer, SMEMPool, TMEMPool, TMEMStages
 
 __version__ = "0.1.0"
 
+
+
+def __getattr__(name: str):
+    # The kernel language pulls in the IR; plan-only use never imports it.
+    if name == "T":
+        from . import lang
+
+        return lang
+    raise AttributeError(f"module 'tilemem' has no attribute {name!r}")
+
+
 __all__ = [
     "Buffer", "DataType", "MemoryPlan", "SMEMPool", "SwizzleMode", "TMEMPool", "TMEMStages",
-    "Target", "errors", "get_target", "layout", "__version__",
+    "T", "Target", "errors", "get_target", "layout", "__version__",
 ]

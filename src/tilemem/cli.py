@@ -31,6 +31,27 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_emit(args: argparse.Namespace) -> int:
+    from .kernels import KERNELS
+
+    if args.example not in KERNELS:
+        print(f"tilemem: unknown example {args.example!r}; choose one of: {', '.join(KERNELS)}", file=sys.stderr)
+        return 2
+    program = KERNELS[args.example]()
+    if args.ir:
+        text = str(program.ir) + "\n"
+    else:
+        text = program.source
+    if args.output:
+        with open(args.output, "w") as handle:
+            handle.write(text)
+        print(f"wrote {args.output}: kernel {program.name} for {program.target}, "
+              f"{program.dyn_smem_bytes} bytes of dynamic shared memory")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tilemem", description=__doc__)
     parser.add_argument("--version", action="version", version=f"tilemem {__version__}")
@@ -40,6 +61,11 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--list", action="store_true", help="list the built-in examples")
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
     plan.set_defaults(run=_cmd_plan)
+    emit = sub.add_parser("emit", help="write the CUDA C++ of a built-in example kernel")
+    emit.add_argument("--example", "-e", required=True, help="example name (see `tilemem plan --list`)")
+    emit.add_argument("-o", "--output", help="file to write (default: standard output)")
+    emit.add_argument("--ir", action="store_true", help="print the kernel IR instead of CUDA C++")
+    emit.set_defaults(run=_cmd_emit)
     return parser
 
 

@@ -11,7 +11,9 @@ from typing import Union
 
 from .errors import DTypeError
 
-# name -> (bits, CUDA C++ type used by codegen)
+# name -> (bits, CUDA C++ type used by codegen). Generated kernels include no CUDA
+# headers (NVRTC from pip ships none), so 16- and 8-bit floats are storage types
+# defined in the kernel prelude (cuda/prelude.py); sub-byte types name a packed byte.
 _TYPES: dict[str, tuple[int, str]] = {
     "bool": (8, "bool"),
     "int8": (8, "int8_t"),
@@ -22,16 +24,16 @@ _TYPES: dict[str, tuple[int, str]] = {
     "uint16": (16, "uint16_t"),
     "uint32": (32, "uint32_t"),
     "uint64": (64, "uint64_t"),
-    "float16": (16, "__half"),
-    "bfloat16": (16, "__nv_bfloat16"),
+    "float16": (16, "tm_f16"),
+    "bfloat16": (16, "tm_bf16"),
     "float32": (32, "float"),
     "float64": (64, "double"),
-    "float8_e4m3fn": (8, "__nv_fp8_e4m3"),
-    "float8_e5m2": (8, "__nv_fp8_e5m2"),
-    "float8_e8m0fnu": (8, "__nv_fp8_e8m0"),
-    "float6_e2m3fn": (6, "__nv_fp6_e2m3"),
-    "float6_e3m2fn": (6, "__nv_fp6_e3m2"),
-    "float4_e2m1fn": (4, "__nv_fp4_e2m1"),
+    "float8_e4m3fn": (8, "tm_fp8_e4m3"),
+    "float8_e5m2": (8, "tm_fp8_e5m2"),
+    "float8_e8m0fnu": (8, "tm_fp8_e8m0"),
+    "float6_e2m3fn": (6, "tm_fp6x4_e2m3"),
+    "float6_e3m2fn": (6, "tm_fp6x4_e3m2"),
+    "float4_e2m1fn": (4, "tm_fp4x2_e2m1"),
 }
 
 

@@ -48,7 +48,7 @@ class Target:
 
 
 _AMPERE = frozenset({"cp.async", "mbarrier", "ldmatrix", "mma.sync"})
-_HOPPER_BASE = _AMPERE | {"cp.async.bulk", "tma", "cluster", "stmatrix"}
+_HOPPER_BASE = _AMPERE | {"cp.async.bulk", "tma", "cluster", "stmatrix", "elect.sync", "mbarrier.tx", "fence.proxy.async"}
 _HOPPER = _HOPPER_BASE | {"wgmma", "setmaxnreg"}
 _BLACKWELL_BASE = _HOPPER_BASE
 _BLACKWELL = _BLACKWELL_BASE | {"tcgen05", "setmaxnreg"}

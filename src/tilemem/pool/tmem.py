@@ -113,6 +113,13 @@ class TMEMPool:
     def buffers(self) -> tuple[Buffer, ...]:
         return tuple(self._buffers)
 
+    def buffer(self, name: str) -> Buffer:
+        """The buffer called ``name``."""
+        for buf in self._buffers:
+            if buf.name == name:
+                return buf
+        raise KeyError(f"pool {self.name!r} has no buffer {name!r}; it has {[b.name for b in self._buffers]}")
+
     @property
     def committed(self) -> bool:
         return self._committed

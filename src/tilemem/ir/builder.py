@@ -1,0 +1,538 @@
+"""The builder: Python calls inside a ``@T.kernel`` function append IR statements.
+
+Frames (``T.If``/``T.Then``/``T.Else``, loops) are context managers or
+generators that collect statements; the Builder is also the pools' emitter,
+so ``SMEMPool``/``TMEMPool`` calls inside a kernel declare their buffers and
+emit the TMEM alloc/dealloc protocol here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import inspect
+import math
+import os
+import re
+import sys
+import traceback
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence
+
+from ..dtype import DataType, as_dtype
+from ..errors import PoolStateError, TilememError
+from ..plan.target import Target, get_target
+from ..pool import SMEM, TMEM, Buffer
+from ..pool.emit import emitting
+from .index import layout_index
+from .nodes import (
+    BOOL, INT32, UINT32, BufferVar, Call, Cast, Comment, Const, DeclBuffer, Evaluate, Expr, For,
+    IfThenElse, IRError, Kernel, LetStmt, Load, Param, Select, SeqStmt, Stmt, Store, TensorMap, Var,
+    binop, convert,
+)
+
+
+class BuildError(TilememError):
+    """An error raised while building a kernel; the message starts with the user's file and line."""
+
+
+_BUILDER: contextvars.ContextVar["Builder | None"] = contextvars.ContextVar("tilemem_builder", default=None)
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def current() -> "Builder":
+    builder = _BUILDER.get()
+    if builder is None:
+        raise IRError("this call emits kernel code: use it inside a @T.kernel function")
+    return builder
+
+
+def _c_name(name: str) -> str:
+    text = re.sub(r"\W", "_", name)
+    return text if text and not text[0].isdigit() else f"_{text}"
+
+
+# -- parameter annotations ------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BufferSpec:
+    """``T.Buffer(shape, dtype)``: a global-memory tensor parameter (row-major)."""
+
+    shape: tuple
+    dtype: DataType
+
+
+@dataclass(frozen=True)
+class ScalarSpec:
+    dtype: DataType
+
+
+class TensorMapSpec:
+    """``T.TensorMap``: a TMA descriptor parameter, passed by value as ``const __grid_constant__``."""
+
+
+class GlobalBuffer:
+    """A global tensor inside the kernel: ``A[i, j]`` loads/stores row-major."""
+
+    def __init__(self, var: BufferVar, shape: tuple):
+        self.var, self.shape = var, shape
+        self.dtype = var.dtype
+        self.name = var.name
+
+    def _index(self, index) -> Expr:
+        index = index if isinstance(index, tuple) else (index,)
+        if len(index) != len(self.shape):
+            raise IRError(f"{self.name} has {len(self.shape)} dimensions, indexed with {len(index)}")
+        flat: Expr = convert(0)
+        for i, extent in zip(index, self.shape):
+            flat = binop("+", binop("*", flat, extent), i)
+        return flat
+
+    def __getitem__(self, index) -> Expr:
+        return Load(self.var, self._index(index), self.dtype)
+
+    def __setitem__(self, index, value) -> None:
+        current().emit(Store(self.var, self._index(index), _as_value(value, self.dtype)))
+
+
+class LocalArray(GlobalBuffer):
+    """A per-thread register array (``T.alloc_local``)."""
+
+    def __setitem__(self, index, value) -> None:
+        current().emit(Store(self.var, self._index(index), _as_value(value, self.dtype)))
+
+
+def _as_value(value, dtype: DataType) -> Expr:
+    value = convert(value, dtype)
+    return value if value.dtype == dtype else Cast(value, dtype)
+
+
+# -- the builder ------------------------------------------------------------------------
+
+class Builder:
+    """Collects one kernel's statements; implements the pools' emitter protocol."""
+
+    def __init__(self, name: str, target: Target, grid, block, cluster):
+        self.name, self.target = name, target
+        self.grid, self.block, self.cluster = grid, block, cluster
+        self.frames: list[list[Stmt]] = [[]]
+        self.params: list[Param] = []
+        self.region: str | None = None
+        self.dyn_smem_bytes = 0
+        self.smem_vars: dict[int, BufferVar] = {}
+        self.tmem_bases: dict[int, Var] = {}
+        self.names: set[str] = set()
+        self.features: set[str] = set()
+
+    # statements
+    def emit(self, stmt: Stmt) -> None:
+        self.frames[-1].append(stmt)
+
+    @contextlib.contextmanager
+    def frame(self) -> Iterator[list[Stmt]]:
+        self.frames.append([])
+        try:
+            yield self.frames[-1]
+        finally:
+            self.frames.pop()
+
+    def fresh(self, stem: str) -> str:
+        stem = _c_name(stem)
+        name, n = stem, 0
+        while name in self.names:
+            n += 1
+            name = f"{stem}_{n}"
+        self.names.add(name)
+        return name
+
+    def require(self, feature: str, instruction: str) -> None:
+        if not self.target.supports(feature):
+            owners = [t for t in ("sm_80", "sm_90a", "sm_100a") if get_target(t).supports(feature)]
+            raise IRError(
+                f"{instruction} does not exist on {self.target.name}: it needs "
+                f"{' or '.join(owners) or 'another target'}; build this kernel with target="
+                f"{owners[0]!r}" if owners else f"{instruction} does not exist on {self.target.name}"
+            )
+        self.features.add(feature)
+
+    # -- PoolEmitter ----------------------------------------------------------------
+    def smem_pool(self, pool) -> None:
+        if pool.ptr is None:
+            if self.region is not None:
+                raise IRError(
+                    "a kernel has one dynamic shared-memory region and it already has an owning "
+                    "SMEMPool; pass ptr= to carve a second pool out of an existing buffer"
+                )
+            self.region = "smem"
+            self.names.add("smem")
+
+    def smem_buffer(self, pool, buf: Buffer) -> None:
+        if pool.ptr is None:
+            region, offset = self.region, buf.byte_offset
+        elif isinstance(pool.ptr, Buffer) and id(pool.ptr) in self.smem_vars:
+            outer = self.smem_vars[id(pool.ptr)]  # a pool carved out of an existing buffer
+            region, offset = outer.region, outer.byte_offset + buf.byte_offset
+        else:
+            raise IRError(f"SMEMPool(ptr=...) takes a shared-memory Buffer of this kernel, got {pool.ptr!r}")
+        var = BufferVar(self.fresh(buf.name), buf.dtype, SMEM, buf.shape, offset, region, source=buf)
+        self.smem_vars[id(buf)] = var
+        comment = f"{buf.layout_name}, {buf.nbytes} bytes, align {buf.align}"
+        self.emit(DeclBuffer(var, comment))
+
+    def smem_commit(self, pool, size: int) -> None:
+        if pool.ptr is None:
+            self.dyn_smem_bytes = size
+            self.emit(Comment(f"shared memory committed: {size} bytes of dynamic shared memory"))
+
+    def tmem_pool(self, pool) -> None:
+        self.require("tcgen05", "TMEMPool (tcgen05.alloc)")
+
+    def tmem_buffer(self, pool, buf: Buffer) -> None:
+        pass  # TMEM buffers are addressed through the base read from the slot
+
+    def tmem_commit(self, pool) -> None:
+        from . import intrinsics as ix
+
+        with self.frame() as body:
+            ix.tcgen05_alloc(pool.slot, pool.total_cols, cta_group=pool.cta_group)
+            if pool.sync_after_alloc:
+                ix.syncwarp()
+        self.emit(Comment(
+            f"TMEM: warp {pool.alloc_warp} allocates {pool.total_cols} columns "
+            f"(cta_group::{pool.cta_group}); the base address lands in {pool.slot.name}"
+        ))
+        self.emit(IfThenElse(warp_id() == pool.alloc_warp, SeqStmt(tuple(body))))
+
+    def tmem_dealloc(self, pool) -> None:
+        from . import intrinsics as ix
+
+        with self.frame() as body:
+            base = Load(self.smem_vars[id(pool.slot)], convert(0), UINT32)
+            ix.tcgen05_relinquish(cta_group=pool.cta_group)
+            ix.tcgen05_dealloc(base, pool.total_cols, cta_group=pool.cta_group)
+        self.emit(Comment(f"TMEM: warp {pool.dealloc_warp} gives back {pool.total_cols} columns"))
+        self.emit(IfThenElse(warp_id() == pool.dealloc_warp, SeqStmt(tuple(body))))
+
+    def load(self, buf: Buffer, index: tuple) -> Expr:
+        var = self._smem_var(buf)
+        return Load(var, self._element(buf, index), buf.dtype)
+
+    def store(self, buf: Buffer, index: tuple, value) -> None:
+        var = self._smem_var(buf)
+        self.emit(Store(var, self._element(buf, index), _as_value(value, buf.dtype)))
+
+    def tmem_stage(self, stages, stage, start: int, stop: int):
+        raise IRError(
+            "a TMEM stage picked by a run-time index has no static column offset: use "
+            "T.tmem_addr(stages.buf, col=stages.col_start + stage * stages.stride) instead"
+        )
+
+    def _smem_var(self, buf: Buffer) -> BufferVar:
+        if id(buf) not in self.smem_vars:
+            raise IRError(f"buffer {buf.name!r} does not belong to this kernel's pools")
+        return self.smem_vars[id(buf)]
+
+    def _element(self, buf: Buffer, index: tuple) -> Expr:
+        if buf.dtype.bits < 8:
+            raise IRError(
+                f"{buf.name} holds {buf.dtype.name}, {buf.dtype.bits}-bit elements packed into bytes; "
+                "load and store them through a uint8 view of the same bytes"
+            )
+        return layout_index(buf.layout, index)["m"]
+
+    # -- finish --------------------------------------------------------------------
+    def kernel(self) -> Kernel:
+        (body,) = self.frames
+        return Kernel(
+            name=self.name, params=tuple(self.params), body=SeqStmt(tuple(body)), target=self.target.name,
+            grid=self.grid, block=self.block, cluster=self.cluster, dyn_smem_bytes=self.dyn_smem_bytes,
+            regions=(self.region,) if self.region else (), attrs=(("features", tuple(sorted(self.features))),),
+        )
+
+
+def _dims(value, what: str) -> tuple:
+    value = (value,) if isinstance(value, int) else tuple(value)
+    if not 1 <= len(value) <= 3 or any(not isinstance(v, int) or v < 1 for v in value):
+        raise IRError(f"{what} must be 1 to 3 positive integers, got {value!r}")
+    return value + (1,) * (3 - len(value))
+
+
+def _user_frame(exc: BaseException):
+    frames = traceback.extract_tb(exc.__traceback__)
+    for fs in reversed(frames):
+        if not os.path.abspath(fs.filename).startswith(_PACKAGE_DIR) and "contextlib" not in fs.filename:
+            return fs
+    return None
+
+
+def _parameters(fn: Callable):
+    """The function's parameters with annotations evaluated (``from __future__ import annotations``
+    turns them into strings; closure variables are visible too)."""
+    params = inspect.signature(fn).parameters
+    if not any(isinstance(p.annotation, str) for p in params.values()):
+        return params
+    scope = dict(fn.__globals__)
+    if fn.__closure__:
+        scope.update(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__)))
+    return {
+        name: p.replace(annotation=eval(p.annotation, scope)) if isinstance(p.annotation, str) else p  # noqa: S307
+        for name, p in params.items()
+    }
+
+
+def build(fn: Callable, *, target, grid, block, cluster=None, name: str | None = None) -> Kernel:
+    """Run ``fn`` under a builder and return its IR :class:`Kernel`."""
+    target = get_target(target)
+    builder = Builder(name or fn.__name__, target, _dims(grid, "grid"), _dims(block, "block"),
+                      _dims(cluster, "cluster") if cluster is not None else None)
+    args = []
+    symbols: dict[str, Var] = {}
+    hints = _parameters(fn)
+    for pname, param in hints.items():
+        spec = param.annotation
+        if isinstance(spec, BufferSpec):
+            shape = []
+            for dim in spec.shape:
+                if isinstance(dim, str):
+                    if dim not in symbols:
+                        symbols[dim] = Var(_c_name(dim), INT32)
+                    dim = symbols[dim]
+                shape.append(dim)
+            var = BufferVar(builder.fresh(pname), spec.dtype, "global", tuple(shape))
+            builder.params.append(Param(var.name, "buffer", var))
+            args.append(GlobalBuffer(var, tuple(shape)))
+        elif isinstance(spec, ScalarSpec):
+            var = Var(builder.fresh(pname), spec.dtype)
+            builder.params.append(Param(var.name, "scalar", var))
+            args.append(var)
+        elif spec is TensorMapSpec or isinstance(spec, TensorMapSpec):
+            tmap = TensorMap(builder.fresh(pname))
+            builder.params.append(Param(tmap.name, "tensormap", tmap))
+            args.append(tmap)
+        else:
+            raise BuildError(
+                f"parameter {pname!r} of kernel {builder.name!r} needs an annotation: "
+                "T.Buffer(shape, dtype), a scalar type such as T.int32, or T.TensorMap"
+            )
+    for sym in symbols.values():
+        builder.names.add(sym.name)
+        builder.params.append(Param(sym.name, "scalar", sym))
+    token = _BUILDER.set(builder)
+    try:
+        with emitting(builder):
+            fn(*args)
+    except BuildError:
+        raise
+    except Exception as exc:
+        where = _user_frame(exc)
+        if where is None:
+            raise
+        raise BuildError(
+            f"{where.filename}:{where.lineno} in {where.name}: {type(exc).__name__}: {exc}\n    {where.line}"
+        ) from exc
+    finally:
+        _BUILDER.reset(token)
+    if builder.region is None and builder.dyn_smem_bytes:
+        builder.dyn_smem_bytes = 0
+    return builder.kernel()
+
+
+# -- frames --------------------------------------------------------------------------
+
+class If:
+    """``with T.If(cond):`` then ``with T.Then():`` / ``with T.Else():`` (or statements directly)."""
+
+    def __init__(self, cond):
+        self.cond = convert(cond)
+        self.then: list[Stmt] | None = None
+        self.else_: list[Stmt] | None = None
+        self.direct: list[Stmt] = []
+
+    def __enter__(self) -> "If":
+        builder = current()
+        builder.frames.append(self.direct)
+        _IF_STACK.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        builder = current()
+        builder.frames.pop()
+        _IF_STACK.pop()
+        if exc[0] is not None:
+            return
+        if self.direct and self.then is not None:
+            raise IRError("put every statement of a T.If with a T.Then inside T.Then or T.Else")
+        then = self.then if self.then is not None else self.direct
+        builder.emit(IfThenElse(self.cond, SeqStmt(tuple(then)), SeqStmt(tuple(self.else_)) if self.else_ is not None else None))
+
+
+_IF_STACK: list[If] = []
+
+
+@contextlib.contextmanager
+def _branch(kind: str):
+    if not _IF_STACK or current().frames[-1] is not _IF_STACK[-1].direct:
+        raise IRError(f"T.{kind}() must sit directly inside `with T.If(cond):`")
+    frame_if = _IF_STACK[-1]
+    if getattr(frame_if, kind.lower() if kind != "Else" else "else_") is not None:
+        raise IRError(f"T.If already has a T.{kind}")
+    with current().frame() as body:
+        yield
+    if kind == "Then":
+        frame_if.then = body
+    else:
+        if frame_if.then is None:
+            raise IRError("T.Else() needs a T.Then() before it")
+        frame_if.else_ = body
+
+
+def Then():
+    return _branch("Then")
+
+
+def Else():
+    return _branch("Else")
+
+
+def _loop(kind: str, start, stop, name: str):
+    if stop is None:
+        start, stop = 0, start
+    builder = current()
+    var = Var(builder.fresh(name), INT32)
+    start = convert(start)
+    extent = binop("-", stop, start)
+    with builder.frame() as body:
+        yield var
+    builder.emit(For(var, start, extent, kind, SeqStmt(tuple(body))))
+
+
+def serial(start, stop=None, *, name: str = "i"):
+    """``for i in T.serial(n):`` — a run-time loop (the Python body runs once, building it)."""
+    return _loop("serial", start, stop, name)
+
+
+def unroll(start, stop=None, *, name: str = "i"):
+    """Like :func:`serial`, with ``#pragma unroll``."""
+    return _loop("unroll", start, stop, name)
+
+
+# -- small statements and expressions -------------------------------------------------
+
+def evaluate(expr) -> None:
+    current().emit(Evaluate(convert(expr)))
+
+
+def let(name: str, value, dtype=None) -> Var:
+    value = convert(value)
+    dtype = as_dtype(dtype) if dtype is not None else value.dtype
+    var = Var(current().fresh(name), dtype)
+    current().emit(LetStmt(var, value if value.dtype == dtype else Cast(value, dtype)))
+    return var
+
+
+def alloc_local(shape, dtype="float32", name: str = "reg") -> LocalArray:
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    var = BufferVar(current().fresh(name), as_dtype(dtype), "local", shape)
+    current().emit(DeclBuffer(var))
+    return LocalArray(var, shape)
+
+
+def cast(value, dtype) -> Expr:
+    return Cast(convert(value), as_dtype(dtype))
+
+
+def select(cond, a, b) -> Expr:
+    a, b = convert(a), convert(b)
+    return Select(convert(cond), a, b, a.dtype)
+
+
+def all_of(*conds) -> Expr:
+    out = convert(conds[0])
+    for c in conds[1:]:
+        out = binop("&&", out, c)
+    return out
+
+
+def any_of(*conds) -> Expr:
+    out = convert(conds[0])
+    for c in conds[1:]:
+        out = binop("||", out, c)
+    return out
+
+
+def min_(a, b) -> Expr:
+    return binop("min", a, b)
+
+
+def max_(a, b) -> Expr:
+    return binop("max", a, b)
+
+
+def thread_id(axis: int = 0) -> Expr:
+    return Call("cuda.thread_idx", (), INT32, (("axis", axis),))
+
+
+def block_id(axis: int = 0) -> Expr:
+    return Call("cuda.block_idx", (), INT32, (("axis", axis),))
+
+
+def warp_id() -> Expr:
+    """Warp index within the block (``threadIdx.x / 32``; 1-D blocks)."""
+    return binop("//", thread_id(), 32)
+
+
+def lane_id() -> Expr:
+    return binop("%", thread_id(), 32)
+
+
+def smem_addr(buf: Buffer, *coords) -> Expr:
+    """32-bit shared-window address of ``buf`` (at ``coords``, through its layout) for PTX operands.
+
+    Sub-byte elements are addressed by the byte that holds them.
+    """
+    builder = current()
+    if not isinstance(buf, Buffer) or buf.scope != SMEM:
+        raise IRError(f"smem_addr takes a shared-memory buffer, got {buf!r}")
+    var = builder._smem_var(buf)
+    if not coords:
+        return Call("cuda.smem_addr", (var, convert(0)), UINT32)
+    element = layout_index(buf.layout, coords)["m"]
+    bits = buf.dtype.bits
+    byte = binop("*", element, bits // 8) if bits % 8 == 0 else binop("//", binop("*", element, bits), 8)
+    return Call("cuda.smem_addr", (var, byte), UINT32)
+
+
+def tmem_base(pool) -> Var:
+    """Read the TMEM base that ``tcgen05.alloc`` wrote, after the fence / barrier / fence handshake.
+
+    Every thread of the block must reach this call (it contains ``__syncthreads``).
+    """
+    from . import intrinsics as ix
+
+    builder = current()
+    if id(pool) in builder.tmem_bases:
+        return builder.tmem_bases[id(pool)]
+    if not pool.committed:
+        raise PoolStateError(f"TMEM pool {pool.name!r}: commit() it (which emits tcgen05.alloc) before reading its base")
+    builder.emit(Comment(f"TMEM: publish the base address of {pool.name} to every warp"))
+    ix.tcgen05_fence_before()
+    ix.syncthreads()
+    ix.tcgen05_fence_after()
+    var = let(f"{pool.name}_base", Load(builder.smem_vars[id(pool.slot)], convert(0), UINT32), "uint32")
+    builder.tmem_bases[id(pool)] = var
+    return var
+
+
+def tmem_addr(buf: Buffer, lane=0, col=0) -> Expr:
+    """``base + (lane << 16) + col_offset + col``; ``col`` counts 32-bit columns from the buffer's start."""
+    if not isinstance(buf, Buffer) or buf.scope != TMEM:
+        raise IRError(f"tmem_addr takes a TMEM buffer, got {buf!r}")
+    builder = current()
+    if id(buf.pool) not in builder.tmem_bases:
+        raise IRError(
+            f"TMEM buffer {buf.name!r}: read the pool's base first with T.tmem_base(pool) "
+            "(after its commit), so addresses use what tcgen05.alloc returned rather than 0"
+        )
+    base = builder.tmem_bases[id(buf.pool)]
+    lane_part = binop("<<", lane, 16)
+    return binop("+", binop("+", base, lane_part), binop("+", convert(buf.col_offset), col))

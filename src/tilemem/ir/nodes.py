@@ -1,0 +1,330 @@
+"""The kernel IR: a handful of immutable node types.
+
+Expressions carry a dtype and support Python operators (``a + 1``, ``i < n``,
+``x ^ y``), each building a new node; ``==`` and ``!=`` build comparisons too,
+so compare nodes structurally with :func:`same`. Statements form a tree under
+a :class:`Kernel`. Nothing here knows CUDA C++; ``cuda/`` lowers it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from ..dtype import DataType, as_dtype
+from ..errors import TilememError
+
+INT32 = DataType("int32")
+UINT32 = DataType("uint32")
+UINT64 = DataType("uint64")
+BOOL = DataType("bool")
+FLOAT32 = DataType("float32")
+
+
+class IRError(TilememError, ValueError):
+    """An expression or statement that cannot be built (bad operand, wrong type)."""
+
+
+def _is_float(dtype: DataType) -> bool:
+    return dtype.name.startswith(("float", "bfloat"))
+
+
+def convert(value: Any, like: DataType | None = None) -> "Expr":
+    """Turn a Python number into a Const; pass expressions through."""
+    if isinstance(value, Expr):
+        return value
+    if isinstance(value, bool):
+        return Const(int(value), BOOL)
+    if isinstance(value, int):
+        if like is not None and not _is_float(like) and like.bits >= 32:
+            return Const(value, like)
+        return Const(value, INT32 if -(2**31) <= value < 2**31 else DataType("int64"))
+    if isinstance(value, float):
+        return Const(value, FLOAT32)
+    raise IRError(f"cannot use {value!r} ({type(value).__name__}) in a kernel expression")
+
+
+def _result_type(a: DataType, b: DataType) -> DataType:
+    if _is_float(a) or _is_float(b):
+        return FLOAT32 if a.bits <= 32 and b.bits <= 32 else DataType("float64")
+    if a.bits != b.bits:
+        return a if a.bits > b.bits else b
+    return a if a.name.startswith("uint") else b
+
+
+_COMPARE = {"<", "<=", ">", ">=", "==", "!="}
+
+
+def binop(op: str, a, b) -> "Expr":
+    a = convert(a, getattr(b, "dtype", None))
+    b = convert(b, a.dtype)
+    folded = _fold(op, a, b)
+    if folded is not None:
+        return folded
+    dtype = BOOL if op in _COMPARE or op in ("&&", "||") else _result_type(a.dtype, b.dtype)
+    return BinOp(op, a, b, dtype)
+
+
+def _fold(op: str, a: "Expr", b: "Expr") -> "Expr | None":
+    """Constant folding and identities, so layout index arithmetic stays readable."""
+    ca = a.value if isinstance(a, Const) else None
+    cb = b.value if isinstance(b, Const) else None
+    if ca is not None and cb is not None and not isinstance(ca, float) and not isinstance(cb, float):
+        from .evaluate import apply_op
+
+        value = apply_op(op, ca, cb)
+        return Const(int(value), BOOL if op in _COMPARE else _result_type(a.dtype, b.dtype))
+    if op == "+" and ca == 0:
+        return b
+    if op in ("+", "-", "|", "^", "<<", ">>") and cb == 0:
+        return a
+    if op == "*" and (ca == 1 or cb == 1):
+        return b if ca == 1 else a
+    if op in ("*", "&") and (ca == 0 or cb == 0) and not _is_float(a.dtype) and not _is_float(b.dtype):
+        return Const(0, _result_type(a.dtype, b.dtype))
+    if op == "//" and cb == 1:
+        return a
+    if op == "%" and cb == 1:
+        return Const(0, a.dtype)
+    return None
+
+
+class Expr:
+    """Base of expressions: every node has ``dtype``."""
+
+    dtype: DataType
+
+    def __add__(self, o): return binop("+", self, o)
+    def __radd__(self, o): return binop("+", o, self)
+    def __sub__(self, o): return binop("-", self, o)
+    def __rsub__(self, o): return binop("-", o, self)
+    def __mul__(self, o): return binop("*", self, o)
+    def __rmul__(self, o): return binop("*", o, self)
+    def __truediv__(self, o): return binop("/", self, o)
+    def __floordiv__(self, o): return binop("//", self, o)
+    def __rfloordiv__(self, o): return binop("//", o, self)
+    def __mod__(self, o): return binop("%", self, o)
+    def __rmod__(self, o): return binop("%", o, self)
+    def __lshift__(self, o): return binop("<<", self, o)
+    def __rshift__(self, o): return binop(">>", self, o)
+    def __and__(self, o): return binop("&", self, o)
+    def __rand__(self, o): return binop("&", o, self)
+    def __or__(self, o): return binop("|", self, o)
+    def __ror__(self, o): return binop("|", o, self)
+    def __xor__(self, o): return binop("^", self, o)
+    def __rxor__(self, o): return binop("^", o, self)
+    def __lt__(self, o): return binop("<", self, o)
+    def __le__(self, o): return binop("<=", self, o)
+    def __gt__(self, o): return binop(">", self, o)
+    def __ge__(self, o): return binop(">=", self, o)
+    def __eq__(self, o): return binop("==", self, o)  # type: ignore[override]
+    def __ne__(self, o): return binop("!=", self, o)  # type: ignore[override]
+    def __neg__(self): return UnOp("-", self, self.dtype)
+    def __invert__(self): return UnOp("~", self, self.dtype)
+
+    __hash__ = object.__hash__
+
+    def __bool__(self):
+        raise IRError(
+            "a kernel expression has no Python truth value: branch with `with T.If(cond):` "
+            "and combine conditions with T.all_of / T.any_of instead of and/or"
+        )
+
+    def __repr__(self) -> str:
+        from .printer import expr_text
+
+        return expr_text(self)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Const(Expr):
+    value: int | float
+    dtype: DataType = INT32
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Var(Expr):
+    name: str
+    dtype: DataType = INT32
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class BinOp(Expr):
+    op: str
+    a: Expr
+    b: Expr
+    dtype: DataType
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class UnOp(Expr):
+    op: str
+    a: Expr
+    dtype: DataType
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Cast(Expr):
+    a: Expr
+    dtype: DataType
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Select(Expr):
+    cond: Expr
+    a: Expr
+    b: Expr
+    dtype: DataType
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Load(Expr):
+    buffer: "BufferVar"
+    index: Expr  # element index into the buffer's storage (layout already applied)
+    dtype: DataType
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Call(Expr):
+    """An intrinsic: ``op`` names it (``"ptx.mbarrier.arrive"``), ``attrs`` are compile-time options."""
+
+    op: str
+    args: tuple
+    dtype: DataType = DataType("int32")
+    attrs: tuple = ()
+
+    def attr(self, key, default=None):
+        return dict(self.attrs).get(key, default)
+
+
+# -- buffers and parameters ---------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class BufferVar:
+    """A pointer the kernel reads and writes: a global parameter, a shared buffer, a local array."""
+
+    name: str
+    dtype: DataType
+    scope: str  # "global" | "shared.dyn" | "local"
+    shape: tuple = ()
+    byte_offset: int | None = None  # shared buffers: offset into their pool's region
+    region: str | None = None  # shared buffers: the region variable they point into
+    source: Any = field(default=None, compare=False)  # the pool Buffer, when there is one
+
+    def __repr__(self) -> str:
+        return f"{self.scope} {self.dtype.name}* {self.name}"
+
+
+@dataclass(frozen=True, eq=False)
+class TensorMap:
+    """A ``CUtensorMap`` kernel parameter (``const __grid_constant__``)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Param:
+    """A kernel parameter: a global buffer, a scalar Var, or a tensor map."""
+
+    name: str
+    kind: str  # "buffer" | "scalar" | "tensormap"
+    value: Any
+
+
+# -- statements ---------------------------------------------------------------------
+
+class Stmt:
+    def __repr__(self) -> str:
+        from .printer import stmt_text
+
+        return stmt_text(self)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Evaluate(Stmt):
+    expr: Expr
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Store(Stmt):
+    buffer: BufferVar
+    index: Expr
+    value: Expr
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class SeqStmt(Stmt):
+    stmts: tuple
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class IfThenElse(Stmt):
+    cond: Expr
+    then: Stmt
+    else_: Stmt | None = None
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class For(Stmt):
+    var: Var
+    start: Expr
+    extent: Expr
+    kind: str  # "serial" | "unroll"
+    body: Stmt
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class LetStmt(Stmt):
+    """Declare a local ``var = value`` visible to the statements after it."""
+
+    var: Var
+    value: Expr
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class DeclBuffer(Stmt):
+    """Declare a buffer pointer (shared: region + byte offset; local: an array)."""
+
+    buffer: BufferVar
+    comment: str = ""
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Comment(Stmt):
+    text: str
+
+
+@dataclass(frozen=True, eq=False)
+class Kernel:
+    """A whole kernel: its signature, launch shape, shared memory and body."""
+
+    name: str
+    params: tuple
+    body: Stmt
+    target: str
+    grid: tuple
+    block: tuple
+    cluster: tuple | None
+    dyn_smem_bytes: int
+    regions: tuple = ()  # names of dynamic shared-memory regions declared (at most one)
+    attrs: tuple = ()
+
+    def __repr__(self) -> str:
+        from .printer import kernel_text
+
+        return kernel_text(self)
+
+    __str__ = __repr__
+
+
+def same(a, b) -> bool:
+    """Structural equality of two IR values (``==`` builds comparison nodes)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, (Expr, Stmt)) and hasattr(a, "__dataclass_fields__"):
+        return all(same(getattr(a, f.name), getattr(b, f.name)) for f in fields(a))
+    if isinstance(a, tuple):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, (BufferVar, TensorMap)):
+        return a is b
+    return a == b
