@@ -1,0 +1,3 @@
+import pytest
+
+pytest.importorskip("cuda.core", reason="compiling needs the cuda extra")
