@@ -20,7 +20,7 @@ def _gpu_present() -> bool:
 def pytest_collection_modifyitems(config, items):
     if _gpu_present():
         return
-    skip = pytest.mark.skip(reason="needs an NVIDIA GPU; run scripts/gpu_tests.sh on the device")
+    skip = pytest.mark.skip(reason="needs an NVIDIA GPU; run scripts/gpu_check.sh on a GPU machine")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)

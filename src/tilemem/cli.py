@@ -52,6 +52,36 @@ def _cmd_emit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _gpu_name() -> str | None:
+    """The local GPU's name, or None when no CUDA device (or driver) is present."""
+    try:
+        from cuda.bindings import driver
+
+        (err,) = driver.cuInit(0)
+        if int(err) != 0:
+            return None
+        err, count = driver.cuDeviceGetCount()
+        if int(err) != 0 or count == 0:
+            return None
+        err, name = driver.cuDeviceGetName(256, 0)
+        return name.split(b"\0")[0].decode()
+    except Exception:
+        return None
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    device = _gpu_name()
+    if device is None:
+        print("tilemem verify: no CUDA GPU found here; it checks layouts on real hardware (TMA, wgmma: an sm_90 GPU)",
+              file=sys.stderr)
+        return 1
+    from .cuda.verify import format_results, run_all
+
+    results = run_all(quick=args.quick)
+    print(format_results(results, device))
+    return 0 if results and all(r.ok for r in results) else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tilemem", description=__doc__)
     parser.add_argument("--version", action="version", version=f"tilemem {__version__}")
@@ -66,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
     emit.add_argument("-o", "--output", help="file to write (default: standard output)")
     emit.add_argument("--ir", action="store_true", help="print the kernel IR instead of CUDA C++")
     emit.set_defaults(run=_cmd_emit)
+    verify = sub.add_parser("verify", help="check every SMEM layout against the local GPU (TMA, wgmma)")
+    verify.add_argument("--quick", action="store_true", help="one shape per swizzle mode and element size")
+    verify.set_defaults(run=_cmd_verify)
     return parser
 
 

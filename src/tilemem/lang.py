@@ -75,6 +75,8 @@ ptx = SimpleNamespace(
     tma=SimpleNamespace(
         load=_ix.tma_load,
         store=_ix.tma_store,
+        load_tile=_ix.tma_load_tile,
+        store_tile=_ix.tma_store_tile,
         commit_group=_ix.bulk_commit_group,
         wait_group_read=_ix.bulk_wait_group_read,
     ),

@@ -133,6 +133,32 @@ def tma_store(tmap: TensorMap, src, coords) -> None:
           feature="tma", instruction="cp.async.bulk.tensor (TMA store)")
 
 
+def _tile_boxes(buf: Buffer):
+    """(C, boxes): a tile (..., R, K) moves as K / C boxes one swizzle row (or 16 bytes) wide."""
+    from ..layout import layout_swizzle_mode
+
+    if not isinstance(buf, Buffer) or buf.scope != SMEM or len(buf.shape) < 2:
+        raise IRError(f"a tile copy needs a shared-memory buffer of shape (..., R, K), got {buf!r}")
+    per_box = layout_swizzle_mode(buf.layout).row_bytes * 8 // buf.dtype.bits
+    if buf.shape[-1] % per_box:
+        raise IRError(f"{buf.name}: K = {buf.shape[-1]} is not a multiple of the {per_box}-element TMA box row")
+    return per_box, buf.shape[-1] // per_box
+
+
+def tma_load_tile(tmap: TensorMap, buf: Buffer, bar, row, col, *lead) -> None:
+    """Load the (R, K) tile at global (row, col) into ``buf[lead...]``: one box per K column block."""
+    per_box, boxes = _tile_boxes(buf)
+    for b in range(boxes):
+        tma_load(tmap, (buf, *lead, 0, b * per_box), bar, [binop("+", col, b * per_box), row])
+
+
+def tma_store_tile(tmap: TensorMap, buf: Buffer, row, col, *lead) -> None:
+    """Store ``buf[lead...]`` to the global tile at (row, col), box by box."""
+    per_box, boxes = _tile_boxes(buf)
+    for b in range(boxes):
+        tma_store(tmap, (buf, *lead, 0, b * per_box), [binop("+", col, b * per_box), row])
+
+
 def bulk_commit_group() -> None:
     _emit("ptx.bulk.commit_group", feature="tma", instruction="cp.async.bulk.commit_group")
 

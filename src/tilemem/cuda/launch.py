@@ -1,0 +1,190 @@
+"""Launch a compiled kernel on the current GPU.
+
+Arguments may be torch/cupy arrays, ``cuda.core`` buffers, anything with
+``__cuda_array_interface__`` or DLPack, Python/numpy scalars, and
+:class:`~tilemem.cuda.tma.TensorMap` objects. The dynamic shared-memory size
+comes from the kernel's committed pool; above 48 KiB the per-function limit
+is raised first. The launch goes through the driver (``cuLaunchKernel``) on a
+``cuda.core`` stream, because ``__grid_constant__`` tensor maps are passed by
+value as 128-byte parameters.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+from ..errors import TilememError
+from ..ir.nodes import Var
+
+STATIC_SMEM_LIMIT = 48 * 1024
+
+_CTYPES = {
+    "int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32, "int64": ctypes.c_int64,
+    "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16, "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64,
+    "float32": ctypes.c_float, "float64": ctypes.c_double, "bool": ctypes.c_bool,
+}
+
+
+class LaunchError(TilememError, RuntimeError):
+    """A kernel that cannot be launched here, with the kernel's name and the limit it hit."""
+
+
+def _driver():
+    from cuda.bindings import driver
+
+    return driver
+
+
+def _check(result, what: str, kernel: str):
+    err, *rest = result if isinstance(result, tuple) else (result,)
+    if int(err) != 0:
+        driver = _driver()
+        _, name = driver.cuGetErrorName(err)
+        raise LaunchError(f"kernel {kernel!r}: {what} failed with {name.decode() if isinstance(name, bytes) else name}")
+    return rest[0] if len(rest) == 1 else rest
+
+
+def device_pointer(obj) -> int:
+    """The device address of a tensor-like object (cuda.core Buffer, CAI, DLPack) or an int."""
+    if isinstance(obj, int):
+        return obj
+    handle = getattr(obj, "handle", None)
+    if handle is not None and hasattr(obj, "size") and not hasattr(obj, "__cuda_array_interface__"):
+        return int(handle)  # cuda.core Buffer
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:
+        return int(cai["data"][0])
+    if hasattr(obj, "__dlpack__"):
+        from cuda.core.utils import StridedMemoryView
+
+        return int(StridedMemoryView(obj, stream_ptr=-1).ptr)
+    raise LaunchError(f"cannot pass {type(obj).__name__} as a device buffer: give a torch/cupy array, a cuda.core Buffer, or an address")
+
+
+def _shape_of(obj) -> tuple | None:
+    shape = getattr(obj, "shape", None)
+    return tuple(int(s) for s in shape) if shape is not None else None
+
+
+def _element_bytes(obj) -> int | None:
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if cai is not None:
+        return int(cai["typestr"][2:])
+    return getattr(obj, "itemsize", None) or getattr(getattr(obj, "dtype", None), "itemsize", None)
+
+
+class Launcher:
+    """A kernel loaded on the current device, ready to launch."""
+
+    def __init__(self, program):
+        from cuda.core import Device
+
+        self.program = program
+        self.name = program.name
+        self.device = Device()
+        self.device.set_current()
+        cc = self.device.compute_capability
+        arch = program.target.removeprefix("sm_").rstrip("a")
+        if (int(arch[:-1]), int(arch[-1])) != (cc.major, cc.minor) and program.target.endswith("a"):
+            raise LaunchError(
+                f"kernel {self.name!r} is built for {program.target}, which runs only on compute capability "
+                f"{arch[:-1]}.{arch[-1]}; this device is {cc.major}.{cc.minor}"
+            )
+        if int(arch[:-1]) != cc.major:
+            raise LaunchError(
+                f"kernel {self.name!r} is a {program.target} cubin; a device of compute capability "
+                f"{cc.major}.{cc.minor} cannot run it (cubins run only within their major version)"
+            )
+        driver = _driver()
+        self.module = _check(driver.cuModuleLoadData(program.compile()), "cuModuleLoadData", self.name)
+        self.function = _check(driver.cuModuleGetFunction(self.module, self.name.encode()), "cuModuleGetFunction", self.name)
+        smem = program.dyn_smem_bytes
+        attr = driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+        limit = _check(driver.cuDeviceGetAttribute(attr, self.device.device_id), "cuDeviceGetAttribute", self.name)
+        if smem > limit:
+            raise LaunchError(
+                f"kernel {self.name!r} needs {smem} bytes of dynamic shared memory but this device allows "
+                f"{limit} per block (opt-in maximum): remove {smem - limit} bytes from its SMEMPool"
+            )
+        if smem > STATIC_SMEM_LIMIT:
+            fattr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            _check(driver.cuFuncSetAttribute(self.function, fattr, smem),
+                   f"raising the dynamic shared-memory limit to {smem} bytes", self.name)
+
+    def _params(self, args: tuple) -> tuple[list, ctypes.Array]:
+        from .tma import TensorMap
+
+        params = self.program.ir.params
+        user = [p for p in params if not (p.kind == "scalar" and p.name in self._symbols())]
+        if len(args) != len(user):
+            names = ", ".join(p.name for p in user)
+            raise LaunchError(f"kernel {self.name!r} takes {len(user)} arguments ({names}), got {len(args)}")
+        bound: dict[str, int] = {}
+        keep: list = []
+        values: dict[str, Any] = {}
+        for p, arg in zip(user, args):
+            if p.kind == "buffer":
+                self._bind_shape(p, arg, bound)
+                keep.append(ctypes.c_void_p(device_pointer(arg)))
+            elif p.kind == "scalar":
+                keep.append(_CTYPES[p.value.dtype.name](arg.item() if hasattr(arg, "item") else arg))
+            else:
+                if not isinstance(arg, TensorMap):
+                    raise LaunchError(f"kernel {self.name!r}: parameter {p.name} takes a tilemem TensorMap, got {type(arg).__name__}")
+                keep.append(arg)
+            values[p.name] = keep[-1]
+        for name in self._symbols():
+            if name not in bound:
+                raise LaunchError(f"kernel {self.name!r}: could not infer size {name!r} from the arguments")
+            values[name] = ctypes.c_int32(bound[name])
+            keep.append(values[name])
+        pointers = [v.address if isinstance(v, TensorMap) else ctypes.addressof(v) for v in (values[p.name] for p in params)]
+        array = (ctypes.c_void_p * max(1, len(pointers)))(*pointers)
+        return keep, array
+
+    def _symbols(self) -> list[str]:
+        names = []
+        for p in self.program.ir.params:
+            if p.kind == "buffer":
+                names += [d.name for d in p.value.shape if isinstance(d, Var)]
+        return list(dict.fromkeys(names))
+
+    def _bind_shape(self, param, arg, bound: dict) -> None:
+        shape = _shape_of(arg)
+        want = param.value.shape
+        if shape is None:
+            return
+        if len(shape) != len(want):
+            raise LaunchError(f"kernel {self.name!r}: {param.name} is {len(want)}-D, got an array of shape {shape}")
+        for dim, got in zip(want, shape):
+            if isinstance(dim, Var):
+                if bound.setdefault(dim.name, got) != got:
+                    raise LaunchError(f"kernel {self.name!r}: size {dim.name} is {bound[dim.name]} and {got} at once")
+            elif dim != got:
+                raise LaunchError(f"kernel {self.name!r}: {param.name} must have shape {want}, got {shape}")
+        size = _element_bytes(arg)
+        if size is not None and size * 8 != param.value.dtype.bits:
+            raise LaunchError(
+                f"kernel {self.name!r}: {param.name} holds {param.value.dtype.name} "
+                f"({param.value.dtype.bits // 8} bytes) but the array's elements are {size} bytes"
+            )
+
+    def __call__(self, *args, grid=None, block=None, stream=None) -> None:
+        from cuda.core import Stream
+
+        ir = self.program.ir
+        grid = tuple(grid) if grid is not None else ir.grid
+        grid = grid + (1,) * (3 - len(grid))
+        block = tuple(block) if block is not None else ir.block
+        block = block + (1,) * (3 - len(block))
+        stream = stream if stream is not None else self.device.default_stream
+        handle = int(stream.handle) if isinstance(stream, Stream) or hasattr(stream, "handle") else int(stream)
+        keep, array = self._params(args)
+        driver = _driver()
+        _check(
+            driver.cuLaunchKernel(self.function, *grid, *block, self.program.dyn_smem_bytes, handle, ctypes.addressof(array), 0),
+            f"launch with grid {grid}, block {block}, {self.program.dyn_smem_bytes} bytes of dynamic shared memory",
+            self.name,
+        )
+        del keep
