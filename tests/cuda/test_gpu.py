@@ -77,7 +77,7 @@ def test_launch_accepts_array_kinds_and_binds_sizes(torch, kind):
             out[T.thread_id()] = T.cast(T.thread_id(), "float32") * factor
 
         dev = Device()
-        buf = dev.memory_resource.allocate(4 * 32)
+        buf = dev.memory_resource.allocate(4 * 32, stream=dev.default_stream)
         Launcher(iota)(buf, 0.5)
         dev.sync()
         mem = cupy.cuda.MemoryPointer(cupy.cuda.UnownedMemory(int(buf.handle), 4 * 32, buf), 0)

@@ -237,8 +237,10 @@ def all_checks(quick: bool = False):
             row_elems = (16 << MODES.index(mode)) // esize if mode != "none" else 16 // esize
             k = 2 * row_elems if mode != "none" else 4 * row_elems
             shapes = [(64, k)] if quick else [(64, k), (3, 32, k), (2, 2, 16, k)]
-            for shape in shapes:
-                checks.append((f"tma_load {mode} {esize}B {shape}", lambda m=mode, e=esize, s=shape: check_tma_load(m, e, s)))
+            for n, shape in enumerate(shapes):
+                pad = (100, 1500, 3100)[n]  # lands the tile at bytes 1024, 2048, 4096
+                checks.append((f"tma_load {mode} {esize}B {shape}",
+                               lambda m=mode, e=esize, s=shape, p=pad: check_tma_load(m, e, s, pad=p)))
             store_shapes = [(2, 32, k)] if quick else [(64, k), (2, 32, k)]
             for shape in store_shapes:
                 checks.append((f"tma_store {mode} {esize}B {shape}", lambda m=mode, e=esize, s=shape: check_tma_store(m, e, s)))

@@ -1,0 +1,52 @@
+"""Host-side TMA rules (HARDWARE.md "TMA"), checked without a GPU."""
+
+import pytest
+
+from tilemem import SMEMPool
+from tilemem.cuda.tma import TensorMapPlan, TMAError, check_plan, plan_tile_map
+from tilemem.dtype import DataType
+from tilemem.layout.smem import SwizzleMode
+
+
+def tile(shape, dtype, mode):
+    return SMEMPool().alloc_mma(shape, dtype, mode)
+
+
+@pytest.mark.parametrize("mode,cols,box_cols,boxes", [("128B", 128, 64, 2), ("64B", 64, 32, 2), ("32B", 64, 16, 4), ("none", 64, 8, 8)])
+def test_tile_maps_cut_k_into_swizzle_row_boxes(mode, cols, box_cols, boxes):
+    buf = tile((2, 64, cols), "bfloat16", mode)
+    plan = plan_tile_map(buf, 0x1000, 1024, 4096)
+    assert plan.box == (box_cols, 64) and plan.boxes_per_tile == boxes
+    assert plan.swizzle == SwizzleMode.parse(mode) and plan.global_strides == (4096 * 2,)
+    assert plan.box_bytes * boxes * 2 == buf.nbytes
+
+
+def base(**kw):
+    fields = dict(dtype=DataType("bfloat16"), global_dims=(512, 512), global_strides=(1024,), box=(64, 64),
+                  swizzle=SwizzleMode.SWIZZLE_128B_ATOM, address=0x1000)
+    fields.update(kw)
+    return TensorMapPlan(**fields)
+
+
+@pytest.mark.parametrize(
+    "change,fact",
+    [
+        (dict(box=(128, 64)), "inner box is 256 bytes but SWIZZLE_128B_ATOM allows at most 128"),
+        (dict(box=(4, 64), swizzle=SwizzleMode.SWIZZLE_NONE), "inner box is 8 bytes; TMA needs a multiple of 16"),
+        (dict(box=(64, 300), global_dims=(512, 512)), "box dimension 1 is 300"),
+        (dict(address=0x1008), "not 16-byte aligned"),
+        (dict(global_strides=(1000,)), "global stride 1 is 1000 bytes"),
+        (dict(global_dims=(1,) * 6, global_strides=(16,) * 5, box=(1,) * 6, swizzle=SwizzleMode.SWIZZLE_NONE), "at most 5 dimensions"),
+        (dict(global_dims=(32, 512)), "box dimension 0 (64) exceeds the tensor's extent 32"),
+    ],
+)
+def test_each_tma_rule_has_a_clear_error(change, fact):
+    check_plan(base(), "ok")  # the base plan is legal
+    with pytest.raises(TMAError) as exc:
+        check_plan(base(**change), "A")
+    assert fact in str(exc.value)
+
+
+def test_tile_map_rejects_unsupported_dtypes_and_tmem():
+    with pytest.raises(TMAError, match="no element type for float4_e2m1fn"):
+        plan_tile_map(tile((64, 256), "float4_e2m1fn", "128B"), 0, 64, 256)
