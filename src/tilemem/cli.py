@@ -21,8 +21,13 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     if name not in EXAMPLES:
         print(f"tilemem: unknown example {name!r}; choose one of: {', '.join(EXAMPLES)}", file=sys.stderr)
         return 2
+    from .plan import padding_advice
+
     example = EXAMPLES[name]
     plan = example.build().plan()
+    occ = plan.occupancy(example.threads)
+    plan = plan.with_section(f"occupancy ({example.threads} threads per CTA)", occ.lines())
+    plan = plan.with_section("padding", padding_advice(plan.smem))
     if args.json:
         print(json.dumps({"example": name, **plan.to_dict()}, indent=2))
     else:

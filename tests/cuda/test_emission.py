@@ -43,7 +43,7 @@ def tmem_kernel(cta_group=1, sync=True, total=128):
         smem = T.SMEMPool()
         tmem = T.TMEMPool(smem, total, cta_group=cta_group, alloc_warp=2, dealloc_warp=3, sync_after_alloc=sync)
         acc = tmem.alloc((128, 64), name="acc")
-        smem.commit()
+        smem.commit(100_000)  # at most 2 CTAs per SM, so 2 x 128 TMEM columns never block tcgen05.alloc
         tmem.commit()
         base = T.tmem_base(tmem)
         regs = T.alloc_local(32, "float32")
@@ -96,3 +96,18 @@ def test_tmem_kernels_compile_for_sm100a(cta_group):
 
 def test_smem_kernel_compiles_for_sm90a():
     assert simple_smem_kernel().compile()[:4] == b"\x7fELF"
+
+
+def test_kernels_whose_ctas_would_block_on_tmem_are_refused():
+    from tilemem.ir import BuildError
+
+    with pytest.raises(BuildError) as exc:
+        @T.kernel(target="sm_100a", block=128)
+        def k(x: T.Buffer((1,), "float32")):
+            smem = T.SMEMPool()
+            tmem = T.TMEMPool(smem, 256)
+            smem.commit()
+            tmem.commit()
+
+    msg = str(exc.value)
+    assert "16 CTAs" in msg and "256 TMEM columns: 4096 > 512" in msg and "at most 2 CTA(s)" in msg

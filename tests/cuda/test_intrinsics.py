@@ -112,7 +112,7 @@ def test_tcgen05_family_compiles(cta_group):
         tmem = T.TMEMPool(smem, 128, cta_group=cta_group)
         d = tmem.alloc((128, 64), name="d")
         p = tmem.alloc((128, 64), "bfloat16", name="p")
-        smem.commit()
+        smem.commit(100_000)  # at most 2 CTAs per SM: 2 x 128 TMEM columns fit
         tmem.commit()
         T.tmem_base(tmem)
         with T.If(T.all_of(T.warp_id() == 0, T.ptx.elect_sync())):

@@ -123,6 +123,7 @@ class Builder:
         self.tmem_bases: dict[int, Var] = {}
         self.names: set[str] = set()
         self.features: set[str] = set()
+        self.tmem_pools: list = []
 
     # statements
     def emit(self, stmt: Stmt) -> None:
@@ -186,6 +187,7 @@ class Builder:
 
     def tmem_pool(self, pool) -> None:
         self.require("tcgen05", "TMEMPool (tcgen05.alloc)")
+        self.tmem_pools.append(pool)
 
     def tmem_buffer(self, pool, buf: Buffer) -> None:
         pass  # TMEM buffers are addressed through the base read from the slot
@@ -332,9 +334,21 @@ def build(fn: Callable, *, target, grid, block, cluster=None, name: str | None =
         ) from exc
     finally:
         _BUILDER.reset(token)
-    if builder.region is None and builder.dyn_smem_bytes:
-        builder.dyn_smem_bytes = 0
+    if builder.tmem_pools:
+        _check_tmem_residency(builder)
     return builder.kernel()
+
+
+def _check_tmem_residency(builder: Builder) -> None:
+    """Co-resident CTAs x TMEM columns must stay within 512 (tcgen05.alloc would block)."""
+    from ..plan.occupancy import check_tmem_residency, occupancy
+
+    threads = builder.block[0] * builder.block[1] * builder.block[2]
+    cols = sum(p.total_cols if p.total_cols != "auto" else p.max_offset for p in builder.tmem_pools)
+    try:
+        check_tmem_residency(occupancy(builder.dyn_smem_bytes, threads, builder.target, cols))
+    except TilememError as exc:
+        raise BuildError(f"kernel {builder.name!r}: {exc}") from None
 
 
 # -- frames --------------------------------------------------------------------------

@@ -80,6 +80,12 @@ class MemoryPlan:
                     return e
         raise KeyError(name)
 
+    def occupancy(self, threads: int, target=None):
+        """CTAs per SM for blocks of ``threads`` threads (see :mod:`tilemem.plan.occupancy`)."""
+        from .occupancy import plan_occupancy
+
+        return plan_occupancy(self, threads, target)
+
     def with_section(self, title: str, lines) -> "MemoryPlan":
         return MemoryPlan(self.pools, self.target, self.sections + ((title, tuple(lines)),))
 

@@ -1,0 +1,89 @@
+"""Stage solving: the deepest pipeline that fits the target's shared memory.
+
+Buffers are given in allocation order as :class:`BufferRequest`; per-stage
+requests get a leading stage dimension. Placement is the pools' bump rule
+(round the cursor up to the alignment, advance by the size), so the answer
+equals what an SMEMPool allocating the same requests would reach.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..dtype import DTypeLike, as_dtype
+from ..errors import CapacityError
+from ..layout.smem import SwizzleMode, check_mma_tile, widest_swizzle
+from .packing import bump_total, check_align
+from .target import Target, get_target
+
+_MMA_DEFAULT_ALIGN = 1024
+
+
+@dataclass(frozen=True)
+class BufferRequest:
+    """One buffer: ``swizzle`` set (a mode or ``"auto"``) means an MMA operand tile (``alloc_mma``)."""
+
+    name: str
+    shape: tuple
+    dtype: DTypeLike = "float32"
+    swizzle: object = None
+    align: int = 0
+    per_stage: bool = False
+
+    def placement(self, stages: int) -> tuple[int, int]:
+        """(bytes, alignment) of this request for ``stages`` pipeline stages."""
+        dtype = as_dtype(self.dtype)
+        shape = ((stages,) + tuple(self.shape)) if self.per_stage else tuple(self.shape)
+        align = check_align(self.align)
+        if self.swizzle is not None:
+            mode = widest_swizzle(dtype, shape[-1]) if self.swizzle == "auto" else SwizzleMode.parse(self.swizzle)
+            check_mma_tile(shape, dtype, mode)
+            align = max(align or _MMA_DEFAULT_ALIGN, mode.period_bytes)
+        return dtype.storage_bytes(math.prod(shape)), max(align, dtype.natural_align)
+
+
+@dataclass(frozen=True)
+class StageSolution:
+    stages: int
+    bytes_used: int
+    bytes_left: int
+    limit: int  # bytes per CTA allowed for the wanted CTAs per SM
+    per_stage_bytes: int
+
+    def __str__(self) -> str:
+        return (f"{self.stages} stages: {self.bytes_used} of {self.limit} bytes used, {self.bytes_left} left "
+                f"({self.per_stage_bytes} bytes per stage)")
+
+
+def smem_limit(target: "str | Target", ctas_per_sm: int = 1) -> int:
+    """Bytes of dynamic shared memory one CTA may use so that ``ctas_per_sm`` CTAs are resident."""
+    target = get_target(target)
+    if ctas_per_sm < 1:
+        raise CapacityError(f"ctas_per_sm must be >= 1, got {ctas_per_sm}")
+    share = target.smem_per_sm // ctas_per_sm - target.reserved_smem_per_block
+    return min(target.max_smem_per_block, share)
+
+
+def bytes_for(requests, stages: int) -> int:
+    return bump_total(r.placement(stages) for r in requests)[0]
+
+
+def solve_stages(requests, target: "str | Target", ctas_per_sm: int = 1, max_stages: int = 64) -> StageSolution:
+    """The most stages (up to ``max_stages``) whose buffers fit ``ctas_per_sm`` CTAs on one SM."""
+    requests = list(requests)
+    if not any(r.per_stage for r in requests):
+        raise CapacityError("solve_stages needs at least one per_stage=True buffer")
+    limit = smem_limit(target, ctas_per_sm)
+    used = bytes_for(requests, 1)
+    if used > limit:
+        raise CapacityError(
+            f"even 1 stage needs {used} bytes but {get_target(target).name} with {ctas_per_sm} CTA(s) per SM "
+            f"allows {limit} per CTA: remove at least {used - limit} bytes"
+        )
+    stages = 1
+    while stages < max_stages and bytes_for(requests, stages + 1) <= limit:
+        stages += 1
+    used = bytes_for(requests, stages)
+    per_stage = sum(r.placement(1)[0] for r in requests if r.per_stage)
+    return StageSolution(stages, used, limit - used, limit, per_stage)
