@@ -149,3 +149,15 @@ def test_plan_only_tmem_pool_plan_feeds_occupancy():
     assert occ.tmem_cols == 256 and occ.ctas_per_sm == 16
     with pytest.raises(CapacityError, match="16 CTAs"):
         check_tmem_residency(occ)
+
+
+def test_plan_only_pools_with_threads_check_tmem_at_commit():
+    smem = SMEMPool(target="sm_100a", threads=128)
+    tmem = TMEMPool(smem, 256)
+    smem.commit(100_000)  # 233,472 // 101,024 = 2 CTAs x 256 = 512: fine
+    assert tmem.commit() == 256
+    smem = SMEMPool(target="sm_100a", threads=128)
+    tmem = TMEMPool(smem, 512)
+    smem.commit(100_000)
+    with pytest.raises(CapacityError, match="2 CTAs of this kernel .* 512 TMEM columns: 1024 > 512"):
+        tmem.commit()

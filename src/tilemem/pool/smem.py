@@ -38,16 +38,20 @@ class SMEMPool:
     with a ``ptr`` (an existing shared-memory pointer inside a kernel) the
     caller owns the storage and ``commit()`` only checks. ``target`` (plan-only
     use) enables the capacity check at commit; inside a kernel the kernel's
-    target is used.
+    target is used. ``threads`` (threads per CTA, plan-only) lets TMEM pools
+    check at commit that co-resident CTAs cannot block each other in
+    ``tcgen05.alloc``; a kernel checks that with its own block size.
     """
 
-    def __init__(self, ptr: Any = None, *, name: str | None = None, target: "str | Target | None" = None):
+    def __init__(self, ptr: Any = None, *, name: str | None = None, target: "str | Target | None" = None,
+                 threads: int | None = None):
         self.name = name or "smem"
         self.ptr = ptr
         self.emitter = current_emitter()
         if target is None and self.emitter is not None:
             target = getattr(self.emitter, "target", None)
         self.target: Target | None = get_target(target) if target is not None else None
+        self.threads = threads
         self._cursor = 0
         self._high_water = 0
         self._buffers: list[Buffer] = []

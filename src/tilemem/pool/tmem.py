@@ -15,6 +15,7 @@ from ..dtype import DTypeLike, as_dtype
 from ..errors import AllocationError, LayoutError, PoolStateError, TMEMOverflowError
 from ..layout import Layout, TileLayout, sf_tmem_layout, tmem_datapath_layout
 from ..plan.capacity import check_tmem_target
+from ..plan.occupancy import check_tmem_residency, occupancy
 from ..plan.packing import is_power_of_two, overlapping_pairs
 from ..plan.report import PlanEntry, PoolPlan
 from .buffer import SMEM, TMEM, Buffer
@@ -212,6 +213,9 @@ class TMEMPool:
         if self.total_cols == "auto":
             need = max(TMEM_MIN_COLS, self._high_water)
             self.total_cols = 1 << (need - 1).bit_length()
+        pool = self.smem_pool
+        if self.emitter is None and pool.target is not None and pool.threads and pool.committed:
+            check_tmem_residency(occupancy(pool.size, pool.threads, pool.target, self.total_cols))
         self._committed = True
         if self.emitter is not None:
             self.emitter.tmem_commit(self)
