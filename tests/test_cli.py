@@ -40,3 +40,16 @@ def test_each_example_prints_and_exports(name, capsys):
 def test_unknown_example_fails_with_the_choices(capsys):
     assert main(["plan", "--example", "nope"]) == 2
     assert "hopper-gemm" in capsys.readouterr().err
+
+
+def test_plan_only_use_imports_no_ir_or_cuda():
+    code = (
+        "import sys, tilemem\n"
+        "s = tilemem.SMEMPool(target='sm_100a'); t = tilemem.TMEMPool(s, 64); s.alloc_mma((64, 64), 'bfloat16')\n"
+        "s.commit(); t.commit(); s.plan().format()\n"
+        "bad = [m for m in sys.modules if m.startswith(('tilemem.ir', 'tilemem.cuda', 'cuda', 'tvm_tirx'))]\n"
+        "print(bad)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

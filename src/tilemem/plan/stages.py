@@ -52,7 +52,7 @@ class StageSolution:
     per_stage_bytes: int
 
     def __str__(self) -> str:
-        return (f"{self.stages} stages: {self.bytes_used} of {self.limit} bytes used, {self.bytes_left} left "
+        return (f"{self.stages} stage{'s' if self.stages != 1 else ''}: {self.bytes_used} of {self.limit} bytes used, {self.bytes_left} left "
                 f"({self.per_stage_bytes} bytes per stage)")
 
 
