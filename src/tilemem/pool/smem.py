@@ -10,9 +10,10 @@ from ..errors import AlignmentError, AllocationError, PoolStateError
 from ..layout import Layout, TileLayout, layout_swizzle_mode, mma_shared_layout, widest_swizzle
 from ..layout.smem import SwizzleMode, SwizzleModeLike, check_mma_tile
 from ..plan.capacity import check_smem_capacity
-from ..plan.packing import Placement, check_align, overlapping_pairs, place
-from ..plan.report import MemoryPlan, PlanEntry, PoolPlan
+from ..plan.packing import Placement, check_align, place
+from ..plan.report import MemoryPlan, PoolPlan
 from ..plan.target import Target, get_target
+from .base import BumpPool
 from .buffer import SMEM, Buffer
 from .emit import current_emitter
 
@@ -31,7 +32,7 @@ def describe_layout(layout: Layout) -> str:
     return f"swizzle {mode.label} {text}" if mode else text
 
 
-class SMEMPool:
+class SMEMPool(BumpPool):
     """Dynamic shared memory of one thread block, carved into buffers in allocation order.
 
     With no ``ptr`` the pool owns the region and ``commit()`` fixes its size;
@@ -52,38 +53,14 @@ class SMEMPool:
             target = getattr(self.emitter, "target", None)
         self.target: Target | None = get_target(target) if target is not None else None
         self.threads = threads
-        self._cursor = 0
-        self._high_water = 0
-        self._buffers: list[Buffer] = []
+        self._init_bump()
         self._spots: list[Placement] = []
-        self._moves: list[tuple[int, int]] = []
         self._size: int | None = None
         self.tmem_pools: list = []  # TMEMPools whose address slot lives here
         if self.emitter is not None:
             self.emitter.smem_pool(self)
 
-    # -- read-only state --------------------------------------------------------
-    @property
-    def offset(self) -> int:
-        """The cursor: where the next buffer would start before alignment."""
-        return self._cursor
-
-    @property
-    def max_offset(self) -> int:
-        """The high-water mark: bytes needed so far."""
-        return self._high_water
-
-    @property
-    def buffers(self) -> tuple[Buffer, ...]:
-        return tuple(self._buffers)
-
-    def buffer(self, name: str) -> Buffer:
-        """The buffer called ``name``."""
-        for buf in self._buffers:
-            if buf.name == name:
-                return buf
-        raise KeyError(f"pool {self.name!r} has no buffer {name!r}; it has {[b.name for b in self._buffers]}")
-
+    # -- read-only state (offset, max_offset, buffers, buffer(name): BumpPool) ----
     @property
     def committed(self) -> bool:
         return self._size is not None
@@ -171,8 +148,7 @@ class SMEMPool:
         self._check_open("move_base_to")
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise AllocationError(f"move_base_to needs a byte offset >= 0, got {offset!r}")
-        self._moves.append((self._cursor, offset))
-        self._cursor = offset
+        self._move(offset)
 
     def commit(self, size: int | None = None) -> int:
         """Fix the region's size (``size`` or the high-water mark); once. Returns the size."""
@@ -198,16 +174,7 @@ class SMEMPool:
         return MemoryPlan(tuple(pools), self.target.name if self.target else None)
 
     def _pool_plan(self, size: int | None) -> PoolPlan:
-        spans = [(b.name, s.offset, s.end) for b, s in zip(self._buffers, self._spots)]
-        overlaps = overlapping_pairs(spans)
-        entries = tuple(
-            PlanEntry(
-                name=b.name, scope=b.scope, offset=s.offset, size=s.size, align=s.align,
-                padding=s.padding, dtype=b.dtype.name, shape=b.shape, layout=b.layout_name,
-                overlaps=tuple(x for p in overlaps if b.name in p for x in p if x != b.name),
-            )
-            for b, s in zip(self._buffers, self._spots)
-        )
+        entries = self._entries((b, s.offset, s.size, s.align, s.padding) for b, s in zip(self._buffers, self._spots))
         return PoolPlan(self.name, SMEM, "bytes", entries, self._high_water, size, tuple(self._moves))
 
     # -- internals --------------------------------------------------------------
@@ -217,17 +184,6 @@ class SMEMPool:
                 f"{action} on SMEM pool {self.name!r} after commit(): the region is fixed at "
                 f"{self._size} bytes; allocate everything before commit"
             )
-
-    def _unique_name(self, name: str | None, stem: str) -> str:
-        taken = {b.name for b in self._buffers}
-        if name is not None:
-            if name in taken:
-                raise AllocationError(f"pool {self.name!r} already has a buffer named {name!r}")
-            return name
-        n = len(self._buffers)
-        while f"{stem}{n}" in taken:
-            n += 1
-        return f"{stem}{n}"
 
     def _place(self, shape, dtype, layout: Layout, align: int, name, layout_name: str) -> Buffer:
         self._check_open("alloc")
@@ -240,10 +196,8 @@ class SMEMPool:
             name=self._unique_name(name, "buf"), shape=shape, dtype=dtype, scope=SMEM, layout=layout,
             nbytes=nbytes, align=align, byte_offset=spot.offset, layout_name=layout_name, pool=self,
         )
-        self._buffers.append(buf)
         self._spots.append(spot)
-        self._cursor = spot.end
-        self._high_water = max(self._high_water, spot.end)
+        self._record(buf, spot.end)
         if self.emitter is not None:
             self.emitter.smem_buffer(self, buf)
         return buf

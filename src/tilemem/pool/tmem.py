@@ -16,8 +16,9 @@ from ..errors import AllocationError, LayoutError, PoolStateError, TMEMOverflowE
 from ..layout import Layout, TileLayout, sf_tmem_layout, tmem_datapath_layout
 from ..plan.capacity import check_tmem_target
 from ..plan.occupancy import check_tmem_residency, occupancy
-from ..plan.packing import is_power_of_two, overlapping_pairs
-from ..plan.report import PlanEntry, PoolPlan
+from ..plan.packing import is_power_of_two
+from ..plan.report import PoolPlan
+from .base import BumpPool
 from .buffer import SMEM, TMEM, Buffer
 from .smem import SMEMPool, describe_layout, normalize_shape
 
@@ -50,7 +51,7 @@ def _whole_columns(elements: int, bits: int, what: str) -> int:
     return elements * bits // 32
 
 
-class TMEMPool:
+class TMEMPool(BumpPool):
     """Bump allocator over TMEM columns; owns the alloc/dealloc protocol of one CTA."""
 
     def __init__(
@@ -90,10 +91,7 @@ class TMEMPool:
             )
         self.slot = tmem_addr
         self.emitter = pool.emitter
-        self._cursor = 0
-        self._high_water = 0
-        self._buffers: list[Buffer] = []
-        self._moves: list[tuple[int, int]] = []
+        self._init_bump()
         self.stage_views: list[TMEMStages] = []
         self._committed = False
         self._deallocated = False
@@ -101,26 +99,7 @@ class TMEMPool:
         if self.emitter is not None:
             self.emitter.tmem_pool(self)
 
-    # -- state -------------------------------------------------------------------
-    @property
-    def offset(self) -> int:
-        return self._cursor
-
-    @property
-    def max_offset(self) -> int:
-        return self._high_water
-
-    @property
-    def buffers(self) -> tuple[Buffer, ...]:
-        return tuple(self._buffers)
-
-    def buffer(self, name: str) -> Buffer:
-        """The buffer called ``name``."""
-        for buf in self._buffers:
-            if buf.name == name:
-                return buf
-        raise KeyError(f"pool {self.name!r} has no buffer {name!r}; it has {[b.name for b in self._buffers]}")
-
+    # -- state (offset, max_offset, buffers, buffer(name): BumpPool) ---------------
     @property
     def committed(self) -> bool:
         return self._committed
@@ -202,8 +181,7 @@ class TMEMPool:
         """Set the column cursor; later buffers alias earlier ones (recorded in the plan)."""
         if isinstance(col, bool) or not isinstance(col, int) or not 0 <= col <= self.capacity:
             raise AllocationError(f"move_base_to needs a column in [0, {self.capacity}], got {col!r}")
-        self._moves.append((self._cursor, col))
-        self._cursor = col
+        self._move(col)
 
     # -- protocol --------------------------------------------------------------------
     def commit(self) -> int:
@@ -233,16 +211,7 @@ class TMEMPool:
 
     # -- plan --------------------------------------------------------------------------
     def pool_plan(self) -> PoolPlan:
-        spans = [(b.name, b.col_offset, b.col_offset + b.cols) for b in self._buffers]
-        overlaps = overlapping_pairs(spans)
-        entries = tuple(
-            PlanEntry(
-                name=b.name, scope=TMEM, offset=b.col_offset, size=b.cols, align=1, padding=0,
-                dtype=b.dtype.name, shape=b.shape, layout=b.layout_name,
-                overlaps=tuple(x for p in overlaps if b.name in p for x in p if x != b.name),
-            )
-            for b in self._buffers
-        )
+        entries = self._entries((b, b.col_offset, b.cols, 1, 0) for b in self._buffers)
         size = self.total_cols if self._committed or self.total_cols != "auto" else None
         details = {
             "alloc": f"cta_group::{self.cta_group}, warp {self.alloc_warp} allocates, warp {self.dealloc_warp} deallocates, slot {self.slot.name}@{self.slot.byte_offset}",
@@ -266,17 +235,6 @@ class TMEMPool:
         strides = [(math.prod(lead[i + 1:]) * width, "TCol") for i in range(len(lead))] + [(1, "TLane"), (1, "TCol")]
         return TileLayout.of(shape, strides), "lane=row"
 
-    def _unique_name(self, name: str | None) -> str:
-        taken = {b.name for b in self._buffers}
-        if name is not None:
-            if name in taken:
-                raise AllocationError(f"TMEM pool {self.name!r} already has a buffer named {name!r}")
-            return name
-        n = len(self._buffers)
-        while f"tbuf{n}" in taken:
-            n += 1
-        return f"tbuf{n}"
-
     def _place(self, shape, dtype, layout, cols: int, name, layout_name: str) -> Buffer:
         end = self._cursor + cols
         if end > self.capacity:
@@ -286,13 +244,11 @@ class TMEMPool:
                 f"free {end - self.capacity} columns, alias with move_base_to, or raise total_cols"
             )
         buf = Buffer(
-            name=self._unique_name(name), shape=shape, dtype=dtype, scope=TMEM, layout=layout,
+            name=self._unique_name(name, "tbuf"), shape=shape, dtype=dtype, scope=TMEM, layout=layout,
             nbytes=cols * TMEM_LANES * 4, align=1, col_offset=self._cursor, cols=cols,
             layout_name=layout_name, pool=self,
         )
-        self._buffers.append(buf)
-        self._cursor = end
-        self._high_water = max(self._high_water, end)
+        self._record(buf, end)
         if self.emitter is not None:
             self.emitter.tmem_buffer(self, buf)
         return buf
