@@ -22,6 +22,15 @@ class Example:
     build: Callable[[], SMEMPool]
 
 
+def _gemm_mainloop(smem: SMEMPool, stages: int) -> None:
+    """A 128x64 and B 256x64 bf16 per stage (128B swizzle), a 128x64 epilogue slice, full/empty barriers."""
+    smem.alloc_mma((stages, 128, 64), "bfloat16", "128B", name="A")
+    smem.alloc_mma((stages, 256, 64), "bfloat16", "128B", name="B")
+    smem.alloc_mma((128, 64), "bfloat16", "128B", name="C_epilogue")
+    smem.alloc((stages,), "uint64", name="full_bar")
+    smem.alloc((stages,), "uint64", name="empty_bar")
+
+
 def hopper_gemm_bf16(stages: int = 4, target: str = "sm_90a") -> SMEMPool:
     """Hopper warp-specialised bf16 GEMM mainloop, CTA tile 128 x 256 x 64.
 
@@ -31,11 +40,7 @@ def hopper_gemm_bf16(stages: int = 4, target: str = "sm_90a") -> SMEMPool:
     128 x 64 bf16 slice of C for TMA stores (16 KiB), four slices per tile.
     """
     smem = SMEMPool(name="smem", target=target)
-    smem.alloc_mma((stages, 128, 64), "bfloat16", "128B", name="A")
-    smem.alloc_mma((stages, 256, 64), "bfloat16", "128B", name="B")
-    smem.alloc_mma((128, 64), "bfloat16", "128B", name="C_epilogue")
-    smem.alloc((stages,), "uint64", name="full_bar")
-    smem.alloc((stages,), "uint64", name="empty_bar")
+    _gemm_mainloop(smem, stages)
     smem.commit()
     return smem
 
@@ -50,11 +55,7 @@ def blackwell_gemm_bf16(stages: int = 4, target: str = "sm_100a") -> SMEMPool:
     slice, load barriers per stage and accumulator barriers per TMEM stage.
     """
     smem = SMEMPool(name="smem", target=target)
-    smem.alloc_mma((stages, 128, 64), "bfloat16", "128B", name="A")
-    smem.alloc_mma((stages, 256, 64), "bfloat16", "128B", name="B")
-    smem.alloc_mma((128, 64), "bfloat16", "128B", name="C_epilogue")
-    smem.alloc((stages,), "uint64", name="full_bar")
-    smem.alloc((stages,), "uint64", name="empty_bar")
+    _gemm_mainloop(smem, stages)
     smem.alloc((2,), "uint64", name="acc_full_bar")
     smem.alloc((2,), "uint64", name="acc_empty_bar")
     tmem = TMEMPool(smem, 512, cta_group=1, alloc_warp=1, name="tmem")

@@ -26,6 +26,20 @@ def _init_barriers(pairs) -> None:
     T.cuda.syncthreads()
 
 
+def _store_and_wait(tmap, tile, coords) -> None:
+    """One TMA store of ``tile``, waited for until its shared memory may be reused."""
+    T.ptx.tma.store(tmap, tile, coords)
+    T.ptx.tma.commit_group()
+    T.ptx.tma.wait_group_read(0)
+
+
+def _release_tmem(tmem) -> None:
+    """Every warp's tcgen05 work is ordered before the barrier; then the dealloc warp frees TMEM."""
+    T.ptx.tcgen05.fence_before_thread_sync()
+    T.cuda.syncthreads()
+    tmem.dealloc()
+
+
 def _stage_and_phase(kt, stages: int):
     return T.let("stage", kt % stages), T.let("phase", (kt // stages) % 2)
 
@@ -81,9 +95,7 @@ def hopper_gemm() -> KernelProgram:
             T.ptx.fence.proxy_async_shared_cta()
             T.cuda.syncthreads()
             with T.If(T.thread_id() == 0):
-                T.ptx.tma.store(tma_c, c, [n0 + j * 64, m0])
-                T.ptx.tma.commit_group()
-                T.ptx.tma.wait_group_read(0)
+                _store_and_wait(tma_c, c, [n0 + j * 64, m0])
             T.cuda.syncthreads()
 
     return kernel
@@ -139,13 +151,9 @@ def blackwell_gemm() -> KernelProgram:
                 T.cuda.named_barrier(1, 128)
                 with T.If(warp == 4):
                     with T.If(T.ptx.elect_sync()):
-                        T.ptx.tma.store(tma_c, c, [n0 + j * 64, m0])
-                        T.ptx.tma.commit_group()
-                        T.ptx.tma.wait_group_read(0)
+                        _store_and_wait(tma_c, c, [n0 + j * 64, m0])
                 T.cuda.named_barrier(1, 128)
-        T.ptx.tcgen05.fence_before_thread_sync()
-        T.cuda.syncthreads()
-        tmem.dealloc()
+        _release_tmem(tmem)
 
     return kernel
 
@@ -195,9 +203,7 @@ def nvfp4_gemm() -> KernelProgram:
                 T.ptx.tcgen05.wait_st()
                 with T.If(T.ptx.elect_sync()):
                     T.ptx.mbarrier.arrive((empty, s))
-        T.ptx.tcgen05.fence_before_thread_sync()
-        T.cuda.syncthreads()
-        tmem.dealloc()
+        _release_tmem(tmem)
 
     return kernel
 
@@ -281,13 +287,9 @@ def attention_fwd() -> KernelProgram:
                 T.ptx.fence.proxy_async_shared_cta()
                 T.cuda.named_barrier(1, 128)
                 with T.If(T.all_of(warp == 12, T.ptx.elect_sync())):
-                    T.ptx.tma.store(tma_o, o_smem, [0, m0 + i * 128])
-                    T.ptx.tma.commit_group()
-                    T.ptx.tma.wait_group_read(0)
+                    _store_and_wait(tma_o, o_smem, [0, m0 + i * 128])
                 T.cuda.named_barrier(1, 128)
-        T.ptx.tcgen05.fence_before_thread_sync()
-        T.cuda.syncthreads()
-        tmem.dealloc()
+        _release_tmem(tmem)
 
     return kernel
 

@@ -50,19 +50,16 @@ def tmem_datapath_layout(letter: str, rows: int, cols: int, sub_slab: int = 0) -
     shape = (rows, cols)
     if letter in ("D", "A"):
         return TileLayout([Iter(rows, 1, "TLane"), Iter(cols, 1, "TCol")], shape=shape)
-    if letter in ("B", "E"):
-        if cols % 2:
-            raise LayoutError(f"data path {letter} folds column halves onto lanes 64..127: cols must be even, got {cols}")
-        half = cols // 2
+    if letter in ("B", "E", "G"):
+        # the columns fold onto lane blocks: B/E two halves 64 lanes apart, G four quarters 32 apart
+        parts = 4 if letter == "G" else 2
+        if cols % parts:
+            raise LayoutError(
+                f"data path {letter} folds {parts} column blocks onto lanes {128 // parts} apart: "
+                f"cols must be a multiple of {parts}, got {cols}"
+            )
         return TileLayout(
-            [Iter(rows, 1, "TLane"), Iter(2, 64, "TLane"), Iter(half, 1, "TCol")], shape=shape
-        ).canonicalize()
-    if letter == "G":
-        if cols % 4:
-            raise LayoutError(f"data path G folds column quarters onto the 4 lane quarters: cols must be a multiple of 4, got {cols}")
-        quarter = cols // 4
-        return TileLayout(
-            [Iter(rows, 1, "TLane"), Iter(4, 32, "TLane"), Iter(quarter, 1, "TCol")], shape=shape
+            [Iter(rows, 1, "TLane"), Iter(parts, 128 // parts, "TLane"), Iter(cols // parts, 1, "TCol")], shape=shape
         ).canonicalize()
     # F, C: 16 rows per warp quarter, in the lower or upper half of its 32 lanes
     return TileLayout(
