@@ -1,20 +1,17 @@
-import shutil
-
 import pytest
 
 
 def _gpu_present() -> bool:
     try:
-        from cuda.core import Device  # noqa: F401
         from cuda.bindings import driver
 
-        (err,) = driver.cuInit(0)[:1]
+        (err,) = driver.cuInit(0)
         if int(err) != 0:
             return False
         err, count = driver.cuDeviceGetCount()
         return int(err) == 0 and count > 0
-    except Exception:
-        return shutil.which("nvidia-smi") is not None and False
+    except Exception:  # no cuda-bindings, no driver: no GPU
+        return False
 
 
 def pytest_collection_modifyitems(config, items):

@@ -45,7 +45,7 @@ def tmem_kernel(cta_group=1, sync=True, total=128):
         acc = tmem.alloc((128, 64), name="acc")
         smem.commit(100_000)  # at most 2 CTAs per SM, so 2 x 128 TMEM columns never block tcgen05.alloc
         tmem.commit()
-        base = T.tmem_base(tmem)
+        T.tmem_base(tmem)
         regs = T.alloc_local(32, "float32")
         T.ptx.tcgen05.ld(regs, T.tmem_addr(acc, lane=(T.warp_id() % 4) * 32, col=32), num=32)
         T.ptx.tcgen05.wait_ld()

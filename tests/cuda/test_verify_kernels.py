@@ -13,7 +13,7 @@ def test_oracle_kernels_compile(mode):
     store, _ = tma_store_kernel(mode, 4, (2, 32, row))
     assert store.compile()
     mma, a, b = wgmma_kernel(mode, 128)
-    assert f"m64n128k16" in mma.source and mma.compile()
+    assert "m64n128k16" in mma.source and mma.compile()
 
 
 def test_the_full_check_list_covers_modes_sizes_and_n():

@@ -11,13 +11,11 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import inspect
-import math
 import os
 import re
-import sys
 import traceback
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Callable, Iterator
 
 from ..dtype import DataType, as_dtype
 from ..errors import PoolStateError, TilememError
@@ -26,7 +24,7 @@ from ..pool import SMEM, TMEM, Buffer
 from ..pool.emit import emitting
 from .index import layout_index
 from .nodes import (
-    BOOL, INT32, UINT32, BufferVar, Call, Cast, Comment, Const, DeclBuffer, Evaluate, Expr, For,
+    INT32, UINT32, BufferVar, Call, Cast, Comment, DeclBuffer, Evaluate, Expr, For,
     IfThenElse, IRError, Kernel, LetStmt, Load, Param, Select, SeqStmt, Stmt, Store, TensorMap, Var,
     binop, convert,
 )
@@ -147,13 +145,7 @@ class Builder:
         return name
 
     def require(self, feature: str, instruction: str) -> None:
-        if not self.target.supports(feature):
-            owners = [t for t in ("sm_80", "sm_90a", "sm_100a") if get_target(t).supports(feature)]
-            raise IRError(
-                f"{instruction} does not exist on {self.target.name}: it needs "
-                f"{' or '.join(owners) or 'another target'}; build this kernel with target="
-                f"{owners[0]!r}" if owners else f"{instruction} does not exist on {self.target.name}"
-            )
+        self.target.require(feature, instruction)
         self.features.add(feature)
 
     # -- PoolEmitter ----------------------------------------------------------------
@@ -225,8 +217,9 @@ class Builder:
 
     def tmem_stage(self, stages, stage, start: int, stop: int):
         raise IRError(
-            "a TMEM stage picked by a run-time index has no static column offset: use "
-            "T.tmem_addr(stages.buf, col=stages.col_start + stage * stages.stride) instead"
+            "a TMEM stage picked by a run-time index has no static column offset: address it with "
+            "T.tmem_addr(stages.buf, col=(stages.col_start + stage * stages.stride) * bits // 32), "
+            "columns being 32-bit there"
         )
 
     def _smem_var(self, buf: Buffer) -> BufferVar:

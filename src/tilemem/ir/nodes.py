@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from ..dtype import DataType, as_dtype
+from ..dtype import DataType
 from ..errors import TilememError
 
 INT32 = DataType("int32")

@@ -39,11 +39,14 @@ class Target:
     def supports(self, instruction: str) -> bool:
         return instruction in self.instructions
 
-    def require(self, instruction: str) -> None:
-        if instruction not in self.instructions:
-            owners = [t.name for t in TARGETS.values() if instruction in t.instructions]
+    def require(self, feature: str, instruction: str | None = None) -> None:
+        """TargetError naming the instruction, this target and the targets that have it."""
+        if feature not in self.instructions:
+            owners = [t.name for t in TARGETS.values() if feature in t.instructions]
+            fix = f"; build for target={owners[-1]!r}" if owners else ""
             raise TargetError(
-                f"{instruction} does not exist on {self.name}; it needs one of: {', '.join(owners)}"
+                f"{instruction or feature} does not exist on {self.name}; it needs one of: "
+                f"{', '.join(owners) or 'no known target'}{fix}"
             )
 
 

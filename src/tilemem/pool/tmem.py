@@ -9,7 +9,6 @@ address is ``base + (lane << 16) + column``.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from ..dtype import DTypeLike, as_dtype
 from ..errors import AllocationError, LayoutError, PoolStateError, TMEMOverflowError
