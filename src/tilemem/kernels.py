@@ -44,6 +44,17 @@ def _stage_and_phase(kt, stages: int):
     return T.let("stage", kt % stages), T.let("phase", (kt // stages) % 2)
 
 
+def _gemm_producer(tma_a, tma_b, a, b, full, empty, k_tiles, m0, n0) -> None:
+    """The TMA producer of the GEMM mainloop: wait for a free stage, load A and B into it."""
+    stages = a.shape[0]
+    for kt in T.serial(k_tiles, name="kt"):
+        s, phase = _stage_and_phase(kt, stages)
+        T.ptx.mbarrier.wait((empty, s), phase ^ 1)
+        T.ptx.mbarrier.arrive_expect_tx((full, s), (a.nbytes + b.nbytes) // stages)
+        T.ptx.tma.load(tma_a, (a, s, 0, 0), (full, s), [kt * 64, m0])
+        T.ptx.tma.load(tma_b, (b, s, 0, 0), (full, s), [kt * 64, n0])
+
+
 def hopper_gemm() -> KernelProgram:
     """128x256x64 bf16 GEMM: warpgroup 0 loads with TMA, warpgroups 1-2 each run m64n256k16 wgmma."""
     stages = 4
@@ -60,12 +71,7 @@ def hopper_gemm() -> KernelProgram:
         with T.If(warpgroup == 0):
             with T.Then():
                 with T.If(T.all_of(T.warp_id() == 0, T.ptx.elect_sync())):
-                    for kt in T.serial(k_tiles, name="kt"):
-                        s, phase = _stage_and_phase(kt, stages)
-                        T.ptx.mbarrier.wait((empty, s), phase ^ 1)
-                        T.ptx.mbarrier.arrive_expect_tx((full, s), (a.nbytes + b.nbytes) // stages)
-                        T.ptx.tma.load(tma_a, (a, s, 0, 0), (full, s), [kt * 64, m0])
-                        T.ptx.tma.load(tma_b, (b, s, 0, 0), (full, s), [kt * 64, n0])
+                    _gemm_producer(tma_a, tma_b, a, b, full, empty, k_tiles, m0, n0)
             with T.Else():
                 for r in T.unroll(128, name="r"):
                     acc[r] = 0.0
@@ -120,12 +126,7 @@ def blackwell_gemm() -> KernelProgram:
         warp = T.let("warp", T.warp_id())
         acc = acc_stages[0]
         with T.If(T.all_of(warp == 0, T.ptx.elect_sync())):
-            for kt in T.serial(k_tiles, name="kt"):
-                s, phase = _stage_and_phase(kt, stages)
-                T.ptx.mbarrier.wait((empty, s), phase ^ 1)
-                T.ptx.mbarrier.arrive_expect_tx((full, s), (a.nbytes + b.nbytes) // stages)
-                T.ptx.tma.load(tma_a, (a, s, 0, 0), (full, s), [kt * 64, m0])
-                T.ptx.tma.load(tma_b, (b, s, 0, 0), (full, s), [kt * 64, n0])
+            _gemm_producer(tma_a, tma_b, a, b, full, empty, k_tiles, m0, n0)
         with T.If(T.all_of(warp == 1, T.ptx.elect_sync())):
             for kt in T.serial(k_tiles, name="kt"):
                 s, phase = _stage_and_phase(kt, stages)
