@@ -53,3 +53,12 @@ def test_plan_only_use_imports_no_ir_or_cuda():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_verify_without_a_gpu_says_so_and_fails(capsys):
+    from tilemem.cli import _gpu_name
+
+    if _gpu_name() is not None:
+        pytest.skip("a GPU is present: scripts/gpu_check.sh runs tilemem verify")
+    assert main(["verify"]) == 1
+    assert "no CUDA GPU found" in capsys.readouterr().err
