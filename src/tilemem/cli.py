@@ -58,20 +58,9 @@ def _cmd_emit(args: argparse.Namespace) -> int:
 
 
 def _gpu_name() -> str | None:
-    """The local GPU's name, or None when no CUDA device (or driver) is present."""
-    try:
-        from cuda.bindings import driver
+    from .cuda.launch import gpu_name
 
-        (err,) = driver.cuInit(0)
-        if int(err) != 0:
-            return None
-        err, count = driver.cuDeviceGetCount()
-        if int(err) != 0 or count == 0:
-            return None
-        err, name = driver.cuDeviceGetName(256, 0)
-        return name.split(b"\0")[0].decode()
-    except Exception:
-        return None
+    return gpu_name()
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:

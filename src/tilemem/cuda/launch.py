@@ -45,6 +45,22 @@ def _check(result, what: str, kernel: str):
     return rest[0] if len(rest) == 1 else rest
 
 
+def gpu_name() -> str | None:
+    """The first CUDA device's name, or None when there is no driver or device."""
+    try:
+        driver = _driver()
+        (err,) = driver.cuInit(0)
+        if int(err) != 0:
+            return None
+        err, count = driver.cuDeviceGetCount()
+        if int(err) != 0 or count == 0:
+            return None
+        err, name = driver.cuDeviceGetName(256, 0)
+        return name.split(b"\0")[0].decode() if int(err) == 0 else None
+    except Exception:  # no cuda-bindings or no driver library: no GPU
+        return None
+
+
 def device_pointer(obj) -> int:
     """The device address of a tensor-like object (cuda.core Buffer, CAI, DLPack) or an int."""
     if isinstance(obj, int):
@@ -111,12 +127,13 @@ class Launcher:
             fattr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
             _check(driver.cuFuncSetAttribute(self.function, fattr, smem),
                    f"raising the dynamic shared-memory limit to {smem} bytes", self.name)
+        self.symbols = self._symbols()  # size parameters bound from the buffers' shapes
 
     def _params(self, args: tuple) -> tuple[list, ctypes.Array]:
         from .tma import TensorMap
 
         params = self.program.ir.params
-        user = [p for p in params if not (p.kind == "scalar" and p.name in self._symbols())]
+        user = [p for p in params if not (p.kind == "scalar" and p.name in self.symbols)]
         if len(args) != len(user):
             names = ", ".join(p.name for p in user)
             raise LaunchError(f"kernel {self.name!r} takes {len(user)} arguments ({names}), got {len(args)}")
@@ -134,7 +151,7 @@ class Launcher:
                     raise LaunchError(f"kernel {self.name!r}: parameter {p.name} takes a tilemem TensorMap, got {type(arg).__name__}")
                 keep.append(arg)
             values[p.name] = keep[-1]
-        for name in self._symbols():
+        for name in self.symbols:
             if name not in bound:
                 raise LaunchError(f"kernel {self.name!r}: could not infer size {name!r} from the arguments")
             values[name] = ctypes.c_int32(bound[name])

@@ -94,10 +94,7 @@ class GlobalBuffer:
 
 
 class LocalArray(GlobalBuffer):
-    """A per-thread register array (``T.alloc_local``)."""
-
-    def __setitem__(self, index, value) -> None:
-        current().emit(Store(self.var, self._index(index), _as_value(value, self.dtype)))
+    """A per-thread register array (``T.alloc_local``); indexed like a global buffer."""
 
 
 def _as_value(value, dtype: DataType) -> Expr:
@@ -122,6 +119,7 @@ class Builder:
         self.names: set[str] = set()
         self.features: set[str] = set()
         self.tmem_pools: list = []
+        self.if_stack: list[If] = []  # open T.If frames, innermost last
 
     # statements
     def emit(self, stmt: Stmt) -> None:
@@ -358,13 +356,13 @@ class If:
     def __enter__(self) -> "If":
         builder = current()
         builder.frames.append(self.direct)
-        _IF_STACK.append(self)
+        builder.if_stack.append(self)
         return self
 
     def __exit__(self, *exc) -> None:
         builder = current()
         builder.frames.pop()
-        _IF_STACK.pop()
+        builder.if_stack.pop()
         if exc[0] is not None:
             return
         if self.direct and self.then is not None:
@@ -373,17 +371,15 @@ class If:
         builder.emit(IfThenElse(self.cond, SeqStmt(tuple(then)), SeqStmt(tuple(self.else_)) if self.else_ is not None else None))
 
 
-_IF_STACK: list[If] = []
-
-
 @contextlib.contextmanager
 def _branch(kind: str):
-    if not _IF_STACK or current().frames[-1] is not _IF_STACK[-1].direct:
+    builder = current()
+    if not builder.if_stack or builder.frames[-1] is not builder.if_stack[-1].direct:
         raise IRError(f"T.{kind}() must sit directly inside `with T.If(cond):`")
-    frame_if = _IF_STACK[-1]
+    frame_if = builder.if_stack[-1]
     if getattr(frame_if, kind.lower() if kind != "Else" else "else_") is not None:
         raise IRError(f"T.If already has a T.{kind}")
-    with current().frame() as body:
+    with builder.frame() as body:
         yield
     if kind == "Then":
         frame_if.then = body
