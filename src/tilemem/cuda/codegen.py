@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from .. import __version__
 from ..dtype import DataType
 from ..errors import TilememError
@@ -112,10 +114,7 @@ class CudaCodegen:
         ctype = b.dtype.cuda_type
         note = [f"{pad}// {b.name}: {'x'.join(map(str, b.shape))} {b.dtype.name}" + (f", {s.comment}" if s.comment else "")]
         if b.scope == "local":
-            size = 1
-            for d in b.shape:
-                size *= d
-            return [f"{pad}{ctype} {b.name}[{size}];"]
+            return [f"{pad}{ctype} {b.name}[{math.prod(b.shape)}];"]
         return note + [f"{pad}{ctype}* {b.name} = reinterpret_cast<{ctype}*>({b.region} + {b.byte_offset});"]
 
     # -- kernel ---------------------------------------------------------------------------
