@@ -10,7 +10,9 @@ from tilemem.examples import EXAMPLES
 
 
 def run(*args):
-    return subprocess.run([sys.executable, "-m", "tilemem.cli", *args], capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "tilemem.cli", *args], capture_output=True, text=True
+    )
 
 
 def test_version():

@@ -6,11 +6,25 @@ from tilemem.errors import DTypeError
 
 # (name, bits): widths from the type definitions (IEEE, OCP MX spec for fp8/fp6/fp4)
 WIDTHS = [
-    ("bool", 8), ("int8", 8), ("int16", 16), ("int32", 32), ("int64", 64),
-    ("uint8", 8), ("uint16", 16), ("uint32", 32), ("uint64", 64),
-    ("float16", 16), ("bfloat16", 16), ("float32", 32), ("float64", 64),
-    ("float8_e4m3fn", 8), ("float8_e5m2", 8), ("float8_e8m0fnu", 8),
-    ("float6_e2m3fn", 6), ("float6_e3m2fn", 6), ("float4_e2m1fn", 4),
+    ("bool", 8),
+    ("int8", 8),
+    ("int16", 16),
+    ("int32", 32),
+    ("int64", 64),
+    ("uint8", 8),
+    ("uint16", 16),
+    ("uint32", 32),
+    ("uint64", 64),
+    ("float16", 16),
+    ("bfloat16", 16),
+    ("float32", 32),
+    ("float64", 64),
+    ("float8_e4m3fn", 8),
+    ("float8_e5m2", 8),
+    ("float8_e8m0fnu", 8),
+    ("float6_e2m3fn", 6),
+    ("float6_e3m2fn", 6),
+    ("float4_e2m1fn", 4),
 ]
 
 

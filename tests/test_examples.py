@@ -1,6 +1,11 @@
 """The built-in examples hold the numbers a kernel author would compute by hand."""
 
-from tilemem.examples import attention_fwd_fa4, blackwell_gemm_bf16, blockscaled_nvfp4_gemm, hopper_gemm_bf16
+from tilemem.examples import (
+    attention_fwd_fa4,
+    blackwell_gemm_bf16,
+    blockscaled_nvfp4_gemm,
+    hopper_gemm_bf16,
+)
 
 KIB = 1024
 

@@ -18,7 +18,6 @@ from .pool import Buffer, SMEMPool, TMEMPool, TMEMStages
 __version__ = "0.1.0"
 
 
-
 def __getattr__(name: str):
     # The kernel language pulls in the IR; plan-only use never imports it.
     if name == "T":
@@ -29,6 +28,17 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "Buffer", "DataType", "MemoryPlan", "SMEMPool", "SwizzleMode", "TMEMPool", "TMEMStages",
-    "T", "Target", "errors", "get_target", "layout", "__version__",
+    "Buffer",
+    "DataType",
+    "MemoryPlan",
+    "SMEMPool",
+    "SwizzleMode",
+    "T",
+    "TMEMPool",
+    "TMEMStages",
+    "Target",
+    "__version__",
+    "errors",
+    "get_target",
+    "layout",
 ]

@@ -19,7 +19,10 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         return 0
     name = args.example or DEFAULT_EXAMPLE
     if name not in EXAMPLES:
-        print(f"tilemem: unknown example {name!r}; choose one of: {', '.join(EXAMPLES)}", file=sys.stderr)
+        print(
+            f"tilemem: unknown example {name!r}; choose one of: {', '.join(EXAMPLES)}",
+            file=sys.stderr,
+        )
         return 2
     from .plan import padding_advice
 
@@ -40,7 +43,10 @@ def _cmd_emit(args: argparse.Namespace) -> int:
     from .kernels import KERNELS
 
     if args.example not in KERNELS:
-        print(f"tilemem: unknown example {args.example!r}; choose one of: {', '.join(KERNELS)}", file=sys.stderr)
+        print(
+            f"tilemem: unknown example {args.example!r}; choose one of: {', '.join(KERNELS)}",
+            file=sys.stderr,
+        )
         return 2
     program = KERNELS[args.example]()
     if args.ir:
@@ -50,8 +56,10 @@ def _cmd_emit(args: argparse.Namespace) -> int:
     if args.output:
         with open(args.output, "w") as handle:
             handle.write(text)
-        print(f"wrote {args.output}: kernel {program.name} for {program.target}, "
-              f"{program.dyn_smem_bytes} bytes of dynamic shared memory")
+        print(
+            f"wrote {args.output}: kernel {program.name} for {program.target}, "
+            f"{program.dyn_smem_bytes} bytes of dynamic shared memory"
+        )
     else:
         sys.stdout.write(text)
     return 0
@@ -66,8 +74,10 @@ def _gpu_name() -> str | None:
 def _cmd_verify(args: argparse.Namespace) -> int:
     device = _gpu_name()
     if device is None:
-        print("tilemem verify: no CUDA GPU found here; it checks layouts on real hardware (TMA, wgmma: an sm_90 GPU)",
-              file=sys.stderr)
+        print(
+            "tilemem verify: no CUDA GPU found here; it checks layouts on real hardware (TMA, wgmma: an sm_90 GPU)",
+            file=sys.stderr,
+        )
         return 1
     from .cuda.verify import format_results, run_all
 
@@ -86,12 +96,18 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
     plan.set_defaults(run=_cmd_plan)
     emit = sub.add_parser("emit", help="write the CUDA C++ of a built-in example kernel")
-    emit.add_argument("--example", "-e", required=True, help="example name (see `tilemem plan --list`)")
+    emit.add_argument(
+        "--example", "-e", required=True, help="example name (see `tilemem plan --list`)"
+    )
     emit.add_argument("-o", "--output", help="file to write (default: standard output)")
     emit.add_argument("--ir", action="store_true", help="print the kernel IR instead of CUDA C++")
     emit.set_defaults(run=_cmd_emit)
-    verify = sub.add_parser("verify", help="check every SMEM layout against the local GPU (TMA, wgmma)")
-    verify.add_argument("--quick", action="store_true", help="one shape per swizzle mode and element size")
+    verify = sub.add_parser(
+        "verify", help="check every SMEM layout against the local GPU (TMA, wgmma)"
+    )
+    verify.add_argument(
+        "--quick", action="store_true", help="one shape per swizzle mode and element size"
+    )
     verify.set_defaults(run=_cmd_verify)
     return parser
 

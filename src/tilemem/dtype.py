@@ -51,9 +51,7 @@ class DataType:
         if isinstance(self.name, DataType):  # DataType(DataType("x")) is DataType("x")
             object.__setattr__(self, "name", self.name.name)
         if self.name not in _TYPES:
-            raise DTypeError(
-                f"unknown dtype {self.name!r}; known dtypes: {', '.join(_TYPES)}"
-            )
+            raise DTypeError(f"unknown dtype {self.name!r}; known dtypes: {', '.join(_TYPES)}")
 
     @property
     def bits(self) -> int:

@@ -7,8 +7,8 @@ kernel author would pick for these shapes; each docstring says why.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from .pool import SMEMPool, TMEMPool, TMEMStages
 
@@ -131,10 +131,34 @@ def attention_fwd_fa4(kv_stages: int = 3, head_dim: int = 128, target: str = "sm
 EXAMPLES: dict[str, Example] = {
     e.name: e
     for e in (
-        Example("hopper-gemm", "sm_90a", 384, "Hopper bf16 GEMM mainloop, 128x256x64 tiles, 4 stages, TMA + wgmma", hopper_gemm_bf16),
-        Example("blackwell-gemm", "sm_100a", 256, "Blackwell bf16 GEMM, 128x256 fp32 accumulator double-buffered in TMEM", blackwell_gemm_bf16),
-        Example("nvfp4-gemm", "sm_100a", 256, "Block-scaled NVFP4 GEMM, 128x256x256 tiles, scale factors in TMEM", blockscaled_nvfp4_gemm),
-        Example("attention-fwd", "sm_100a", 512, "FlashAttention-4-style forward, P aliased over S in TMEM", attention_fwd_fa4),
+        Example(
+            "hopper-gemm",
+            "sm_90a",
+            384,
+            "Hopper bf16 GEMM mainloop, 128x256x64 tiles, 4 stages, TMA + wgmma",
+            hopper_gemm_bf16,
+        ),
+        Example(
+            "blackwell-gemm",
+            "sm_100a",
+            256,
+            "Blackwell bf16 GEMM, 128x256 fp32 accumulator double-buffered in TMEM",
+            blackwell_gemm_bf16,
+        ),
+        Example(
+            "nvfp4-gemm",
+            "sm_100a",
+            256,
+            "Block-scaled NVFP4 GEMM, 128x256x256 tiles, scale factors in TMEM",
+            blockscaled_nvfp4_gemm,
+        ),
+        Example(
+            "attention-fwd",
+            "sm_100a",
+            512,
+            "FlashAttention-4-style forward, P aliased over S in TMEM",
+            attention_fwd_fa4,
+        ),
     )
 }
 DEFAULT_EXAMPLE = "hopper-gemm"

@@ -7,13 +7,12 @@ of one output tile, enough to emit and compile every pool feature. They are
 compiled in CI for their targets; ``tilemem emit --example NAME`` prints them.
 """
 
-
-from typing import Callable
+from collections.abc import Callable
 
 from . import examples
+from . import lang as T
 from .cuda.kernel import KernelProgram
 from .layout.operand import tcgen05_instr_descriptor
-from . import lang as T
 
 
 def _init_barriers(pairs) -> None:
@@ -69,9 +68,8 @@ def hopper_gemm() -> KernelProgram:
         warpgroup = T.let("warpgroup", T.warp_id() // 4)
         acc = T.alloc_local(128, "float32", name="acc")
         with T.If(warpgroup == 0):
-            with T.Then():
-                with T.If(T.all_of(T.warp_id() == 0, T.ptx.elect_sync())):
-                    _gemm_producer(tma_a, tma_b, a, b, full, empty, k_tiles, m0, n0)
+            with T.Then(), T.If(T.all_of(T.warp_id() == 0, T.ptx.elect_sync())):
+                _gemm_producer(tma_a, tma_b, a, b, full, empty, k_tiles, m0, n0)
             with T.Else():
                 for r in T.unroll(128, name="r"):
                     acc[r] = 0.0
@@ -82,7 +80,10 @@ def hopper_gemm() -> KernelProgram:
                     T.ptx.wgmma.fence()
                     for kk in range(4):  # four k16 slices of the 64-wide K tile
                         T.ptx.wgmma.mma_async(
-                            acc, T.ptx.wgmma.desc(a, s, row0, kk * 16), T.ptx.wgmma.desc(b, s, 0, kk * 16), n=256
+                            acc,
+                            T.ptx.wgmma.desc(a, s, row0, kk * 16),
+                            T.ptx.wgmma.desc(b, s, 0, kk * 16),
+                            n=256,
                         )
                     T.ptx.wgmma.commit_group()
                     T.ptx.wgmma.wait_group(0)
@@ -114,7 +115,9 @@ def blackwell_gemm() -> KernelProgram:
 
     @T.kernel(target="sm_100a", grid=(1,), block=(256,), name="blackwell_gemm")
     def kernel(tma_a: T.TensorMap, tma_b: T.TensorMap, tma_c: T.TensorMap, k_tiles: T.int32):
-        smem = examples.blackwell_gemm_bf16(stages, target="sm_100a")  # emits tcgen05.alloc (warp 1)
+        smem = examples.blackwell_gemm_bf16(
+            stages, target="sm_100a"
+        )  # emits tcgen05.alloc (warp 1)
         tmem = smem.tmem_pools[0]
         acc_stages = tmem.stage_views[0]
         a, b, c = smem.buffer("A"), smem.buffer("B"), smem.buffer("C_epilogue")
@@ -133,8 +136,13 @@ def blackwell_gemm() -> KernelProgram:
                 T.ptx.mbarrier.wait((full, s), phase)
                 T.ptx.tcgen05.fence_after_thread_sync()
                 for kk in range(4):
-                    T.ptx.tcgen05.mma(acc, T.ptx.tcgen05.desc(a, s, 0, kk * 16), T.ptx.tcgen05.desc(b, s, 0, kk * 16),
-                                      idesc, accumulate=T.any_of(kt > 0, kk > 0))
+                    T.ptx.tcgen05.mma(
+                        acc,
+                        T.ptx.tcgen05.desc(a, s, 0, kk * 16),
+                        T.ptx.tcgen05.desc(b, s, 0, kk * 16),
+                        idesc,
+                        accumulate=T.any_of(kt > 0, kk > 0),
+                    )
                 T.ptx.tcgen05.commit((empty, s))
             T.ptx.tcgen05.commit((acc_full, 0))
         with T.If(warp >= 4):
@@ -144,15 +152,16 @@ def blackwell_gemm() -> KernelProgram:
             quarter = warp % 4  # a warp reaches only its own 32-lane quarter of TMEM
             for j in range(4):
                 for half in range(2):
-                    T.ptx.tcgen05.ld(regs, T.tmem_addr(acc, lane=quarter * 32, col=j * 64 + half * 32), num=32)
+                    T.ptx.tcgen05.ld(
+                        regs, T.tmem_addr(acc, lane=quarter * 32, col=j * 64 + half * 32), num=32
+                    )
                     T.ptx.tcgen05.wait_ld()
                     for r in T.unroll(32, name="r"):
                         c[quarter * 32 + T.lane_id(), half * 32 + r] = regs[r]
                 T.ptx.fence.proxy_async_shared_cta()
                 T.cuda.named_barrier(1, 128)
-                with T.If(warp == 4):
-                    with T.If(T.ptx.elect_sync()):
-                        _store_and_wait(tma_c, c, [n0 + j * 64, m0])
+                with T.If(warp == 4), T.If(T.ptx.elect_sync()):
+                    _store_and_wait(tma_c, c, [n0 + j * 64, m0])
                 T.cuda.named_barrier(1, 128)
         _release_tmem(tmem)
 
@@ -166,8 +175,14 @@ def nvfp4_gemm() -> KernelProgram:
     stages = 4
 
     @T.kernel(target="sm_100a", grid=(1,), block=(256,), name="nvfp4_gemm")
-    def kernel(tma_a: T.TensorMap, tma_b: T.TensorMap, tma_sfa: T.TensorMap, tma_sfb: T.TensorMap,
-               tma_c: T.TensorMap, k_tiles: T.int32):
+    def kernel(
+        tma_a: T.TensorMap,
+        tma_b: T.TensorMap,
+        tma_sfa: T.TensorMap,
+        tma_sfb: T.TensorMap,
+        tma_c: T.TensorMap,
+        k_tiles: T.int32,
+    ):
         smem = examples.blockscaled_nvfp4_gemm(stages, target="sm_100a")
         tmem = smem.tmem_pools[0]
         a, b = smem.buffer("A"), smem.buffer("B")
@@ -199,7 +214,9 @@ def nvfp4_gemm() -> KernelProgram:
                     for w in range(4):
                         words[w] = T.cast(sfa_smem[s, group * 32 + lane, 4 * w], "uint32")
                     first = sfa.layout.apply(0, group * 32, 0)["TCol"] // 4
-                    col = T.let("sf_col", (kt % 2) * (sfa.layout.apply(1, 0, 0)["TCol"] // 4) + first)
+                    col = T.let(
+                        "sf_col", (kt % 2) * (sfa.layout.apply(1, 0, 0)["TCol"] // 4) + first
+                    )
                     T.ptx.tcgen05.st(T.tmem_addr(sfa, lane=quarter * 32, col=col), words, num=4)
                 T.ptx.tcgen05.wait_st()
                 with T.If(T.ptx.elect_sync()):
@@ -214,16 +231,28 @@ def attention_fwd() -> KernelProgram:
     the upper half of S_i, O_i += P_i V with P read from TMEM, then O drained through SMEM."""
     kv_stages, head_dim = 3, 128
     idesc_s = tcgen05_instr_descriptor(128, 128, "bfloat16", "bfloat16", "float32")
-    idesc_o = tcgen05_instr_descriptor(128, head_dim, "bfloat16", "bfloat16", "float32", b_mn_major=True)
+    idesc_o = tcgen05_instr_descriptor(
+        128, head_dim, "bfloat16", "bfloat16", "float32", b_mn_major=True
+    )
 
     @T.kernel(target="sm_100a", grid=(1,), block=(512,), name="attention_fwd")
     def kernel(tma_q: T.TensorMap, tma_kv: T.TensorMap, tma_o: T.TensorMap, kv_blocks: T.int32):
         smem = examples.attention_fwd_fa4(kv_stages, head_dim, target="sm_100a")
         tmem = smem.tmem_pools[0]
         q, kv, o_smem = smem.buffer("Q"), smem.buffer("KV"), smem.buffer("O_epilogue")
-        q_full, kv_full, kv_empty = smem.buffer("q_full_bar"), smem.buffer("kv_full_bar"), smem.buffer("kv_empty_bar")
-        s_full, p_full, o_full = smem.buffer("s_full_bar"), smem.buffer("p_full_bar"), smem.buffer("o_full_bar")
-        _init_barriers([(q_full, 1), (kv_full, 1), (kv_empty, 1), (s_full, 1), (p_full, 128), (o_full, 1)])
+        q_full, kv_full, kv_empty = (
+            smem.buffer("q_full_bar"),
+            smem.buffer("kv_full_bar"),
+            smem.buffer("kv_empty_bar"),
+        )
+        s_full, p_full, o_full = (
+            smem.buffer("s_full_bar"),
+            smem.buffer("p_full_bar"),
+            smem.buffer("o_full_bar"),
+        )
+        _init_barriers(
+            [(q_full, 1), (kv_full, 1), (kv_empty, 1), (s_full, 1), (p_full, 128), (o_full, 1)]
+        )
         T.tmem_base(tmem)
         s_acc = [tmem.buffer("S0"), tmem.buffer("S1")]
         p_acc = [tmem.buffer("P0"), tmem.buffer("P1")]
@@ -247,14 +276,25 @@ def attention_fwd() -> KernelProgram:
                 T.ptx.tcgen05.fence_after_thread_sync()
                 for i in range(2):
                     for kk in range(head_dim // 16):  # S_i = Q_i K^T, K = head_dim
-                        T.ptx.tcgen05.mma(s_acc[i], T.ptx.tcgen05.desc(q, i, 0, kk * 16),
-                                          T.ptx.tcgen05.desc(kv, s, 0, kk * 16), idesc_s, accumulate=kk > 0)
+                        T.ptx.tcgen05.mma(
+                            s_acc[i],
+                            T.ptx.tcgen05.desc(q, i, 0, kk * 16),
+                            T.ptx.tcgen05.desc(kv, s, 0, kk * 16),
+                            idesc_s,
+                            accumulate=kk > 0,
+                        )
                     T.ptx.tcgen05.commit((s_full, i))
                 for i in range(2):
                     T.ptx.mbarrier.wait((p_full, i), j % 2)
                     T.ptx.tcgen05.fence_after_thread_sync()
                     # O_i += P_i V: P from TMEM (over S_i), V = the same KV stage read MN-major
-                    T.ptx.tcgen05.mma(o_acc[i], p_acc[i], T.ptx.tcgen05.desc(kv, s, 0, 0), idesc_o, accumulate=j > 0)
+                    T.ptx.tcgen05.mma(
+                        o_acc[i],
+                        p_acc[i],
+                        T.ptx.tcgen05.desc(kv, s, 0, 0),
+                        idesc_o,
+                        accumulate=j > 0,
+                    )
                 T.ptx.tcgen05.commit((kv_empty, s))
             T.ptx.tcgen05.commit((o_full, 0))
         for i in range(2):  # softmax warpgroups: warps 4-7 own S0/P0, warps 8-11 own S1/P1
@@ -266,11 +306,17 @@ def attention_fwd() -> KernelProgram:
                     T.ptx.mbarrier.wait((s_full, i), j % 2)
                     T.ptx.tcgen05.fence_after_thread_sync()
                     for chunk in range(4):  # 128 score columns, 32 at a time; P chunk is 16 columns
-                        T.ptx.tcgen05.ld(scores, T.tmem_addr(s_acc[i], lane=quarter * 32, col=chunk * 32), num=32)
+                        T.ptx.tcgen05.ld(
+                            scores, T.tmem_addr(s_acc[i], lane=quarter * 32, col=chunk * 32), num=32
+                        )
                         T.ptx.tcgen05.wait_ld()
                         for r in T.unroll(16, name="r"):
-                            packed[r] = T.pack_bf16x2(scores[2 * r] * 0.125, scores[2 * r + 1] * 0.125)
-                        T.ptx.tcgen05.st(T.tmem_addr(p_acc[i], lane=quarter * 32, col=chunk * 16), packed, num=16)
+                            packed[r] = T.pack_bf16x2(
+                                scores[2 * r] * 0.125, scores[2 * r + 1] * 0.125
+                            )
+                        T.ptx.tcgen05.st(
+                            T.tmem_addr(p_acc[i], lane=quarter * 32, col=chunk * 16), packed, num=16
+                        )
                     T.ptx.tcgen05.wait_st()
                     T.ptx.tcgen05.fence_before_thread_sync()
                     T.ptx.mbarrier.arrive((p_full, i))
@@ -281,7 +327,9 @@ def attention_fwd() -> KernelProgram:
             T.ptx.tcgen05.fence_after_thread_sync()
             for i in range(2):
                 for chunk in range(head_dim // 32):
-                    T.ptx.tcgen05.ld(out, T.tmem_addr(o_acc[i], lane=quarter * 32, col=chunk * 32), num=32)
+                    T.ptx.tcgen05.ld(
+                        out, T.tmem_addr(o_acc[i], lane=quarter * 32, col=chunk * 32), num=32
+                    )
                     T.ptx.tcgen05.wait_ld()
                     for r in T.unroll(32, name="r"):
                         o_smem[quarter * 32 + T.lane_id(), chunk * 32 + r] = out[r]

@@ -1,10 +1,10 @@
 """``T``: the kernel language. ``from tilemem import T``.
 
-    @T.kernel(target="sm_90a", grid=1, block=128)
-    def scale(x: T.Buffer(("n",), "float32"), factor: T.float32):
-        i = T.thread_id()
-        with T.If(i < x.shape[0]):
-            x[i] = x[i] * factor
+@T.kernel(target="sm_90a", grid=1, block=128)
+def scale(x: T.Buffer(("n",), "float32"), factor: T.float32):
+    i = T.thread_id()
+    with T.If(i < x.shape[0]):
+        x[i] = x[i] * factor
 """
 
 from __future__ import annotations
@@ -42,7 +42,12 @@ def _scalar(name: str) -> _b.ScalarSpec:
     return _b.ScalarSpec(DataType(name))
 
 
-int32, uint32, int64, uint64 = _scalar("int32"), _scalar("uint32"), _scalar("int64"), _scalar("uint64")
+int32, uint32, int64, uint64 = (
+    _scalar("int32"),
+    _scalar("uint32"),
+    _scalar("int64"),
+    _scalar("uint64"),
+)
 float32 = _scalar("float32")
 
 
@@ -51,12 +56,16 @@ def kernel(target: str, grid=1, block=128, cluster=None, name: str | None = None
     from .cuda.kernel import KernelProgram
 
     def wrap(fn):
-        return KernelProgram(_b.build(fn, target=target, grid=grid, block=block, cluster=cluster, name=name))
+        return KernelProgram(
+            _b.build(fn, target=target, grid=grid, block=block, cluster=cluster, name=name)
+        )
 
     return wrap
 
 
-cuda = SimpleNamespace(syncthreads=_ix.syncthreads, syncwarp=_ix.syncwarp, named_barrier=_ix.named_barrier)
+cuda = SimpleNamespace(
+    syncthreads=_ix.syncthreads, syncwarp=_ix.syncwarp, named_barrier=_ix.named_barrier
+)
 pack_bf16x2 = _ix.pack_bf16x2
 
 ptx = SimpleNamespace(

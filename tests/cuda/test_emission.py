@@ -16,6 +16,7 @@ def simple_smem_kernel():
         smem.commit()
         tile[1, T.thread_id() % 64, 5] = x[T.thread_id()]
         flags[0] = 1
+
     return k
 
 
@@ -41,9 +42,13 @@ def tmem_kernel(cta_group=1, sync=True, total=128):
     @T.kernel(target="sm_100a", block=128)
     def k(x: T.Buffer((128,), "float32")):
         smem = T.SMEMPool()
-        tmem = T.TMEMPool(smem, total, cta_group=cta_group, alloc_warp=2, dealloc_warp=3, sync_after_alloc=sync)
+        tmem = T.TMEMPool(
+            smem, total, cta_group=cta_group, alloc_warp=2, dealloc_warp=3, sync_after_alloc=sync
+        )
         acc = tmem.alloc((128, 64), name="acc")
-        smem.commit(100_000)  # at most 2 CTAs per SM, so 2 x 128 TMEM columns never block tcgen05.alloc
+        smem.commit(
+            100_000
+        )  # at most 2 CTAs per SM, so 2 x 128 TMEM columns never block tcgen05.alloc
         tmem.commit()
         T.tmem_base(tmem)
         regs = T.alloc_local(32, "float32")
@@ -53,11 +58,14 @@ def tmem_kernel(cta_group=1, sync=True, total=128):
         T.ptx.tcgen05.fence_before_thread_sync()
         T.cuda.syncthreads()
         tmem.dealloc()
+
     return k
 
 
 def _guarded(src: str, warp: int) -> str:
-    match = re.search(r"if \(\(\(\(int\)threadIdx\.x / 32\) == %d\)\) \{(.*?)\n  \}" % warp, src, re.S)
+    match = re.search(
+        r"if \(\(\(\(int\)threadIdx\.x / 32\) == %d\)\) \{(.*?)\n  \}" % warp, src, re.S
+    )
     assert match, f"no warp-{warp} guard"
     return match.group(1)
 
@@ -66,7 +74,10 @@ def _guarded(src: str, warp: int) -> str:
 def test_tmem_alloc_and_dealloc_under_their_warp_guards(cta_group):
     src = tmem_kernel(cta_group).source
     alloc = _guarded(src, 2)
-    assert f"tcgen05.alloc.cta_group::{cta_group}.sync.aligned.shared::cta.b32" in alloc and '"r"(128u)' in alloc
+    assert (
+        f"tcgen05.alloc.cta_group::{cta_group}.sync.aligned.shared::cta.b32" in alloc
+        and '"r"(128u)' in alloc
+    )
     assert "__syncwarp" in alloc
     dealloc = _guarded(src, 3)
     assert dealloc.index("relinquish_alloc_permit") < dealloc.index("tcgen05.dealloc")
@@ -85,7 +96,7 @@ def test_tmem_base_is_read_after_fence_barrier_fence_and_added_to_addresses():
     read = src.index("uint32_t tmem_base = tmem_addr[0];", fence_a)
     load = src.index("tcgen05.ld.sync.aligned.32x32b.x32.b32")
     assert fence_b < barrier < fence_a < read < load
-    ld_line = src[load:src.index("\n", load)]
+    ld_line = src[load : src.index("\n", load)]
     assert "tmem_base" in ld_line and "<< 16" in ld_line and "32" in ld_line
 
 
@@ -102,6 +113,7 @@ def test_kernels_whose_ctas_would_block_on_tmem_are_refused():
     from tilemem.ir import BuildError
 
     with pytest.raises(BuildError) as exc:
+
         @T.kernel(target="sm_100a", block=128)
         def k(x: T.Buffer((1,), "float32")):
             smem = T.SMEMPool()

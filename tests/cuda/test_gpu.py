@@ -20,7 +20,12 @@ def torch():
 @pytest.mark.parametrize("esize", [1, 2, 4])
 def test_tma_load_lands_where_the_layout_says(torch, mode, esize):
     row = (16 << MODES.index(mode)) // esize if mode != "none" else 16 // esize
-    result = check_tma_load(mode, esize, (3, 32, 2 * row if mode != "none" else 4 * row), seed=esize * 7 + MODES.index(mode))
+    result = check_tma_load(
+        mode,
+        esize,
+        (3, 32, 2 * row if mode != "none" else 4 * row),
+        seed=esize * 7 + MODES.index(mode),
+    )
     assert result.ok, result.detail
 
 
@@ -97,13 +102,15 @@ def test_dynamic_smem_above_48k_raises_the_limit_automatically(torch):
 
 
 def test_blackwell_kernel_on_hopper_says_why(torch):
-    from tilemem.cuda.launch import LaunchError, Launcher
+    from tilemem.cuda.launch import Launcher, LaunchError
 
     @T.kernel(target="sm_100a", block=32, name="bw")
     def kernel(x: T.Buffer((1,), "float32")):
         x[0] = 1.0
 
-    with pytest.raises(LaunchError, match=r"'bw' is built for sm_100a.*compute capability 10.0; this device is 9.0"):
+    with pytest.raises(
+        LaunchError, match=r"'bw' is built for sm_100a.*compute capability 10.0; this device is 9.0"
+    ):
         Launcher(kernel)
 
 
@@ -121,7 +128,11 @@ def test_hopper_gemm_example_kernel_computes_a_gemm(torch):
     a = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)
     b = torch.randn(n, k, device="cuda", generator=gen).to(torch.bfloat16)
     c = torch.full((m, n), float("nan"), device="cuda").to(torch.bfloat16)
-    maps = [tile_map(a, plan.buffer("A")), tile_map(b, plan.buffer("B")), tile_map(c, plan.buffer("C_epilogue"))]
+    maps = [
+        tile_map(a, plan.buffer("A")),
+        tile_map(b, plan.buffer("B")),
+        tile_map(c, plan.buffer("C_epilogue")),
+    ]
     Launcher(hopper_gemm())(*maps, k // 64, grid=(n // 256, m // 128))
     torch.cuda.synchronize()
     ref = a.double() @ b.double().T

@@ -43,10 +43,13 @@ def mbarrier_ops(x, tmap, smem, a, b, bar):
 def tma_ops(rank, multicast=False):
     def body(x, tmap, smem, a, b, bar):
         coords = list(range(rank))
-        T.ptx.tma.load(tmap, (a, 1, 0, 0), (bar, 0), coords, multicast_mask=3 if multicast else None)
+        T.ptx.tma.load(
+            tmap, (a, 1, 0, 0), (bar, 0), coords, multicast_mask=3 if multicast else None
+        )
         T.ptx.tma.store(tmap, a, coords)
         T.ptx.tma.commit_group()
         T.ptx.tma.wait_group_read(0)
+
     return body
 
 
@@ -54,10 +57,13 @@ def wgmma_ops(n):
     def body(x, tmap, smem, a, b, bar):
         acc = T.alloc_local(n // 2, "float32")
         T.ptx.wgmma.fence()
-        T.ptx.wgmma.mma_async(acc, T.ptx.wgmma.desc(a, 0, 0, 16), T.ptx.wgmma.desc(b, 1, 0, 0), n=n, scale_d=0)
+        T.ptx.wgmma.mma_async(
+            acc, T.ptx.wgmma.desc(a, 0, 0, 16), T.ptx.wgmma.desc(b, 1, 0, 0), n=n, scale_d=0
+        )
         T.ptx.wgmma.commit_group()
         T.ptx.wgmma.wait_group(0)
         x[T.thread_id()] = acc[0]
+
     return body
 
 
@@ -116,7 +122,14 @@ def test_tcgen05_family_compiles(cta_group):
         tmem.commit()
         T.tmem_base(tmem)
         with T.If(T.all_of(T.warp_id() == 0, T.ptx.elect_sync())):
-            T.ptx.tcgen05.mma(d, T.ptx.tcgen05.desc(a, 0, 16), T.ptx.tcgen05.desc(b), idesc, accumulate=0, cta_group=cta_group)
+            T.ptx.tcgen05.mma(
+                d,
+                T.ptx.tcgen05.desc(a, 0, 16),
+                T.ptx.tcgen05.desc(b),
+                idesc,
+                accumulate=0,
+                cta_group=cta_group,
+            )
             T.ptx.tcgen05.mma(d, p, T.ptx.tcgen05.desc(b), idesc, cta_group=cta_group)
             T.ptx.tcgen05.commit(bar, cta_group=cta_group)
         regs = T.alloc_local(8, "uint32")

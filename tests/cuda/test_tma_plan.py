@@ -12,7 +12,10 @@ def tile(shape, dtype, mode):
     return SMEMPool().alloc_mma(shape, dtype, mode)
 
 
-@pytest.mark.parametrize("mode,cols,box_cols,boxes", [("128B", 128, 64, 2), ("64B", 64, 32, 2), ("32B", 64, 16, 4), ("none", 64, 8, 8)])
+@pytest.mark.parametrize(
+    "mode,cols,box_cols,boxes",
+    [("128B", 128, 64, 2), ("64B", 64, 32, 2), ("32B", 64, 16, 4), ("none", 64, 8, 8)],
+)
 def test_tile_maps_cut_k_into_swizzle_row_boxes(mode, cols, box_cols, boxes):
     buf = tile((2, 64, cols), "bfloat16", mode)
     plan = plan_tile_map(buf, 0x1000, 1024, 4096)
@@ -22,8 +25,14 @@ def test_tile_maps_cut_k_into_swizzle_row_boxes(mode, cols, box_cols, boxes):
 
 
 def base(**kw):
-    fields = dict(dtype=DataType("bfloat16"), global_dims=(512, 512), global_strides=(1024,), box=(64, 64),
-                  swizzle=SwizzleMode.SWIZZLE_128B_ATOM, address=0x1000)
+    fields = dict(
+        dtype=DataType("bfloat16"),
+        global_dims=(512, 512),
+        global_strides=(1024,),
+        box=(64, 64),
+        swizzle=SwizzleMode.SWIZZLE_128B_ATOM,
+        address=0x1000,
+    )
     fields.update(kw)
     return TensorMapPlan(**fields)
 
@@ -32,11 +41,22 @@ def base(**kw):
     "change,fact",
     [
         (dict(box=(128, 64)), "inner box is 256 bytes but SWIZZLE_128B_ATOM allows at most 128"),
-        (dict(box=(4, 64), swizzle=SwizzleMode.SWIZZLE_NONE), "inner box is 8 bytes; TMA needs a multiple of 16"),
+        (
+            dict(box=(4, 64), swizzle=SwizzleMode.SWIZZLE_NONE),
+            "inner box is 8 bytes; TMA needs a multiple of 16",
+        ),
         (dict(box=(64, 300), global_dims=(512, 512)), "box dimension 1 is 300"),
         (dict(address=0x1008), "not 16-byte aligned"),
         (dict(global_strides=(1000,)), "global stride 1 is 1000 bytes"),
-        (dict(global_dims=(1,) * 6, global_strides=(16,) * 5, box=(1,) * 6, swizzle=SwizzleMode.SWIZZLE_NONE), "at most 5 dimensions"),
+        (
+            dict(
+                global_dims=(1,) * 6,
+                global_strides=(16,) * 5,
+                box=(1,) * 6,
+                swizzle=SwizzleMode.SWIZZLE_NONE,
+            ),
+            "at most 5 dimensions",
+        ),
         (dict(global_dims=(32, 512)), "box dimension 0 (64) exceeds the tensor's extent 32"),
     ],
 )

@@ -20,4 +20,6 @@ def test_the_full_check_list_covers_modes_sizes_and_n():
     names = [name for name, _ in all_checks()]
     assert len(names) == 72
     assert sum(n.startswith("wgmma") for n in names) == 12
-    assert all(any(n.startswith(f"tma_load {m} {e}B") for n in names) for m in MODES for e in (1, 2, 4))
+    assert all(
+        any(n.startswith(f"tma_load {m} {e}B") for n in names) for m in MODES for e in (1, 2, 4)
+    )

@@ -78,6 +78,7 @@ def test_expressions_fold_constants_and_compare_structurally():
 
 def test_python_truth_of_an_expression_is_refused():
     with pytest.raises(BuildError, match="T.If"):
+
         @T.kernel(target="sm_80", block=32)
         def k(x: T.Buffer((1,), "int32")):
             if T.thread_id() == 0:
@@ -86,17 +87,24 @@ def test_python_truth_of_an_expression_is_refused():
 
 def test_errors_name_the_users_line():
     with pytest.raises(BuildError) as exc:
+
         @T.kernel(target="sm_90a", block=32)
         def k(x: T.Buffer((1,), "int32")):
             smem = T.SMEMPool()
             smem.alloc_mma((64, 32), "bfloat16", "128B")  # the line that is wrong
 
     msg = str(exc.value)
-    assert "test_builder.py:" in msg and "in k" in msg and "alloc_mma((64, 32)" in msg and "SWIZZLE_64B_ATOM" in msg
+    assert (
+        "test_builder.py:" in msg
+        and "in k" in msg
+        and "alloc_mma((64, 32)" in msg
+        and "SWIZZLE_64B_ATOM" in msg
+    )
 
 
 def test_missing_annotation_is_explained():
     with pytest.raises(BuildError, match="needs an annotation"):
+
         @T.kernel(target="sm_80", block=32)
         def k(x):
             pass
@@ -104,6 +112,7 @@ def test_missing_annotation_is_explained():
 
 def test_instruction_missing_on_target_names_both():
     with pytest.raises(BuildError) as exc:
+
         @T.kernel(target="sm_90a", block=128)
         def k(x: T.Buffer((1,), "int32")):
             smem = T.SMEMPool()
@@ -111,6 +120,7 @@ def test_instruction_missing_on_target_names_both():
 
     assert "sm_90a has no tensor memory" in str(exc.value)
     with pytest.raises(BuildError) as exc:
+
         @T.kernel(target="sm_80", block=128)
         def k2(x: T.Buffer((1,), "int32")):
             T.ptx.wgmma.fence()
@@ -120,6 +130,7 @@ def test_instruction_missing_on_target_names_both():
 
 def test_direct_tmem_access_points_to_tcgen05():
     with pytest.raises(BuildError, match="tcgen05.ld"):
+
         @T.kernel(target="sm_100a", block=128)
         def k(x: T.Buffer((1,), "float32")):
             smem = T.SMEMPool()
@@ -130,6 +141,7 @@ def test_direct_tmem_access_points_to_tcgen05():
 
 def test_tmem_address_needs_the_base_first():
     with pytest.raises(BuildError, match="T.tmem_base"):
+
         @T.kernel(target="sm_100a", block=128)
         def k(x: T.Buffer((1,), "float32")):
             smem = T.SMEMPool()

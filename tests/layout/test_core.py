@@ -53,7 +53,9 @@ def test_size_and_span_per_axis():
 
 
 def test_canonicalize_drops_unit_iters_zero_offsets_and_fuses():
-    layout = TileLayout([Iter(1, 7), Iter(4, 8), Iter(8, 1), Iter(1, 3)], offset={"m": 0}, shape=(4, 8))
+    layout = TileLayout(
+        [Iter(1, 7), Iter(4, 8), Iter(8, 1), Iter(1, 3)], offset={"m": 0}, shape=(4, 8)
+    )
     canon = layout.canonicalize()
     assert canon.shard == (Iter(32, 1),)
     assert canon.offset == {}
@@ -118,7 +120,9 @@ def test_window_within_one_iter_shifts_the_offset():
 
 def test_window_over_folded_halves():
     # data path B: columns fold onto lanes 64..127
-    layout = TileLayout([Iter(64, 1, "TLane"), Iter(2, 64, "TLane"), Iter(32, 1, "TCol")], shape=(64, 64))
+    layout = TileLayout(
+        [Iter(64, 1, "TLane"), Iter(2, 64, "TLane"), Iter(32, 1, "TCol")], shape=(64, 64)
+    )
     second = layout.window(1, 32, 32)
     assert all(second.apply(r, c) == layout.apply(r, 32 + c) for r in (0, 63) for c in (0, 31))
     with pytest.raises(LayoutError, match="not a strided layout"):

@@ -21,7 +21,14 @@ from tilemem.layout import sf_tmem_layout, tmem_datapath_layout
 
 SWIZZLE_BITS = {"32B": 1, "64B": 2, "128B": 3}
 ROW_BYTES = {"32B": 32, "64B": 64, "128B": 128}
-BITS = {"float32": 32, "bfloat16": 16, "float16": 16, "float8_e4m3fn": 8, "int8": 8, "float4_e2m1fn": 4}
+BITS = {
+    "float32": 32,
+    "bfloat16": 16,
+    "float16": 16,
+    "float8_e4m3fn": 8,
+    "int8": 8,
+    "float4_e2m1fn": 4,
+}
 
 
 def cute_swizzle(addr: int, b: int, m: int = 4, s: int = 3) -> int:
@@ -43,7 +50,9 @@ def hardware_bit_address(mode, bits, shape, base, coord):
         linear_bits = stage * tile_bits + (k // per16) * rows * 128 + r * 128 + (k % per16) * bits
         return base * 8 + linear_bits
     per_row = ROW_BYTES[mode] * 8 // bits
-    linear_bits = stage * tile_bits + ((k // per_row) * rows + r) * ROW_BYTES[mode] * 8 + (k % per_row) * bits
+    linear_bits = (
+        stage * tile_bits + ((k // per_row) * rows + r) * ROW_BYTES[mode] * 8 + (k % per_row) * bits
+    )
     byte, sub = divmod(base * 8 + linear_bits, 8)
     return cute_swizzle(byte, SWIZZLE_BITS[mode]) * 8 + sub
 
@@ -78,7 +87,9 @@ def test_buffers_after_other_allocations_match_hardware_addresses(mode, dtype, s
     buf = smem.alloc_mma(shape, dtype, mode, align=max(period, 128), name="tile")
     assert buf.byte_offset > 0 and buf.byte_offset % period == 0
     for coord in itertools.product(*(range(n) for n in shape)):
-        assert tilemem_bit_address(buf, coord) == hardware_bit_address(mode, BITS[dtype], shape, buf.byte_offset, coord), coord
+        assert tilemem_bit_address(buf, coord) == hardware_bit_address(
+            mode, BITS[dtype], shape, buf.byte_offset, coord
+        ), coord
 
 
 def test_known_128b_addresses_of_a_bf16_tile():
@@ -93,6 +104,7 @@ def test_known_128b_addresses_of_a_bf16_tile():
 
 # --- TMEM layouts against the formulas of SPEC 2.1 / PTX data paths -----------------
 
+
 def datapath_formula(letter, rows, cols, sub_slab, r, c):
     if letter in "AD":
         return r, c
@@ -103,7 +115,9 @@ def datapath_formula(letter, rows, cols, sub_slab, r, c):
     return r + 32 * (c // (cols // 4)), c % (cols // 4)
 
 
-@pytest.mark.parametrize("letter,rows", [("A", 128), ("B", 64), ("C", 64), ("D", 128), ("E", 64), ("F", 64), ("G", 32)])
+@pytest.mark.parametrize(
+    "letter,rows", [("A", 128), ("B", 64), ("C", 64), ("D", 128), ("E", 64), ("F", 64), ("G", 32)]
+)
 @pytest.mark.parametrize("cols", [8, 64, 256])
 def test_datapath_layouts_follow_the_formulas(letter, rows, cols):
     for sub in (0, 1) if letter in "FC" else (0,):
@@ -125,7 +139,9 @@ def sf_formula(rows, sf_k, spm, r, k, pipe=None, stage=0):
     return r % 32, col + stage * 4 * groups * ko
 
 
-@pytest.mark.parametrize("rows,sf_k,spm", [(128, 16, 4), (128, 8, 2), (64, 12, 1), (256, 16, 4), (32, 6, 2), (128, 4, 4)])
+@pytest.mark.parametrize(
+    "rows,sf_k,spm", [(128, 16, 4), (128, 8, 2), (64, 12, 1), (256, 16, 4), (32, 6, 2), (128, 4, 4)]
+)
 def test_sf_layout_follows_the_formula(rows, sf_k, spm):
     layout = sf_tmem_layout(rows, sf_k, spm, pipe_depth=3)
     for s, r, k in itertools.product(range(3), range(rows), range(sf_k)):
@@ -138,7 +154,11 @@ def test_sf_layout_follows_the_formula(rows, sf_k, spm):
 def test_sf_reuse_reads_each_factor_several_times():
     layout = sf_tmem_layout(128, 16, 4, sf_reuse=2)
     for k in range(16):
-        assert layout.apply(5, 2 * k) == layout.apply(5, 2 * k + 1) == dict(zip(("TLane", "TCol"), sf_formula(128, 16, 4, 5, k)))
+        assert (
+            layout.apply(5, 2 * k)
+            == layout.apply(5, 2 * k + 1)
+            == dict(zip(("TLane", "TCol"), sf_formula(128, 16, 4, 5, k)))
+        )
 
 
 def test_sf_stage_stride_is_one_whole_stage_not_tirx_4m():

@@ -4,10 +4,18 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tilemem.layout import DATAPATH_ROWS, SwizzleLayout, mma_shared_layout, sf_tmem_layout, tmem_datapath_layout
+from tilemem.layout import (
+    DATAPATH_ROWS,
+    SwizzleLayout,
+    mma_shared_layout,
+    sf_tmem_layout,
+    tmem_datapath_layout,
+)
 
 
-@given(pe=st.integers(0, 5), length=st.integers(0, 3), atom=st.integers(1, 4), block=st.integers(0, 7))
+@given(
+    pe=st.integers(0, 5), length=st.integers(0, 3), atom=st.integers(1, 4), block=st.integers(0, 7)
+)
 def test_swizzle_is_a_bijection_on_each_period(pe, length, atom, block):
     swz = SwizzleLayout(pe, length, atom)
     xs = np.arange(swz.period, dtype=np.int64) + block * swz.period

@@ -12,7 +12,15 @@ tirx = pytest.importorskip("tvm_tirx.backend.cuda.layout")
 from tilemem.layout import DATAPATH_ROWS, mma_shared_layout, tmem_datapath_layout  # noqa: E402
 
 DTYPES = ["float32", "float16", "bfloat16", "float8_e4m3fn", "uint8", "int8", "float4_e2m1fn"]
-BITS = {"float32": 32, "float16": 16, "bfloat16": 16, "float8_e4m3fn": 8, "uint8": 8, "int8": 8, "float4_e2m1fn": 4}
+BITS = {
+    "float32": 32,
+    "float16": 16,
+    "bfloat16": 16,
+    "float8_e4m3fn": 8,
+    "uint8": 8,
+    "int8": 8,
+    "float4_e2m1fn": 4,
+}
 
 
 def _shapes(dtype, mode):
@@ -39,7 +47,9 @@ def _tirx_positions(layout, size, axes):
 CASES = [(d, m, s) for d in DTYPES for m in range(4) for s in _shapes(d, m)]
 
 
-@pytest.mark.parametrize("dtype,mode,shape", CASES, ids=[f"{d}-sw{m}-{'x'.join(map(str, s))}" for d, m, s in CASES])
+@pytest.mark.parametrize(
+    "dtype,mode,shape", CASES, ids=[f"{d}-sw{m}-{'x'.join(map(str, s))}" for d, m, s in CASES]
+)
 def test_mma_shared_layout_matches_tirx(dtype, mode, shape):
     ours = mma_shared_layout(dtype, mode, shape)
     theirs = tirx.mma_shared_layout(dtype, mode, list(shape))

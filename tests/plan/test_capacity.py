@@ -9,7 +9,14 @@ import pytest
 from tilemem import SMEMPool, TMEMPool
 from tilemem.errors import CapacityError
 from tilemem.examples import attention_fwd_fa4, hopper_gemm_bf16
-from tilemem.plan import BufferRequest, best_order, check_tmem_residency, occupancy, padding_advice, solve_stages
+from tilemem.plan import (
+    BufferRequest,
+    best_order,
+    check_tmem_residency,
+    occupancy,
+    padding_advice,
+    solve_stages,
+)
 
 # 128x256x64 bf16 GEMM: per stage A 16,384 + B 32,768 + full/empty barriers 16; fixed epilogue 16,384
 GEMM = [
@@ -66,20 +73,35 @@ def test_attention_kv_stages_on_sm100a():
 def test_solver_says_when_nothing_fits():
     with pytest.raises(CapacityError) as exc:
         solve_stages([BufferRequest("huge", (512, 128), "float32", per_stage=True)], "sm_86")
-    assert "262144 bytes" in str(exc.value) and "101376" in str(exc.value) and "remove at least 160768" in str(exc.value)
+    assert (
+        "262144 bytes" in str(exc.value)
+        and "101376" in str(exc.value)
+        and "remove at least 160768" in str(exc.value)
+    )
 
 
 def test_overflowing_gemm_error_lists_buffers_padding_and_stages_that_fit():
     with pytest.raises(CapacityError) as exc:
         hopper_gemm_bf16(stages=6)  # 6 x 49,152 + 16,384 + 96 = 311,392 bytes
     msg = str(exc.value)
-    for fact in ("311392 bytes", "232448", "remove at least 78944 bytes", "A", "98304 B", "B", "196608 B",
-                 "padding lost to alignment: 0 bytes", "6 stages of 49168 bytes each; 4 stages would fit on sm_90a"):
+    for fact in (
+        "311392 bytes",
+        "232448",
+        "remove at least 78944 bytes",
+        "A",
+        "98304 B",
+        "B",
+        "196608 B",
+        "padding lost to alignment: 0 bytes",
+        "6 stages of 49168 bytes each; 4 stages would fit on sm_90a",
+    ):
         assert fact in msg, fact
 
 
 def test_overflow_on_sm120_says_one_stage_fits():
-    with pytest.raises(CapacityError, match="4 stages of 49168 bytes each; 1 stage would fit on sm_120"):
+    with pytest.raises(
+        CapacityError, match="4 stages of 49168 bytes each; 1 stage would fit on sm_120"
+    ):
         hopper_gemm_bf16(stages=4, target="sm_120")
 
 
@@ -105,8 +127,14 @@ def test_tmem_residency_hazard_is_explained():
     with pytest.raises(CapacityError) as exc:
         check_tmem_residency(occ)
     msg = str(exc.value)
-    for fact in ("4 CTAs", "256 TMEM columns: 1024 > 512", "tcgen05.alloc blocks", "at most 128 columns per CTA",
-                 "at most 2 CTA(s) per SM", "76801 bytes"):
+    for fact in (
+        "4 CTAs",
+        "256 TMEM columns: 1024 > 512",
+        "tcgen05.alloc blocks",
+        "at most 128 columns per CTA",
+        "at most 2 CTA(s) per SM",
+        "76801 bytes",
+    ):
         assert fact in msg, fact
     check_tmem_residency(occupancy(48 * 1024, 128, "sm_100a", tmem_cols=128))  # 4 x 128 = 512: fine
 
@@ -120,7 +148,10 @@ def test_padding_advice_finds_a_better_order():
     assert plan.padding == 1023 and plan.high_water == 1024 + 8192 + 1
     lines = padding_advice(plan)
     assert lines[0] == "1023 bytes lost to alignment padding"
-    assert "allocating in the order A, flag, flag2 saves 1023 bytes (high-water 9217 -> 8194)" in lines[1]
+    assert (
+        "allocating in the order A, flag, flag2 saves 1023 bytes (high-water 9217 -> 8194)"
+        in lines[1]
+    )
 
 
 def test_padding_advice_when_the_order_is_already_best():
@@ -136,7 +167,10 @@ def test_plan_prints_occupancy_and_padding(capsys):
     assert main(["plan", "--example", "attention-fwd"]) == 0
     out = capsys.readouterr().out
     assert "occupancy (512 threads per CTA)" in out and "bound by shared memory" in out
-    assert "tmem columns  512 per CTA x 1 = 512 of 512 (ok)" in out and "bytes lost to alignment padding" in out
+    assert (
+        "tmem columns  512 per CTA x 1 = 512 of 512 (ok)" in out
+        and "bytes lost to alignment padding" in out
+    )
 
 
 def test_plan_only_tmem_pool_plan_feeds_occupancy():
@@ -159,5 +193,7 @@ def test_plan_only_pools_with_threads_check_tmem_at_commit():
     smem = SMEMPool(target="sm_100a", threads=128)
     tmem = TMEMPool(smem, 512)
     smem.commit(100_000)
-    with pytest.raises(CapacityError, match="2 CTAs of this kernel .* 512 TMEM columns: 1024 > 512"):
+    with pytest.raises(
+        CapacityError, match="2 CTAs of this kernel .* 512 TMEM columns: 1024 > 512"
+    ):
         tmem.commit()

@@ -20,7 +20,13 @@ def small_plan():
 def test_entries_have_offset_size_alignment_padding_layout():
     plan = small_plan()
     a = plan.entry("A")
-    assert (a.scope, a.offset, a.size, a.align, a.padding) == ("shared.dyn", 1024, 16384, 1024, 1021)
+    assert (a.scope, a.offset, a.size, a.align, a.padding) == (
+        "shared.dyn",
+        1024,
+        16384,
+        1024,
+        1021,
+    )
     assert a.layout.startswith("mma 128B") and a.shape == (2, 64, 64)
     bar = plan.entry("bar")
     assert (bar.offset, bar.size, bar.align, bar.padding) == (17408, 16, 8, 0)
@@ -47,7 +53,17 @@ def test_plan_is_json_ready():
 
 def test_text_form_has_table_totals_and_column_map():
     text = small_plan().format()
-    for fact in ("name", "padding", "A", "1024", "16384", "high-water 17428 bytes", "TMEM columns 0..256", "A=acc[0:128)", "B=P[64:96)"):
+    for fact in (
+        "name",
+        "padding",
+        "A",
+        "1024",
+        "16384",
+        "high-water 17428 bytes",
+        "TMEM columns 0..256",
+        "A=acc[0:128)",
+        "B=P[64:96)",
+    ):
         assert fact in text, fact
     # aliased columns are marked
     assert "*" in text.split("TMEM columns")[1]

@@ -33,7 +33,9 @@ def test_instructions_per_target():
 
 
 def test_require_names_the_targets_that_have_it():
-    with pytest.raises(TargetError, match="tcgen05 does not exist on sm_90a; it needs one of: sm_100a"):
+    with pytest.raises(
+        TargetError, match="tcgen05 does not exist on sm_90a; it needs one of: sm_100a"
+    ):
         get_target("sm_90a").require("tcgen05")
 
 

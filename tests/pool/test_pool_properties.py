@@ -8,10 +8,18 @@ from tilemem import SMEMPool, TMEMPool
 DTYPES = ["uint8", "bfloat16", "float32", "uint64", "float4_e2m1fn", "float6_e2m3fn", "float64"]
 
 smem_request = st.one_of(
-    st.tuples(st.just("alloc"), st.lists(st.integers(1, 40), min_size=1, max_size=3),
-              st.sampled_from(DTYPES), st.sampled_from([0, 1, 2, 8, 64, 128, 1024])),
-    st.tuples(st.just("mma"), st.tuples(st.integers(1, 3), st.integers(1, 4), st.integers(1, 2)),
-              st.sampled_from(["bfloat16", "float32", "int8"]), st.sampled_from(["auto", "none", "32B", "64B", "128B"])),
+    st.tuples(
+        st.just("alloc"),
+        st.lists(st.integers(1, 40), min_size=1, max_size=3),
+        st.sampled_from(DTYPES),
+        st.sampled_from([0, 1, 2, 8, 64, 128, 1024]),
+    ),
+    st.tuples(
+        st.just("mma"),
+        st.tuples(st.integers(1, 3), st.integers(1, 4), st.integers(1, 2)),
+        st.sampled_from(["bfloat16", "float32", "int8"]),
+        st.sampled_from(["auto", "none", "32B", "64B", "128B"]),
+    ),
 )
 
 
@@ -38,7 +46,17 @@ def test_smem_buffers_never_overlap_and_are_aligned(requests):
     assert not any(e.overlaps for e in smem.plan().smem.entries)
 
 
-@given(st.lists(st.tuples(st.sampled_from([32, 64, 128]), st.integers(1, 64), st.sampled_from(["float32", "bfloat16"])), min_size=1, max_size=8))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([32, 64, 128]),
+            st.integers(1, 64),
+            st.sampled_from(["float32", "bfloat16"]),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
 @settings(max_examples=100, deadline=None)
 def test_tmem_buffers_never_share_columns(requests):
     smem = SMEMPool()

@@ -1,7 +1,13 @@
 import pytest
 
 from tilemem import SMEMPool, SwizzleMode
-from tilemem.errors import AlignmentError, AllocationError, CapacityError, PoolStateError, SwizzleError
+from tilemem.errors import (
+    AlignmentError,
+    AllocationError,
+    CapacityError,
+    PoolStateError,
+    SwizzleError,
+)
 from tilemem.layout import ComposeLayout, TileLayout, mma_shared_layout
 
 
@@ -47,8 +53,22 @@ def test_sub_byte_sizes_round_up_once():
 def test_buffer_fields():
     smem = SMEMPool()
     buf = smem.alloc((4, 8), "bfloat16", name="x")
-    assert (buf.name, buf.shape, buf.dtype.name, buf.scope, buf.byte_offset, buf.nbytes, buf.align) == (
-        "x", (4, 8), "bfloat16", "shared.dyn", 0, 64, 2,
+    assert (
+        buf.name,
+        buf.shape,
+        buf.dtype.name,
+        buf.scope,
+        buf.byte_offset,
+        buf.nbytes,
+        buf.align,
+    ) == (
+        "x",
+        (4, 8),
+        "bfloat16",
+        "shared.dyn",
+        0,
+        64,
+        2,
     )
     assert buf.layout == TileLayout.row_major((4, 8))
     assert buf.col_offset is None and buf in smem.buffers
@@ -77,7 +97,11 @@ def test_alloc_rejects_a_layout_of_the_wrong_size_or_axis():
         ((128, 32), "bfloat16", SwizzleMode.SWIZZLE_64B_ATOM),
         ((64, 16), "bfloat16", SwizzleMode.SWIZZLE_32B_ATOM),
         ((64, 4), "bfloat16", SwizzleMode.SWIZZLE_NONE),
-        ((128, 96), "bfloat16", SwizzleMode.SWIZZLE_64B_ATOM),  # 192-byte rows: 64B divides, 128B does not
+        (
+            (128, 96),
+            "bfloat16",
+            SwizzleMode.SWIZZLE_64B_ATOM,
+        ),  # 192-byte rows: 64B divides, 128B does not
         ((64, 32), "float32", SwizzleMode.SWIZZLE_128B_ATOM),
         ((64, 256), "float4_e2m1fn", SwizzleMode.SWIZZLE_128B_ATOM),
         ((64, 64), "float4_e2m1fn", SwizzleMode.SWIZZLE_32B_ATOM),
@@ -93,7 +117,14 @@ def test_explicit_mode_on_narrow_rows_says_what_fits():
         SMEMPool().alloc_mma((128, 32), "bfloat16", SwizzleMode.SWIZZLE_128B_ATOM)
     msg = str(exc.value)
     assert isinstance(exc.value, ValueError)
-    for fact in ("(128, 32)", "bfloat16", "64-byte rows", "multiple of 128 bytes", "SWIZZLE_64B_ATOM", "multiple of 64"):
+    for fact in (
+        "(128, 32)",
+        "bfloat16",
+        "64-byte rows",
+        "multiple of 128 bytes",
+        "SWIZZLE_64B_ATOM",
+        "multiple of 64",
+    ):
         assert fact in msg, fact
 
 
@@ -180,7 +211,12 @@ def test_commit_over_target_capacity_lists_buffers_and_the_cut():
     with pytest.raises(CapacityError) as exc:
         smem.commit()
     msg = str(exc.value)
-    assert "131072" in msg and "101376" in msg and "remove at least 29696 bytes" in msg and "big" in msg
+    assert (
+        "131072" in msg
+        and "101376" in msg
+        and "remove at least 29696 bytes" in msg
+        and "big" in msg
+    )
 
 
 def test_indexing_outside_a_kernel_says_why():

@@ -12,7 +12,11 @@ def pools(total_cols=512, **kw):
 
 def test_slot_is_a_4_byte_smem_word():
     smem, tmem = pools()
-    assert tmem.slot.scope == "shared.dyn" and tmem.slot.nbytes == 4 and tmem.slot.dtype.name == "uint32"
+    assert (
+        tmem.slot.scope == "shared.dyn"
+        and tmem.slot.nbytes == 4
+        and tmem.slot.dtype.name == "uint32"
+    )
     assert tmem.dealloc_warp == tmem.alloc_warp == 0
 
 
@@ -163,6 +167,7 @@ def test_direct_indexing_of_tmem_points_to_tcgen05():
 
 
 # --- TMEMStages -------------------------------------------------------------------
+
 
 def test_stage_views_are_column_windows():
     _, tmem = pools()

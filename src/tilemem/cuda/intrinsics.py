@@ -7,7 +7,7 @@ PTX syntax follows the PTX ISA 9.0 instruction pages named in each entry.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ..ir.nodes import Call
 
@@ -18,17 +18,28 @@ def _asm(text: str, outputs: str = "", inputs: str = "", clobber: str = '"memory
 
 def _mbarrier_init(call, gen):
     bar, count = call.args
-    return _asm("mbarrier.init.shared::cta.b64 [%0], %1;", "", f'"r"({gen.expr(bar)}), "r"((uint32_t)({gen.expr(count)}))')
+    return _asm(
+        "mbarrier.init.shared::cta.b64 [%0], %1;",
+        "",
+        f'"r"({gen.expr(bar)}), "r"((uint32_t)({gen.expr(count)}))',
+    )
 
 
 def _mbarrier_arrive(call, gen):
-    return _asm("{\\n.reg .b64 st;\\nmbarrier.arrive.shared::cta.b64 st, [%0];\\n}", "", f'"r"({gen.expr(call.args[0])})')
+    return _asm(
+        "{\\n.reg .b64 st;\\nmbarrier.arrive.shared::cta.b64 st, [%0];\\n}",
+        "",
+        f'"r"({gen.expr(call.args[0])})',
+    )
 
 
 def _mbarrier_expect_tx(call, gen):
     bar, tx = call.args
-    return _asm("{\\n.reg .b64 st;\\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\\n}", "",
-                f'"r"({gen.expr(bar)}), "r"((uint32_t)({gen.expr(tx)}))')
+    return _asm(
+        "{\\n.reg .b64 st;\\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\\n}",
+        "",
+        f'"r"({gen.expr(bar)}), "r"((uint32_t)({gen.expr(tx)}))',
+    )
 
 
 def _mbarrier_try_wait(call, gen):
@@ -52,8 +63,10 @@ def _tma_load(call, gen):
     ins += [f'"r"((int32_t)({gen.expr(c)}))' for c in coords]
     if call.attr("multicast"):
         ins.append(f'"h"((uint16_t)({gen.expr(rest[rank])}))')
-        text = (f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-                f" [%1], [%0, {{{cs}}}], [%2], %{3 + rank};")
+        text = (
+            f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+            f" [%1], [%0, {{{cs}}}], [%2], %{3 + rank};"
+        )
     else:
         text = f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes [%1], [%0, {{{cs}}}], [%2];"
     return _asm(text, "", ", ".join(ins))
@@ -63,8 +76,14 @@ def _tma_store(call, gen):
     rank = call.attr("rank")
     tmap, src, *coords = call.args
     cs = ", ".join(f"%{2 + i}" for i in range(rank))
-    ins = [f'"l"(&{tmap.name})', f'"r"({gen.expr(src)})'] + [f'"r"((int32_t)({gen.expr(c)}))' for c in coords]
-    return _asm(f"cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group [%0, {{{cs}}}], [%1];", "", ", ".join(ins))
+    ins = [f'"l"(&{tmap.name})', f'"r"({gen.expr(src)})'] + [
+        f'"r"((int32_t)({gen.expr(c)}))' for c in coords
+    ]
+    return _asm(
+        f"cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group [%0, {{{cs}}}], [%1];",
+        "",
+        ", ".join(ins),
+    )
 
 
 def _wgmma_mma(call, gen):
@@ -86,13 +105,21 @@ def _wgmma_mma(call, gen):
 def _tcgen05_alloc(call, gen):
     slot, ncols = call.args
     g = call.attr("cta_group")
-    return _asm(f"tcgen05.alloc.cta_group::{g}.sync.aligned.shared::cta.b32 [%0], %1;", "", f'"r"({gen.expr(slot)}), "r"({gen.expr(ncols)})')
+    return _asm(
+        f"tcgen05.alloc.cta_group::{g}.sync.aligned.shared::cta.b32 [%0], %1;",
+        "",
+        f'"r"({gen.expr(slot)}), "r"({gen.expr(ncols)})',
+    )
 
 
 def _tcgen05_dealloc(call, gen):
     taddr, ncols = call.args
     g = call.attr("cta_group")
-    return _asm(f"tcgen05.dealloc.cta_group::{g}.sync.aligned.b32 %0, %1;", "", f'"r"({gen.expr(taddr)}), "r"({gen.expr(ncols)})')
+    return _asm(
+        f"tcgen05.dealloc.cta_group::{g}.sync.aligned.b32 %0, %1;",
+        "",
+        f'"r"({gen.expr(taddr)}), "r"({gen.expr(ncols)})',
+    )
 
 
 def _tcgen05_ld(call, gen):
@@ -101,7 +128,11 @@ def _tcgen05_ld(call, gen):
     regs = ", ".join(f"%{i}" for i in range(num))
     kind = "f" if dst.dtype.name == "float32" else "r"
     outs = ", ".join(f'"={kind}"({dst.name}[{i}])' for i in range(num))
-    return _asm(f"tcgen05.ld.sync.aligned.32x32b.x{num}.b32 {{{regs}}}, [%{num}];", outs, f'"r"({gen.expr(taddr)})')
+    return _asm(
+        f"tcgen05.ld.sync.aligned.32x32b.x{num}.b32 {{{regs}}}, [%{num}];",
+        outs,
+        f'"r"({gen.expr(taddr)})',
+    )
 
 
 def _tcgen05_st(call, gen):
@@ -116,20 +147,30 @@ def _tcgen05_st(call, gen):
 def _tcgen05_mma(call, gen):
     d, a, b, idesc, acc = call.args
     g = call.attr("cta_group")
-    a_operand, a_input = ("[%1]", f'"r"({gen.expr(a)})') if call.attr("a_tmem") else ("%1", f'"l"((uint64_t)({gen.expr(a)}))')
+    a_operand, a_input = (
+        ("[%1]", f'"r"({gen.expr(a)})')
+        if call.attr("a_tmem")
+        else ("%1", f'"l"((uint64_t)({gen.expr(a)}))')
+    )
     text = (
         "{\\n.reg .pred p;\\n"
         "setp.ne.b32 p, %4, 0;\\n"
         f"tcgen05.mma.cta_group::{g}.kind::f16 [%0], {a_operand}, %2, %3, p;\\n}}"
     )
-    ins = (f'"r"({gen.expr(d)}), {a_input}, "l"((uint64_t)({gen.expr(b)})), '
-           f'"r"({gen.expr(idesc)}), "r"((int32_t)({gen.expr(acc)}))')
+    ins = (
+        f'"r"({gen.expr(d)}), {a_input}, "l"((uint64_t)({gen.expr(b)})), '
+        f'"r"({gen.expr(idesc)}), "r"((int32_t)({gen.expr(acc)}))'
+    )
     return _asm(text, "", ins)
 
 
 def _tcgen05_commit(call, gen):
     g = call.attr("cta_group")
-    return _asm(f"tcgen05.commit.cta_group::{g}.mbarrier::arrive::one.shared::cluster.b64 [%0];", "", f'"r"({gen.expr(call.args[0])})')
+    return _asm(
+        f"tcgen05.commit.cta_group::{g}.mbarrier::arrive::one.shared::cluster.b64 [%0];",
+        "",
+        f'"r"({gen.expr(call.args[0])})',
+    )
 
 
 def _simple(text: str) -> Callable:
@@ -160,7 +201,9 @@ LOWER: dict[str, Callable[[Call, object], str]] = {
     "cuda.smem_addr": _smem_addr,
     "cuda.syncthreads": lambda call, gen: "__syncthreads()",
     "cuda.syncwarp": lambda call, gen: f"__syncwarp({gen.expr(call.args[0])})",
-    "cuda.named_barrier": lambda call, gen: _asm(f"bar.sync {call.attr('id')}, {call.attr('threads')};"),
+    "cuda.named_barrier": lambda call, gen: _asm(
+        f"bar.sync {call.attr('id')}, {call.attr('threads')};"
+    ),
     "cuda.pack_bf16x2": lambda call, gen: (
         f"((uint32_t)tm_f32_to_bf16({gen.expr(call.args[0])}) | ((uint32_t)tm_f32_to_bf16({gen.expr(call.args[1])}) << 16))"
     ),
@@ -175,14 +218,20 @@ LOWER: dict[str, Callable[[Call, object], str]] = {
     "ptx.tma.load": _tma_load,
     "ptx.tma.store": _tma_store,
     "ptx.bulk.commit_group": _simple("cp.async.bulk.commit_group;"),
-    "ptx.bulk.wait_group_read": lambda call, gen: _asm(f"cp.async.bulk.wait_group.read {call.attr('n')};"),
+    "ptx.bulk.wait_group_read": lambda call, gen: _asm(
+        f"cp.async.bulk.wait_group.read {call.attr('n')};"
+    ),
     "ptx.wgmma.fence": _simple("wgmma.fence.sync.aligned;"),
     "ptx.wgmma.commit_group": _simple("wgmma.commit_group.sync.aligned;"),
-    "ptx.wgmma.wait_group": lambda call, gen: _asm(f"wgmma.wait_group.sync.aligned {call.attr('n')};"),
+    "ptx.wgmma.wait_group": lambda call, gen: _asm(
+        f"wgmma.wait_group.sync.aligned {call.attr('n')};"
+    ),
     "ptx.wgmma.mma_async": _wgmma_mma,
     "ptx.tcgen05.alloc": _tcgen05_alloc,
     "ptx.tcgen05.dealloc": _tcgen05_dealloc,
-    "ptx.tcgen05.relinquish": lambda call, gen: _asm(f"tcgen05.relinquish_alloc_permit.cta_group::{call.attr('cta_group')}.sync.aligned;"),
+    "ptx.tcgen05.relinquish": lambda call, gen: _asm(
+        f"tcgen05.relinquish_alloc_permit.cta_group::{call.attr('cta_group')}.sync.aligned;"
+    ),
     "ptx.tcgen05.fence_before": _simple("tcgen05.fence::before_thread_sync;"),
     "ptx.tcgen05.fence_after": _simple("tcgen05.fence::after_thread_sync;"),
     "ptx.tcgen05.ld": _tcgen05_ld,

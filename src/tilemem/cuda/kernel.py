@@ -39,4 +39,6 @@ class KernelProgram:
         return self.__dict__["_cubin"]
 
     def __repr__(self) -> str:
-        return f"<KernelProgram {self.name} for {self.target}, {self.dyn_smem_bytes} B dynamic SMEM>"
+        return (
+            f"<KernelProgram {self.name} for {self.target}, {self.dyn_smem_bytes} B dynamic SMEM>"
+        )

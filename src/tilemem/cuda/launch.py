@@ -20,9 +20,17 @@ from ..ir.nodes import Var
 STATIC_SMEM_LIMIT = 48 * 1024
 
 _CTYPES = {
-    "int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32, "int64": ctypes.c_int64,
-    "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16, "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64,
-    "float32": ctypes.c_float, "float64": ctypes.c_double, "bool": ctypes.c_bool,
+    "int8": ctypes.c_int8,
+    "int16": ctypes.c_int16,
+    "int32": ctypes.c_int32,
+    "int64": ctypes.c_int64,
+    "uint8": ctypes.c_uint8,
+    "uint16": ctypes.c_uint16,
+    "uint32": ctypes.c_uint32,
+    "uint64": ctypes.c_uint64,
+    "float32": ctypes.c_float,
+    "float64": ctypes.c_double,
+    "bool": ctypes.c_bool,
 }
 
 
@@ -41,7 +49,9 @@ def _check(result, what: str, kernel: str):
     if int(err) != 0:
         driver = _driver()
         _, name = driver.cuGetErrorName(err)
-        raise LaunchError(f"kernel {kernel!r}: {what} failed with {name.decode() if isinstance(name, bytes) else name}")
+        raise LaunchError(
+            f"kernel {kernel!r}: {what} failed with {name.decode() if isinstance(name, bytes) else name}"
+        )
     return rest[0] if len(rest) == 1 else rest
 
 
@@ -75,7 +85,9 @@ def device_pointer(obj) -> int:
         from cuda.core.utils import StridedMemoryView
 
         return int(StridedMemoryView(obj, stream_ptr=-1).ptr)
-    raise LaunchError(f"cannot pass {type(obj).__name__} as a device buffer: give a torch/cupy array, a cuda.core Buffer, or an address")
+    raise LaunchError(
+        f"cannot pass {type(obj).__name__} as a device buffer: give a torch/cupy array, a cuda.core Buffer, or an address"
+    )
 
 
 def _shape_of(obj) -> tuple | None:
@@ -113,11 +125,21 @@ class Launcher:
                 f"{cc.major}.{cc.minor} cannot run it (cubins run only within their major version)"
             )
         driver = _driver()
-        self.module = _check(driver.cuModuleLoadData(program.compile()), "cuModuleLoadData", self.name)
-        self.function = _check(driver.cuModuleGetFunction(self.module, self.name.encode()), "cuModuleGetFunction", self.name)
+        self.module = _check(
+            driver.cuModuleLoadData(program.compile()), "cuModuleLoadData", self.name
+        )
+        self.function = _check(
+            driver.cuModuleGetFunction(self.module, self.name.encode()),
+            "cuModuleGetFunction",
+            self.name,
+        )
         smem = program.dyn_smem_bytes
         attr = driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
-        limit = _check(driver.cuDeviceGetAttribute(attr, self.device.device_id), "cuDeviceGetAttribute", self.name)
+        limit = _check(
+            driver.cuDeviceGetAttribute(attr, self.device.device_id),
+            "cuDeviceGetAttribute",
+            self.name,
+        )
         if smem > limit:
             raise LaunchError(
                 f"kernel {self.name!r} needs {smem} bytes of dynamic shared memory but this device allows "
@@ -125,8 +147,11 @@ class Launcher:
             )
         if smem > STATIC_SMEM_LIMIT:
             fattr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-            _check(driver.cuFuncSetAttribute(self.function, fattr, smem),
-                   f"raising the dynamic shared-memory limit to {smem} bytes", self.name)
+            _check(
+                driver.cuFuncSetAttribute(self.function, fattr, smem),
+                f"raising the dynamic shared-memory limit to {smem} bytes",
+                self.name,
+            )
         self.symbols = self._symbols()  # size parameters bound from the buffers' shapes
 
     def _params(self, args: tuple) -> tuple[list, ctypes.Array]:
@@ -136,7 +161,9 @@ class Launcher:
         user = [p for p in params if not (p.kind == "scalar" and p.name in self.symbols)]
         if len(args) != len(user):
             names = ", ".join(p.name for p in user)
-            raise LaunchError(f"kernel {self.name!r} takes {len(user)} arguments ({names}), got {len(args)}")
+            raise LaunchError(
+                f"kernel {self.name!r} takes {len(user)} arguments ({names}), got {len(args)}"
+            )
         bound: dict[str, int] = {}
         keep: list = []
         values: dict[str, Any] = {}
@@ -145,18 +172,27 @@ class Launcher:
                 self._bind_shape(p, arg, bound)
                 keep.append(ctypes.c_void_p(device_pointer(arg)))
             elif p.kind == "scalar":
-                keep.append(_CTYPES[p.value.dtype.name](arg.item() if hasattr(arg, "item") else arg))
+                keep.append(
+                    _CTYPES[p.value.dtype.name](arg.item() if hasattr(arg, "item") else arg)
+                )
             else:
                 if not isinstance(arg, TensorMap):
-                    raise LaunchError(f"kernel {self.name!r}: parameter {p.name} takes a tilemem TensorMap, got {type(arg).__name__}")
+                    raise LaunchError(
+                        f"kernel {self.name!r}: parameter {p.name} takes a tilemem TensorMap, got {type(arg).__name__}"
+                    )
                 keep.append(arg)
             values[p.name] = keep[-1]
         for name in self.symbols:
             if name not in bound:
-                raise LaunchError(f"kernel {self.name!r}: could not infer size {name!r} from the arguments")
+                raise LaunchError(
+                    f"kernel {self.name!r}: could not infer size {name!r} from the arguments"
+                )
             values[name] = ctypes.c_int32(bound[name])
             keep.append(values[name])
-        pointers = [v.address if isinstance(v, TensorMap) else ctypes.addressof(v) for v in (values[p.name] for p in params)]
+        pointers = [
+            v.address if isinstance(v, TensorMap) else ctypes.addressof(v)
+            for v in (values[p.name] for p in params)
+        ]
         array = (ctypes.c_void_p * max(1, len(pointers)))(*pointers)
         return keep, array
 
@@ -173,13 +209,19 @@ class Launcher:
         if shape is None:
             return
         if len(shape) != len(want):
-            raise LaunchError(f"kernel {self.name!r}: {param.name} is {len(want)}-D, got an array of shape {shape}")
+            raise LaunchError(
+                f"kernel {self.name!r}: {param.name} is {len(want)}-D, got an array of shape {shape}"
+            )
         for dim, got in zip(want, shape):
             if isinstance(dim, Var):
                 if bound.setdefault(dim.name, got) != got:
-                    raise LaunchError(f"kernel {self.name!r}: size {dim.name} is {bound[dim.name]} and {got} at once")
+                    raise LaunchError(
+                        f"kernel {self.name!r}: size {dim.name} is {bound[dim.name]} and {got} at once"
+                    )
             elif dim != got:
-                raise LaunchError(f"kernel {self.name!r}: {param.name} must have shape {want}, got {shape}")
+                raise LaunchError(
+                    f"kernel {self.name!r}: {param.name} must have shape {want}, got {shape}"
+                )
         size = _element_bytes(arg)
         if size is not None and size * 8 != param.value.dtype.bits:
             raise LaunchError(
@@ -196,11 +238,23 @@ class Launcher:
         block = tuple(block) if block is not None else ir.block
         block = block + (1,) * (3 - len(block))
         stream = stream if stream is not None else self.device.default_stream
-        handle = int(stream.handle) if isinstance(stream, Stream) or hasattr(stream, "handle") else int(stream)
+        handle = (
+            int(stream.handle)
+            if isinstance(stream, Stream) or hasattr(stream, "handle")
+            else int(stream)
+        )
         keep, array = self._params(args)
         driver = _driver()
         _check(
-            driver.cuLaunchKernel(self.function, *grid, *block, self.program.dyn_smem_bytes, handle, ctypes.addressof(array), 0),
+            driver.cuLaunchKernel(
+                self.function,
+                *grid,
+                *block,
+                self.program.dyn_smem_bytes,
+                handle,
+                ctypes.addressof(array),
+                0,
+            ),
             f"launch with grid {grid}, block {block}, {self.program.dyn_smem_bytes} bytes of dynamic shared memory",
             self.name,
         )

@@ -23,12 +23,29 @@ MAX_RANK = 5
 
 # CUtensorMapDataType enumerators (cuda.h)
 _DTYPE_CODES = {
-    "uint8": 0, "int8": 0, "float8_e4m3fn": 0, "float8_e5m2": 0, "float8_e8m0fnu": 0, "bool": 0,
-    "uint16": 1, "int16": 1, "uint32": 2, "int32": 3, "uint64": 4, "int64": 5,
-    "float16": 6, "float32": 7, "float64": 8, "bfloat16": 9,
+    "uint8": 0,
+    "int8": 0,
+    "float8_e4m3fn": 0,
+    "float8_e5m2": 0,
+    "float8_e8m0fnu": 0,
+    "bool": 0,
+    "uint16": 1,
+    "int16": 1,
+    "uint32": 2,
+    "int32": 3,
+    "uint64": 4,
+    "int64": 5,
+    "float16": 6,
+    "float32": 7,
+    "float64": 8,
+    "bfloat16": 9,
 }
-_SWIZZLE_CODES = {SwizzleMode.SWIZZLE_NONE: 0, SwizzleMode.SWIZZLE_32B_ATOM: 1, SwizzleMode.SWIZZLE_64B_ATOM: 2,
-                  SwizzleMode.SWIZZLE_128B_ATOM: 3}
+_SWIZZLE_CODES = {
+    SwizzleMode.SWIZZLE_NONE: 0,
+    SwizzleMode.SWIZZLE_32B_ATOM: 1,
+    SwizzleMode.SWIZZLE_64B_ATOM: 2,
+    SwizzleMode.SWIZZLE_128B_ATOM: 3,
+}
 
 
 class TMAError(TilememError, ValueError):
@@ -59,8 +76,9 @@ class TensorMapPlan:
         return n * self.dtype.bits // 8
 
 
-
-def plan_tile_map(buf: Buffer, address: int, rows: int, cols: int, row_pitch_bytes: int | None = None) -> TensorMapPlan:
+def plan_tile_map(
+    buf: Buffer, address: int, rows: int, cols: int, row_pitch_bytes: int | None = None
+) -> TensorMapPlan:
     """Map a row-major global matrix ``rows x cols`` (at ``address``) to tiles of ``buf`` (shape ``(..., R, K)``)."""
     if not isinstance(buf, Buffer) or buf.scope != SMEM:
         raise TMAError(f"a TMA map copies into a shared-memory pool buffer, got {buf!r}")
@@ -68,7 +86,9 @@ def plan_tile_map(buf: Buffer, address: int, rows: int, cols: int, row_pitch_byt
     if dtype.name not in _DTYPE_CODES:
         raise TMAError(f"TMA has no element type for {dtype.name}; copy it as uint8")
     if len(buf.shape) < 2:
-        raise TMAError(f"{buf.name}: a tile map needs a buffer of shape (..., R, K), got {buf.shape}")
+        raise TMAError(
+            f"{buf.name}: a tile map needs a buffer of shape (..., R, K), got {buf.shape}"
+        )
     tile_rows, tile_cols = buf.shape[-2:]
     mode = layout_swizzle_mode(buf.layout)
     esize = dtype.bits // 8
@@ -100,7 +120,9 @@ def check_plan(plan: TensorMapPlan, what: str) -> None:
     if plan.rank > MAX_RANK:
         raise TMAError(f"{what}: a tensor map has at most {MAX_RANK} dimensions, got {plan.rank}")
     if inner_bytes % 16:
-        raise TMAError(f"{what}: the inner box is {inner_bytes} bytes; TMA needs a multiple of 16 bytes")
+        raise TMAError(
+            f"{what}: the inner box is {inner_bytes} bytes; TMA needs a multiple of 16 bytes"
+        )
     if plan.swizzle != SwizzleMode.SWIZZLE_NONE and inner_bytes > plan.swizzle.row_bytes:
         raise TMAError(
             f"{what}: the inner box is {inner_bytes} bytes but {plan.swizzle.name} allows at most "
@@ -108,12 +130,16 @@ def check_plan(plan: TensorMapPlan, what: str) -> None:
         )
     for n, b in enumerate(plan.box):
         if not 1 <= b <= MAX_BOX:
-            raise TMAError(f"{what}: box dimension {n} is {b}; each must be in [1, {MAX_BOX}]: use a smaller tile or several loads")
+            raise TMAError(
+                f"{what}: box dimension {n} is {b}; each must be in [1, {MAX_BOX}]: use a smaller tile or several loads"
+            )
     if plan.address % 16:
         raise TMAError(f"{what}: the global address {plan.address:#x} is not 16-byte aligned")
     for n, s in enumerate(plan.global_strides):
         if s % 16:
-            raise TMAError(f"{what}: global stride {n + 1} is {s} bytes; TMA needs multiples of 16 (pad the rows)")
+            raise TMAError(
+                f"{what}: global stride {n + 1} is {s} bytes; TMA needs multiples of 16 (pad the rows)"
+            )
     for n, (d, b) in enumerate(zip(plan.global_dims, plan.box)):
         if b > d:
             raise TMAError(f"{what}: box dimension {n} ({b}) exceeds the tensor's extent {d}")

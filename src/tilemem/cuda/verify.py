@@ -96,7 +96,9 @@ def tma_load_kernel(mode: str, esize: int, shape: tuple, pad: int = 100):
         with T.If(T.thread_id() == 0):
             T.ptx.mbarrier.arrive_expect_tx(bar, tile.nbytes)
             for s in range(stages):
-                stage_index = tuple(int(i) for i in np.unravel_index(s, lead))[: len(lead)] if lead else ()
+                stage_index = (
+                    tuple(int(i) for i in np.unravel_index(s, lead))[: len(lead)] if lead else ()
+                )
                 T.ptx.tma.load_tile(tmap, tile, bar, s * rows, 0, *stage_index)
         T.ptx.mbarrier.wait(bar, 0)
         _copy_out_words(raw, out, tile.nbytes // 4)
@@ -104,7 +106,9 @@ def tma_load_kernel(mode: str, esize: int, shape: tuple, pad: int = 100):
     return kernel, info["tile"]
 
 
-def check_tma_load(mode: str, esize: int, shape: tuple, pad: int = 100, seed: int = 0) -> CheckResult:
+def check_tma_load(
+    mode: str, esize: int, shape: tuple, pad: int = 100, seed: int = 0
+) -> CheckResult:
     torch = _torch()
     start = time.perf_counter()
     dtype = DTYPE_BY_SIZE[esize]
@@ -120,8 +124,13 @@ def check_tma_load(mode: str, esize: int, shape: tuple, pad: int = 100, seed: in
     want = _expected_image(tile.layout, source.cpu().numpy(), esize, tile.nbytes)
     bad = int((got != want).sum())
     params = f"{mode:>4} {esize}B {'x'.join(map(str, shape))} at byte {tile.byte_offset}"
-    return CheckResult("tma_load", params, bad == 0, "all bytes where the layout says" if bad == 0 else f"{bad} bytes differ",
-                       time.perf_counter() - start)
+    return CheckResult(
+        "tma_load",
+        params,
+        bad == 0,
+        "all bytes where the layout says" if bad == 0 else f"{bad} bytes differ",
+        time.perf_counter() - start,
+    )
 
 
 def tma_store_kernel(mode: str, esize: int, shape: tuple):
@@ -146,7 +155,9 @@ def tma_store_kernel(mode: str, esize: int, shape: tuple):
             with T.If(idx < stages * rows * cols):
                 s, r, k = idx // (rows * cols), (idx // cols) % rows, idx % cols
                 coords = ([s] if lead else []) + [r, k]
-                tile[tuple(coords)] = src[s * rows + r, k]  # through the layout: swizzle XORs included
+                tile[tuple(coords)] = src[
+                    s * rows + r, k
+                ]  # through the layout: swizzle XORs included
         T.ptx.fence.proxy_async_shared_cta()
         T.cuda.syncthreads()
         with T.If(T.thread_id() == 0):
@@ -171,8 +182,13 @@ def check_tma_store(mode: str, esize: int, shape: tuple, seed: int = 1) -> Check
     torch.cuda.synchronize()
     bad = int((dst != src).sum())
     params = f"{mode:>4} {esize}B {'x'.join(map(str, shape))}"
-    return CheckResult("tma_store", params, bad == 0, "global tile in logical order" if bad == 0 else f"{bad} elements differ",
-                       time.perf_counter() - start)
+    return CheckResult(
+        "tma_store",
+        params,
+        bad == 0,
+        "global tile in logical order" if bad == 0 else f"{bad} elements differ",
+        time.perf_counter() - start,
+    )
 
 
 def wgmma_kernel(mode: str, n: int, k_tile: int = 64):
@@ -201,11 +217,15 @@ def wgmma_kernel(mode: str, n: int, k_tile: int = 64):
             acc[r] = 0.0
         T.ptx.wgmma.fence()
         for kk in range(k_tile // 16):
-            T.ptx.wgmma.mma_async(acc, T.ptx.wgmma.desc(a, 0, kk * 16), T.ptx.wgmma.desc(b, 0, kk * 16), n=n)
+            T.ptx.wgmma.mma_async(
+                acc, T.ptx.wgmma.desc(a, 0, kk * 16), T.ptx.wgmma.desc(b, 0, kk * 16), n=n
+            )
         T.ptx.wgmma.commit_group()
         T.ptx.wgmma.wait_group(0)
         warp, lane = T.warp_id(), T.lane_id()
-        for r in T.unroll(n // 2, name="r"):  # the m64nNk16 f32 accumulator fragment (PTX ISA, wgmma D layout)
+        for r in T.unroll(
+            n // 2, name="r"
+        ):  # the m64nNk16 f32 accumulator fragment (PTX ISA, wgmma D layout)
             row = warp * 16 + lane // 4 + 8 * ((r // 2) % 2)
             col = (r // 4) * 8 + (lane % 4) * 2 + r % 2
             d[row, col] = acc[r]
@@ -226,7 +246,13 @@ def check_wgmma(mode: str, n: int, k_tile: int = 64, seed: int = 2) -> CheckResu
     ref = a_host.double() @ b_host.double().T
     err = float(torch.linalg.norm(d.double() - ref) / torch.linalg.norm(ref))
     ok = bool(torch.isfinite(d).all()) and err < 1e-2
-    return CheckResult("wgmma", f"{mode:>4} m64n{n}k16 bf16, K={k_tile}", ok, f"rel err {err:.2e}", time.perf_counter() - start)
+    return CheckResult(
+        "wgmma",
+        f"{mode:>4} m64n{n}k16 bf16, K={k_tile}",
+        ok,
+        f"rel err {err:.2e}",
+        time.perf_counter() - start,
+    )
 
 
 def all_checks(quick: bool = False):
@@ -239,11 +265,20 @@ def all_checks(quick: bool = False):
             shapes = [(64, k)] if quick else [(64, k), (3, 32, k), (2, 2, 16, k)]
             for n, shape in enumerate(shapes):
                 pad = (100, 1500, 3100)[n]  # lands the tile at bytes 1024, 2048, 4096
-                checks.append((f"tma_load {mode} {esize}B {shape}",
-                               lambda m=mode, e=esize, s=shape, p=pad: check_tma_load(m, e, s, pad=p)))
+                checks.append(
+                    (
+                        f"tma_load {mode} {esize}B {shape}",
+                        lambda m=mode, e=esize, s=shape, p=pad: check_tma_load(m, e, s, pad=p),
+                    )
+                )
             store_shapes = [(2, 32, k)] if quick else [(64, k), (2, 32, k)]
             for shape in store_shapes:
-                checks.append((f"tma_store {mode} {esize}B {shape}", lambda m=mode, e=esize, s=shape: check_tma_store(m, e, s)))
+                checks.append(
+                    (
+                        f"tma_store {mode} {esize}B {shape}",
+                        lambda m=mode, e=esize, s=shape: check_tma_store(m, e, s),
+                    )
+                )
         for n in (64, 128, 256):
             checks.append((f"wgmma {mode} n{n}", lambda m=mode, n=n: check_wgmma(m, n)))
     return checks
@@ -255,13 +290,24 @@ def run_all(quick: bool = False) -> list[CheckResult]:
         try:
             results.append(thunk())
         except Exception as exc:  # a failing check is reported, the others still run
-            results.append(CheckResult(name.split()[0], " ".join(name.split()[1:]), False, f"{type(exc).__name__}: {exc}"[:300], 0.0))
+            results.append(
+                CheckResult(
+                    name.split()[0],
+                    " ".join(name.split()[1:]),
+                    False,
+                    f"{type(exc).__name__}: {exc}"[:300],
+                    0.0,
+                )
+            )
     return results
 
 
 def format_results(results: list[CheckResult], device: str) -> str:
     rows = [("check", "parameters", "result", "time", "detail")]
-    rows += [(r.check, r.params, "ok" if r.ok else "FAIL", f"{r.seconds:.2f}s", r.detail) for r in results]
+    rows += [
+        (r.check, r.params, "ok" if r.ok else "FAIL", f"{r.seconds:.2f}s", r.detail)
+        for r in results
+    ]
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     lines = [f"tilemem verify on {device}"]
     for n, row in enumerate(rows):

@@ -14,8 +14,8 @@ import inspect
 import os
 import re
 import traceback
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator
 
 from ..dtype import DataType, as_dtype
 from ..errors import PoolStateError, TilememError
@@ -24,9 +24,30 @@ from ..pool import SMEM, TMEM, Buffer
 from ..pool.emit import emitting
 from .index import layout_index
 from .nodes import (
-    INT32, UINT32, BufferVar, Call, Cast, Comment, DeclBuffer, Evaluate, Expr, For,
-    IfThenElse, IRError, Kernel, LetStmt, Load, Param, Select, SeqStmt, Stmt, Store, TensorMap, Var,
-    binop, convert,
+    INT32,
+    UINT32,
+    BufferVar,
+    Call,
+    Cast,
+    Comment,
+    DeclBuffer,
+    Evaluate,
+    Expr,
+    For,
+    IfThenElse,
+    IRError,
+    Kernel,
+    LetStmt,
+    Load,
+    Param,
+    Select,
+    SeqStmt,
+    Stmt,
+    Store,
+    TensorMap,
+    Var,
+    binop,
+    convert,
 )
 
 
@@ -34,11 +55,13 @@ class BuildError(TilememError):
     """An error raised while building a kernel; the message starts with the user's file and line."""
 
 
-_BUILDER: contextvars.ContextVar["Builder | None"] = contextvars.ContextVar("tilemem_builder", default=None)
+_BUILDER: contextvars.ContextVar[Builder | None] = contextvars.ContextVar(
+    "tilemem_builder", default=None
+)
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def current() -> "Builder":
+def current() -> Builder:
     builder = _BUILDER.get()
     if builder is None:
         raise IRError("this call emits kernel code: use it inside a @T.kernel function")
@@ -51,6 +74,7 @@ def _c_name(name: str) -> str:
 
 
 # -- parameter annotations ------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class BufferSpec:
@@ -80,7 +104,9 @@ class GlobalBuffer:
     def _index(self, index) -> Expr:
         index = index if isinstance(index, tuple) else (index,)
         if len(index) != len(self.shape):
-            raise IRError(f"{self.name} has {len(self.shape)} dimensions, indexed with {len(index)}")
+            raise IRError(
+                f"{self.name} has {len(self.shape)} dimensions, indexed with {len(index)}"
+            )
         flat: Expr = convert(0)
         for i, extent in zip(index, self.shape):
             flat = binop("+", binop("*", flat, extent), i)
@@ -103,6 +129,7 @@ def _as_value(value, dtype: DataType) -> Expr:
 
 
 # -- the builder ------------------------------------------------------------------------
+
 
 class Builder:
     """Collects one kernel's statements; implements the pools' emitter protocol."""
@@ -164,8 +191,12 @@ class Builder:
             outer = self.smem_vars[id(pool.ptr)]  # a pool carved out of an existing buffer
             region, offset = outer.region, outer.byte_offset + buf.byte_offset
         else:
-            raise IRError(f"SMEMPool(ptr=...) takes a shared-memory Buffer of this kernel, got {pool.ptr!r}")
-        var = BufferVar(self.fresh(buf.name), buf.dtype, SMEM, buf.shape, offset, region, source=buf)
+            raise IRError(
+                f"SMEMPool(ptr=...) takes a shared-memory Buffer of this kernel, got {pool.ptr!r}"
+            )
+        var = BufferVar(
+            self.fresh(buf.name), buf.dtype, SMEM, buf.shape, offset, region, source=buf
+        )
         self.smem_vars[id(buf)] = var
         comment = f"{buf.layout_name}, {buf.nbytes} bytes, align {buf.align}"
         self.emit(DeclBuffer(var, comment))
@@ -189,10 +220,12 @@ class Builder:
             ix.tcgen05_alloc(pool.slot, pool.total_cols, cta_group=pool.cta_group)
             if pool.sync_after_alloc:
                 ix.syncwarp()
-        self.emit(Comment(
-            f"TMEM: warp {pool.alloc_warp} allocates {pool.total_cols} columns "
-            f"(cta_group::{pool.cta_group}); the base address lands in {pool.slot.name}"
-        ))
+        self.emit(
+            Comment(
+                f"TMEM: warp {pool.alloc_warp} allocates {pool.total_cols} columns "
+                f"(cta_group::{pool.cta_group}); the base address lands in {pool.slot.name}"
+            )
+        )
         self.emit(IfThenElse(warp_id() == pool.alloc_warp, SeqStmt(tuple(body))))
 
     def tmem_dealloc(self, pool) -> None:
@@ -237,9 +270,16 @@ class Builder:
     def kernel(self) -> Kernel:
         (body,) = self.frames
         return Kernel(
-            name=self.name, params=tuple(self.params), body=SeqStmt(tuple(body)), target=self.target.name,
-            grid=self.grid, block=self.block, cluster=self.cluster, dyn_smem_bytes=self.dyn_smem_bytes,
-            regions=(self.region,) if self.region else (), attrs=(("features", tuple(sorted(self.features))),),
+            name=self.name,
+            params=tuple(self.params),
+            body=SeqStmt(tuple(body)),
+            target=self.target.name,
+            grid=self.grid,
+            block=self.block,
+            cluster=self.cluster,
+            dyn_smem_bytes=self.dyn_smem_bytes,
+            regions=(self.region,) if self.region else (),
+            attrs=(("features", tuple(sorted(self.features))),),
         )
 
 
@@ -253,7 +293,10 @@ def _dims(value, what: str) -> tuple:
 def _user_frame(exc: BaseException):
     frames = traceback.extract_tb(exc.__traceback__)
     for fs in reversed(frames):
-        if not os.path.abspath(fs.filename).startswith(_PACKAGE_DIR) and "contextlib" not in fs.filename:
+        if (
+            not os.path.abspath(fs.filename).startswith(_PACKAGE_DIR)
+            and "contextlib" not in fs.filename
+        ):
             return fs
     return None
 
@@ -268,7 +311,9 @@ def _parameters(fn: Callable):
     if fn.__closure__:
         scope.update(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__)))
     return {
-        name: p.replace(annotation=eval(p.annotation, scope)) if isinstance(p.annotation, str) else p  # noqa: S307
+        name: p.replace(annotation=eval(p.annotation, scope))
+        if isinstance(p.annotation, str)
+        else p
         for name, p in params.items()
     }
 
@@ -276,8 +321,13 @@ def _parameters(fn: Callable):
 def build(fn: Callable, *, target, grid, block, cluster=None, name: str | None = None) -> Kernel:
     """Run ``fn`` under a builder and return its IR :class:`Kernel`."""
     target = get_target(target)
-    builder = Builder(name or fn.__name__, target, _dims(grid, "grid"), _dims(block, "block"),
-                      _dims(cluster, "cluster") if cluster is not None else None)
+    builder = Builder(
+        name or fn.__name__,
+        target,
+        _dims(grid, "grid"),
+        _dims(block, "block"),
+        _dims(cluster, "cluster") if cluster is not None else None,
+    )
     args = []
     symbols: dict[str, Var] = {}
     hints = _parameters(fn)
@@ -344,6 +394,7 @@ def _check_tmem_residency(builder: Builder) -> None:
 
 # -- frames --------------------------------------------------------------------------
 
+
 class If:
     """``with T.If(cond):`` then ``with T.Then():`` / ``with T.Else():`` (or statements directly)."""
 
@@ -353,7 +404,7 @@ class If:
         self.else_: list[Stmt] | None = None
         self.direct: list[Stmt] = []
 
-    def __enter__(self) -> "If":
+    def __enter__(self) -> If:
         builder = current()
         builder.frames.append(self.direct)
         builder.if_stack.append(self)
@@ -368,7 +419,13 @@ class If:
         if self.direct and self.then is not None:
             raise IRError("put every statement of a T.If with a T.Then inside T.Then or T.Else")
         then = self.then if self.then is not None else self.direct
-        builder.emit(IfThenElse(self.cond, SeqStmt(tuple(then)), SeqStmt(tuple(self.else_)) if self.else_ is not None else None))
+        builder.emit(
+            IfThenElse(
+                self.cond,
+                SeqStmt(tuple(then)),
+                SeqStmt(tuple(self.else_)) if self.else_ is not None else None,
+            )
+        )
 
 
 @contextlib.contextmanager
@@ -420,6 +477,7 @@ def unroll(start, stop=None, *, name: str = "i"):
 
 
 # -- small statements and expressions -------------------------------------------------
+
 
 def evaluate(expr) -> None:
     current().emit(Evaluate(convert(expr)))
@@ -501,7 +559,11 @@ def smem_addr(buf: Buffer, *coords) -> Expr:
         return Call("cuda.smem_addr", (var, convert(0)), UINT32)
     element = layout_index(buf.layout, coords)["m"]
     bits = buf.dtype.bits
-    byte = binop("*", element, bits // 8) if bits % 8 == 0 else binop("//", binop("*", element, bits), 8)
+    byte = (
+        binop("*", element, bits // 8)
+        if bits % 8 == 0
+        else binop("//", binop("*", element, bits), 8)
+    )
     return Call("cuda.smem_addr", (var, byte), UINT32)
 
 
@@ -516,12 +578,16 @@ def tmem_base(pool) -> Var:
     if id(pool) in builder.tmem_bases:
         return builder.tmem_bases[id(pool)]
     if not pool.committed:
-        raise PoolStateError(f"TMEM pool {pool.name!r}: commit() it (which emits tcgen05.alloc) before reading its base")
+        raise PoolStateError(
+            f"TMEM pool {pool.name!r}: commit() it (which emits tcgen05.alloc) before reading its base"
+        )
     builder.emit(Comment(f"TMEM: publish the base address of {pool.name} to every warp"))
     ix.tcgen05_fence_before()
     ix.syncthreads()
     ix.tcgen05_fence_after()
-    var = let(f"{pool.name}_base", Load(builder.smem_vars[id(pool.slot)], convert(0), UINT32), "uint32")
+    var = let(
+        f"{pool.name}_base", Load(builder.smem_vars[id(pool.slot)], convert(0), UINT32), "uint32"
+    )
     builder.tmem_bases[id(pool)] = var
     return var
 

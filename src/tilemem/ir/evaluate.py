@@ -2,34 +2,53 @@
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from .nodes import BinOp, Cast, Const, Expr, IRError, Select, UnOp, Var
 
 
 def apply_op(op: str, a: int, b: int) -> int:
     """C semantics on non-negative integers (``//`` and ``%`` as C's / and % for them)."""
-    if op == "+": return a + b
-    if op == "-": return a - b
-    if op == "*": return a * b
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
     if op in ("//", "/"):
         return int(a / b) if (a < 0) != (b < 0) else a // b
-    if op == "%": return a - b * int(a / b) if (a < 0) != (b < 0) else a % b
-    if op == "<<": return a << b
-    if op == ">>": return a >> b
-    if op == "&": return a & b
-    if op == "|": return a | b
-    if op == "^": return a ^ b
-    if op == "<": return int(a < b)
-    if op == "<=": return int(a <= b)
-    if op == ">": return int(a > b)
-    if op == ">=": return int(a >= b)
-    if op == "==": return int(a == b)
-    if op == "!=": return int(a != b)
-    if op == "&&": return int(bool(a) and bool(b))
-    if op == "||": return int(bool(a) or bool(b))
-    if op == "min": return min(a, b)
-    if op == "max": return max(a, b)
+    if op == "%":
+        return a - b * int(a / b) if (a < 0) != (b < 0) else a % b
+    if op == "<<":
+        return a << b
+    if op == ">>":
+        return a >> b
+    if op == "&":
+        return a & b
+    if op == "|":
+        return a | b
+    if op == "^":
+        return a ^ b
+    if op == "<":
+        return int(a < b)
+    if op == "<=":
+        return int(a <= b)
+    if op == ">":
+        return int(a > b)
+    if op == ">=":
+        return int(a >= b)
+    if op == "==":
+        return int(a == b)
+    if op == "!=":
+        return int(a != b)
+    if op == "&&":
+        return int(bool(a) and bool(b))
+    if op == "||":
+        return int(bool(a) or bool(b))
+    if op == "min":
+        return min(a, b)
+    if op == "max":
+        return max(a, b)
     raise IRError(f"cannot evaluate operator {op!r}")
 
 

@@ -8,7 +8,7 @@ Iters (innermost first): ``part = (c // inner) % extent``, contributing
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..errors import LayoutError
 from ..layout import ComposeLayout, Layout, SwizzleLayout, TileLayout

@@ -8,11 +8,30 @@ returns a value-producing ``Call``. ``cuda/intrinsics.py`` lowers each op.
 from __future__ import annotations
 
 from ..dtype import as_dtype
-from ..layout.operand import operand_byte_offset, operand_geometry, tcgen05_descriptor_high, wgmma_descriptor_high
+from ..layout.operand import (
+    operand_byte_offset,
+    operand_geometry,
+    tcgen05_descriptor_high,
+    wgmma_descriptor_high,
+)
 from ..pool import SMEM, TMEM, Buffer
 from .builder import LocalArray, current, smem_addr
 from .index import layout_index
-from .nodes import BOOL, INT32, UINT32, UINT64, Call, Cast, Const, Evaluate, Expr, IRError, TensorMap, binop, convert
+from .nodes import (
+    BOOL,
+    INT32,
+    UINT32,
+    UINT64,
+    Call,
+    Cast,
+    Const,
+    Evaluate,
+    Expr,
+    IRError,
+    TensorMap,
+    binop,
+    convert,
+)
 
 
 def _emit(op: str, args=(), attrs=(), feature: str | None = None, instruction: str = "") -> None:
@@ -22,7 +41,9 @@ def _emit(op: str, args=(), attrs=(), feature: str | None = None, instruction: s
     builder.emit(Evaluate(Call(op, tuple(args), INT32, tuple(attrs))))
 
 
-def _value(op: str, args, dtype, attrs=(), feature: str | None = None, instruction: str = "") -> Expr:
+def _value(
+    op: str, args, dtype, attrs=(), feature: str | None = None, instruction: str = ""
+) -> Expr:
     if feature:
         current().require(feature, instruction or op)
     return Call(op, tuple(args), dtype, tuple(attrs))
@@ -45,6 +66,7 @@ def _cta_group(n: int) -> int:
 
 # -- thread synchronisation -------------------------------------------------------------
 
+
 def syncthreads() -> None:
     _emit("cuda.syncthreads")
 
@@ -56,7 +78,9 @@ def syncwarp(mask: int = 0xFFFFFFFF) -> None:
 def named_barrier(barrier_id: int, threads: int) -> None:
     """``bar.sync id, threads``: synchronise a subset of warps (``threads`` a multiple of 32)."""
     if not 0 <= barrier_id < 16 or threads % 32 or threads <= 0:
-        raise IRError(f"bar.sync takes an id in [0, 16) and a positive multiple of 32 threads, got {barrier_id}, {threads}")
+        raise IRError(
+            f"bar.sync takes an id in [0, 16) and a positive multiple of 32 threads, got {barrier_id}, {threads}"
+        )
     _emit("cuda.named_barrier", (), (("id", barrier_id), ("threads", threads)))
 
 
@@ -72,8 +96,14 @@ def elect_sync() -> Expr:
 
 # -- mbarriers and fences -----------------------------------------------------------------
 
+
 def mbarrier_init(bar, count) -> None:
-    _emit("ptx.mbarrier.init", (_addr(bar), convert(count)), feature="mbarrier", instruction="mbarrier.init")
+    _emit(
+        "ptx.mbarrier.init",
+        (_addr(bar), convert(count)),
+        feature="mbarrier",
+        instruction="mbarrier.init",
+    )
 
 
 def mbarrier_arrive(bar) -> None:
@@ -81,30 +111,52 @@ def mbarrier_arrive(bar) -> None:
 
 
 def mbarrier_arrive_expect_tx(bar, tx_bytes) -> None:
-    _emit("ptx.mbarrier.arrive_expect_tx", (_addr(bar), convert(tx_bytes)), feature="mbarrier.tx",
-          instruction="mbarrier.arrive.expect_tx")
+    _emit(
+        "ptx.mbarrier.arrive_expect_tx",
+        (_addr(bar), convert(tx_bytes)),
+        feature="mbarrier.tx",
+        instruction="mbarrier.arrive.expect_tx",
+    )
 
 
 def mbarrier_try_wait_parity(bar, parity) -> Expr:
-    return _value("ptx.mbarrier.try_wait_parity", (_addr(bar), convert(parity)), BOOL, feature="mbarrier.tx",
-                  instruction="mbarrier.try_wait.parity")
+    return _value(
+        "ptx.mbarrier.try_wait_parity",
+        (_addr(bar), convert(parity)),
+        BOOL,
+        feature="mbarrier.tx",
+        instruction="mbarrier.try_wait.parity",
+    )
 
 
 def mbarrier_wait(bar, parity) -> None:
     """Spin on ``mbarrier.try_wait.parity`` until the phase with ``parity`` completes."""
-    _emit("ptx.mbarrier.wait_parity", (_addr(bar), convert(parity)), feature="mbarrier.tx",
-          instruction="mbarrier.try_wait.parity")
+    _emit(
+        "ptx.mbarrier.wait_parity",
+        (_addr(bar), convert(parity)),
+        feature="mbarrier.tx",
+        instruction="mbarrier.try_wait.parity",
+    )
 
 
 def fence_proxy_async_shared_cta() -> None:
-    _emit("ptx.fence.proxy_async_shared_cta", feature="fence.proxy.async", instruction="fence.proxy.async.shared::cta")
+    _emit(
+        "ptx.fence.proxy_async_shared_cta",
+        feature="fence.proxy.async",
+        instruction="fence.proxy.async.shared::cta",
+    )
 
 
 def fence_mbarrier_init() -> None:
-    _emit("ptx.fence.mbarrier_init", feature="mbarrier.tx", instruction="fence.mbarrier_init.release.cluster")
+    _emit(
+        "ptx.fence.mbarrier_init",
+        feature="mbarrier.tx",
+        instruction="fence.mbarrier_init.release.cluster",
+    )
 
 
 # -- TMA -------------------------------------------------------------------------------------
+
 
 def _coords(coords) -> tuple:
     coords = tuple(convert(c) for c in coords)
@@ -129,8 +181,13 @@ def tma_load(tmap: TensorMap, dst, bar, coords, multicast_mask=None) -> None:
 def tma_store(tmap: TensorMap, src, coords) -> None:
     if not isinstance(tmap, TensorMap):
         raise IRError(f"tma_store writes through a T.TensorMap kernel parameter, got {tmap!r}")
-    _emit("ptx.tma.store", [tmap, _addr(src), *_coords(coords)], [("rank", len(tuple(coords)))],
-          feature="tma", instruction="cp.async.bulk.tensor (TMA store)")
+    _emit(
+        "ptx.tma.store",
+        [tmap, _addr(src), *_coords(coords)],
+        [("rank", len(tuple(coords)))],
+        feature="tma",
+        instruction="cp.async.bulk.tensor (TMA store)",
+    )
 
 
 def _tile_boxes(buf: Buffer):
@@ -141,7 +198,9 @@ def _tile_boxes(buf: Buffer):
         raise IRError(f"a tile copy needs a shared-memory buffer of shape (..., R, K), got {buf!r}")
     per_box = layout_swizzle_mode(buf.layout).row_bytes * 8 // buf.dtype.bits
     if buf.shape[-1] % per_box:
-        raise IRError(f"{buf.name}: K = {buf.shape[-1]} is not a multiple of the {per_box}-element TMA box row")
+        raise IRError(
+            f"{buf.name}: K = {buf.shape[-1]} is not a multiple of the {per_box}-element TMA box row"
+        )
     return per_box, buf.shape[-1] // per_box
 
 
@@ -164,17 +223,26 @@ def bulk_commit_group() -> None:
 
 
 def bulk_wait_group_read(n: int = 0) -> None:
-    _emit("ptx.bulk.wait_group_read", (), (("n", int(n)),), feature="tma", instruction="cp.async.bulk.wait_group.read")
+    _emit(
+        "ptx.bulk.wait_group_read",
+        (),
+        (("n", int(n)),),
+        feature="tma",
+        instruction="cp.async.bulk.wait_group.read",
+    )
 
 
 # -- wgmma (sm_90a) -----------------------------------------------------------------------
+
 
 def _descriptor(buf: Buffer, coords, high_fn) -> Expr:
     if not isinstance(buf, Buffer) or buf.scope != SMEM:
         raise IRError(f"an MMA descriptor describes a shared-memory buffer, got {buf!r}")
     coords = tuple(coords) if coords else (0,) * len(buf.shape)
     if len(coords) != len(buf.shape):
-        raise IRError(f"{buf.name} has {len(buf.shape)} dimensions; give all of them (stage..., row, k)")
+        raise IRError(
+            f"{buf.name} has {len(buf.shape)} dimensions; give all of them (stage..., row, k)"
+        )
     geometry = operand_geometry(buf.layout, buf.dtype)
     if all(isinstance(c, int) for c in coords):
         offset = operand_byte_offset(buf.layout, buf.dtype, coords)
@@ -205,10 +273,18 @@ def wgmma_commit_group() -> None:
 
 
 def wgmma_wait_group(n: int = 0) -> None:
-    _emit("ptx.wgmma.wait_group", (), (("n", int(n)),), feature="wgmma", instruction="wgmma.wait_group")
+    _emit(
+        "ptx.wgmma.wait_group",
+        (),
+        (("n", int(n)),),
+        feature="wgmma",
+        instruction="wgmma.wait_group",
+    )
 
 
-def wgmma_mma_async(acc: LocalArray, a_desc, b_desc, *, n: int, dtype="bfloat16", scale_d=1) -> None:
+def wgmma_mma_async(
+    acc: LocalArray, a_desc, b_desc, *, n: int, dtype="bfloat16", scale_d=1
+) -> None:
     """``wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{dtype}.{dtype}`` with A and B from shared memory.
 
     ``acc`` is the thread's ``n/2`` float32 accumulator registers (``T.alloc_local``).
@@ -219,34 +295,63 @@ def wgmma_mma_async(acc: LocalArray, a_desc, b_desc, *, n: int, dtype="bfloat16"
     if n not in _WGMMA_N:
         raise IRError(f"wgmma m64nNk16: N must be a multiple of 8 in [8, 256], got {n}")
     if not isinstance(acc, LocalArray) or acc.dtype.name != "float32" or acc.shape != (n // 2,):
-        raise IRError(f"wgmma m64n{n}k16 accumulates into T.alloc_local({n // 2}, 'float32'), got {getattr(acc, 'shape', acc)!r}")
-    _emit("ptx.wgmma.mma_async", (acc.var, convert(a_desc), convert(b_desc), convert(scale_d)),
-          (("n", n), ("dtype", dtype.name)), feature="wgmma", instruction="wgmma.mma_async")
+        raise IRError(
+            f"wgmma m64n{n}k16 accumulates into T.alloc_local({n // 2}, 'float32'), got {getattr(acc, 'shape', acc)!r}"
+        )
+    _emit(
+        "ptx.wgmma.mma_async",
+        (acc.var, convert(a_desc), convert(b_desc), convert(scale_d)),
+        (("n", n), ("dtype", dtype.name)),
+        feature="wgmma",
+        instruction="wgmma.mma_async",
+    )
 
 
 # -- tcgen05 (sm_100a) ---------------------------------------------------------------------
 
+
 def tcgen05_alloc(slot, ncols: int, *, cta_group: int = 1) -> None:
-    _emit("ptx.tcgen05.alloc", (_addr(slot), Const(int(ncols), UINT32)), (("cta_group", _cta_group(cta_group)),),
-          feature="tcgen05", instruction="tcgen05.alloc")
+    _emit(
+        "ptx.tcgen05.alloc",
+        (_addr(slot), Const(int(ncols), UINT32)),
+        (("cta_group", _cta_group(cta_group)),),
+        feature="tcgen05",
+        instruction="tcgen05.alloc",
+    )
 
 
 def tcgen05_dealloc(taddr, ncols: int, *, cta_group: int = 1) -> None:
-    _emit("ptx.tcgen05.dealloc", (convert(taddr), Const(int(ncols), UINT32)), (("cta_group", _cta_group(cta_group)),),
-          feature="tcgen05", instruction="tcgen05.dealloc")
+    _emit(
+        "ptx.tcgen05.dealloc",
+        (convert(taddr), Const(int(ncols), UINT32)),
+        (("cta_group", _cta_group(cta_group)),),
+        feature="tcgen05",
+        instruction="tcgen05.dealloc",
+    )
 
 
 def tcgen05_relinquish(*, cta_group: int = 1) -> None:
-    _emit("ptx.tcgen05.relinquish", (), (("cta_group", _cta_group(cta_group)),), feature="tcgen05",
-          instruction="tcgen05.relinquish_alloc_permit")
+    _emit(
+        "ptx.tcgen05.relinquish",
+        (),
+        (("cta_group", _cta_group(cta_group)),),
+        feature="tcgen05",
+        instruction="tcgen05.relinquish_alloc_permit",
+    )
 
 
 def tcgen05_fence_before() -> None:
-    _emit("ptx.tcgen05.fence_before", feature="tcgen05", instruction="tcgen05.fence::before_thread_sync")
+    _emit(
+        "ptx.tcgen05.fence_before",
+        feature="tcgen05",
+        instruction="tcgen05.fence::before_thread_sync",
+    )
 
 
 def tcgen05_fence_after() -> None:
-    _emit("ptx.tcgen05.fence_after", feature="tcgen05", instruction="tcgen05.fence::after_thread_sync")
+    _emit(
+        "ptx.tcgen05.fence_after", feature="tcgen05", instruction="tcgen05.fence::after_thread_sync"
+    )
 
 
 _LD_NUMS = (1, 2, 4, 8, 16, 32, 64, 128)
@@ -254,15 +359,41 @@ _LD_NUMS = (1, 2, 4, 8, 16, 32, 64, 128)
 
 def tcgen05_ld(dst: LocalArray, taddr, *, num: int) -> None:
     """``tcgen05.ld.sync.aligned.32x32b.x{num}.b32``: ``num`` consecutive columns of this thread's lane."""
-    if num not in _LD_NUMS or not isinstance(dst, LocalArray) or dst.shape[0] < num or dst.dtype.bits != 32:
-        raise IRError(f"tcgen05.ld .32x32b.x{num}: num in {_LD_NUMS} into a 32-bit T.alloc_local of >= num elements")
-    _emit("ptx.tcgen05.ld", (dst.var, convert(taddr)), (("num", num),), feature="tcgen05", instruction="tcgen05.ld")
+    if (
+        num not in _LD_NUMS
+        or not isinstance(dst, LocalArray)
+        or dst.shape[0] < num
+        or dst.dtype.bits != 32
+    ):
+        raise IRError(
+            f"tcgen05.ld .32x32b.x{num}: num in {_LD_NUMS} into a 32-bit T.alloc_local of >= num elements"
+        )
+    _emit(
+        "ptx.tcgen05.ld",
+        (dst.var, convert(taddr)),
+        (("num", num),),
+        feature="tcgen05",
+        instruction="tcgen05.ld",
+    )
 
 
 def tcgen05_st(taddr, src: LocalArray, *, num: int) -> None:
-    if num not in _LD_NUMS or not isinstance(src, LocalArray) or src.shape[0] < num or src.dtype.bits != 32:
-        raise IRError(f"tcgen05.st .32x32b.x{num}: num in {_LD_NUMS} from a 32-bit T.alloc_local of >= num elements")
-    _emit("ptx.tcgen05.st", (convert(taddr), src.var), (("num", num),), feature="tcgen05", instruction="tcgen05.st")
+    if (
+        num not in _LD_NUMS
+        or not isinstance(src, LocalArray)
+        or src.shape[0] < num
+        or src.dtype.bits != 32
+    ):
+        raise IRError(
+            f"tcgen05.st .32x32b.x{num}: num in {_LD_NUMS} from a 32-bit T.alloc_local of >= num elements"
+        )
+    _emit(
+        "ptx.tcgen05.st",
+        (convert(taddr), src.var),
+        (("num", num),),
+        feature="tcgen05",
+        instruction="tcgen05.st",
+    )
 
 
 def tcgen05_wait_ld() -> None:
@@ -292,11 +423,27 @@ def tcgen05_mma(d_tmem, a, b_desc, idesc, *, accumulate=1, cta_group: int = 1) -
     a_in_tmem = isinstance(a, Buffer) and a.scope == TMEM
     if a_in_tmem:
         a = tmem_addr(a)
-    _emit("ptx.tcgen05.mma", (convert(d_tmem), convert(a), convert(b_desc), Const(int(idesc), UINT32), convert(accumulate)),
-          (("cta_group", _cta_group(cta_group)), ("a_tmem", a_in_tmem)), feature="tcgen05", instruction="tcgen05.mma")
+    _emit(
+        "ptx.tcgen05.mma",
+        (
+            convert(d_tmem),
+            convert(a),
+            convert(b_desc),
+            Const(int(idesc), UINT32),
+            convert(accumulate),
+        ),
+        (("cta_group", _cta_group(cta_group)), ("a_tmem", a_in_tmem)),
+        feature="tcgen05",
+        instruction="tcgen05.mma",
+    )
 
 
 def tcgen05_commit(bar, *, cta_group: int = 1) -> None:
     """``tcgen05.commit...mbarrier::arrive::one``: arrive on ``bar`` when prior MMAs complete."""
-    _emit("ptx.tcgen05.commit", (_addr(bar),), (("cta_group", _cta_group(cta_group)),), feature="tcgen05",
-          instruction="tcgen05.commit")
+    _emit(
+        "ptx.tcgen05.commit",
+        (_addr(bar),),
+        (("cta_group", _cta_group(cta_group)),),
+        feature="tcgen05",
+        instruction="tcgen05.commit",
+    )

@@ -29,7 +29,7 @@ def _is_float(dtype: DataType) -> bool:
     return dtype.name.startswith(("float", "bfloat"))
 
 
-def convert(value: Any, like: DataType | None = None) -> "Expr":
+def convert(value: Any, like: DataType | None = None) -> Expr:
     """Turn a Python number into a Const; pass expressions through."""
     if isinstance(value, Expr):
         return value
@@ -55,7 +55,7 @@ def _result_type(a: DataType, b: DataType) -> DataType:
 _COMPARE = {"<", "<=", ">", ">=", "==", "!="}
 
 
-def binop(op: str, a, b) -> "Expr":
+def binop(op: str, a, b) -> Expr:
     a = convert(a, getattr(b, "dtype", None))
     b = convert(b, a.dtype)
     folded = _fold(op, a, b)
@@ -65,11 +65,16 @@ def binop(op: str, a, b) -> "Expr":
     return BinOp(op, a, b, dtype)
 
 
-def _fold(op: str, a: "Expr", b: "Expr") -> "Expr | None":
+def _fold(op: str, a: Expr, b: Expr) -> Expr | None:
     """Constant folding and identities, so layout index arithmetic stays readable."""
     ca = a.value if isinstance(a, Const) else None
     cb = b.value if isinstance(b, Const) else None
-    if ca is not None and cb is not None and not isinstance(ca, float) and not isinstance(cb, float):
+    if (
+        ca is not None
+        and cb is not None
+        and not isinstance(ca, float)
+        and not isinstance(cb, float)
+    ):
         from .evaluate import apply_op
 
         value = apply_op(op, ca, cb)
@@ -80,7 +85,12 @@ def _fold(op: str, a: "Expr", b: "Expr") -> "Expr | None":
         return a
     if op == "*" and (ca == 1 or cb == 1):
         return b if ca == 1 else a
-    if op in ("*", "&") and (ca == 0 or cb == 0) and not _is_float(a.dtype) and not _is_float(b.dtype):
+    if (
+        op in ("*", "&")
+        and (ca == 0 or cb == 0)
+        and not _is_float(a.dtype)
+        and not _is_float(b.dtype)
+    ):
         return Const(0, _result_type(a.dtype, b.dtype))
     if op == "//" and cb == 1:
         return a
@@ -94,33 +104,86 @@ class Expr:
 
     dtype: DataType
 
-    def __add__(self, o): return binop("+", self, o)
-    def __radd__(self, o): return binop("+", o, self)
-    def __sub__(self, o): return binop("-", self, o)
-    def __rsub__(self, o): return binop("-", o, self)
-    def __mul__(self, o): return binop("*", self, o)
-    def __rmul__(self, o): return binop("*", o, self)
-    def __truediv__(self, o): return binop("/", self, o)
-    def __floordiv__(self, o): return binop("//", self, o)
-    def __rfloordiv__(self, o): return binop("//", o, self)
-    def __mod__(self, o): return binop("%", self, o)
-    def __rmod__(self, o): return binop("%", o, self)
-    def __lshift__(self, o): return binop("<<", self, o)
-    def __rshift__(self, o): return binop(">>", self, o)
-    def __and__(self, o): return binop("&", self, o)
-    def __rand__(self, o): return binop("&", o, self)
-    def __or__(self, o): return binop("|", self, o)
-    def __ror__(self, o): return binop("|", o, self)
-    def __xor__(self, o): return binop("^", self, o)
-    def __rxor__(self, o): return binop("^", o, self)
-    def __lt__(self, o): return binop("<", self, o)
-    def __le__(self, o): return binop("<=", self, o)
-    def __gt__(self, o): return binop(">", self, o)
-    def __ge__(self, o): return binop(">=", self, o)
-    def __eq__(self, o): return binop("==", self, o)  # type: ignore[override]
-    def __ne__(self, o): return binop("!=", self, o)  # type: ignore[override]
-    def __neg__(self): return UnOp("-", self, self.dtype)
-    def __invert__(self): return UnOp("~", self, self.dtype)
+    def __add__(self, o):
+        return binop("+", self, o)
+
+    def __radd__(self, o):
+        return binop("+", o, self)
+
+    def __sub__(self, o):
+        return binop("-", self, o)
+
+    def __rsub__(self, o):
+        return binop("-", o, self)
+
+    def __mul__(self, o):
+        return binop("*", self, o)
+
+    def __rmul__(self, o):
+        return binop("*", o, self)
+
+    def __truediv__(self, o):
+        return binop("/", self, o)
+
+    def __floordiv__(self, o):
+        return binop("//", self, o)
+
+    def __rfloordiv__(self, o):
+        return binop("//", o, self)
+
+    def __mod__(self, o):
+        return binop("%", self, o)
+
+    def __rmod__(self, o):
+        return binop("%", o, self)
+
+    def __lshift__(self, o):
+        return binop("<<", self, o)
+
+    def __rshift__(self, o):
+        return binop(">>", self, o)
+
+    def __and__(self, o):
+        return binop("&", self, o)
+
+    def __rand__(self, o):
+        return binop("&", o, self)
+
+    def __or__(self, o):
+        return binop("|", self, o)
+
+    def __ror__(self, o):
+        return binop("|", o, self)
+
+    def __xor__(self, o):
+        return binop("^", self, o)
+
+    def __rxor__(self, o):
+        return binop("^", o, self)
+
+    def __lt__(self, o):
+        return binop("<", self, o)
+
+    def __le__(self, o):
+        return binop("<=", self, o)
+
+    def __gt__(self, o):
+        return binop(">", self, o)
+
+    def __ge__(self, o):
+        return binop(">=", self, o)
+
+    def __eq__(self, o):
+        return binop("==", self, o)  # type: ignore[override]
+
+    def __ne__(self, o):
+        return binop("!=", self, o)  # type: ignore[override]
+
+    def __neg__(self):
+        return UnOp("-", self, self.dtype)
+
+    def __invert__(self):
+        return UnOp("~", self, self.dtype)
 
     __hash__ = object.__hash__
 
@@ -179,7 +242,7 @@ class Select(Expr):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Load(Expr):
-    buffer: "BufferVar"
+    buffer: BufferVar
     index: Expr  # element index into the buffer's storage (layout already applied)
     dtype: DataType
 
@@ -198,6 +261,7 @@ class Call(Expr):
 
 
 # -- buffers and parameters ---------------------------------------------------------
+
 
 @dataclass(frozen=True, eq=False)
 class BufferVar:
@@ -232,6 +296,7 @@ class Param:
 
 
 # -- statements ---------------------------------------------------------------------
+
 
 class Stmt:
     def __repr__(self) -> str:

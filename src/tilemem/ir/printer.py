@@ -3,12 +3,48 @@
 from __future__ import annotations
 
 from .nodes import (
-    BinOp, Call, Cast, Comment, Const, DeclBuffer, Evaluate, Expr, For, IfThenElse, Kernel, Load,
-    LetStmt, Select, SeqStmt, Stmt, Store, UnOp, Var,
+    BinOp,
+    Call,
+    Cast,
+    Comment,
+    Const,
+    DeclBuffer,
+    Evaluate,
+    Expr,
+    For,
+    IfThenElse,
+    Kernel,
+    LetStmt,
+    Load,
+    Select,
+    SeqStmt,
+    Stmt,
+    Store,
+    UnOp,
+    Var,
 )
 
-_PREC = {"||": 1, "&&": 2, "|": 3, "^": 4, "&": 5, "==": 6, "!=": 6, "<": 7, "<=": 7, ">": 7, ">=": 7,
-         "<<": 8, ">>": 8, "+": 9, "-": 9, "*": 10, "/": 10, "//": 10, "%": 10}
+_PREC = {
+    "||": 1,
+    "&&": 2,
+    "|": 3,
+    "^": 4,
+    "&": 5,
+    "==": 6,
+    "!=": 6,
+    "<": 7,
+    "<=": 7,
+    ">": 7,
+    ">=": 7,
+    "<<": 8,
+    ">>": 8,
+    "+": 9,
+    "-": 9,
+    "*": 10,
+    "/": 10,
+    "//": 10,
+    "%": 10,
+}
 
 
 def expr_text(e: Expr, parent: int = 0) -> str:
@@ -33,7 +69,9 @@ def expr_text(e: Expr, parent: int = 0) -> str:
     if isinstance(e, Call):
         if e.op in ("cuda.thread_idx", "cuda.block_idx"):
             return f"{'threadIdx' if e.op == 'cuda.thread_idx' else 'blockIdx'}.{'xyz'[e.attr('axis')]}"
-        parts = [expr_text(a) if isinstance(a, Expr) else getattr(a, "name", repr(a)) for a in e.args]
+        parts = [
+            expr_text(a) if isinstance(a, Expr) else getattr(a, "name", repr(a)) for a in e.args
+        ]
         parts += [f"{k}={v!r}" for k, v in e.attrs]
         return f"{e.op}({', '.join(parts)})"
     return f"<{type(e).__name__}>"
@@ -53,7 +91,10 @@ def _lines(s: Stmt, depth: int) -> list[str]:
         b = s.buffer
         where = f" at {b.region}+{b.byte_offset}" if b.scope == "shared.dyn" else ""
         shape = "x".join(map(str, b.shape))
-        return [f"{pad}buffer {b.name}: {b.scope} {b.dtype.name}[{shape}]{where}" + (f"  # {s.comment}" if s.comment else "")]
+        return [
+            f"{pad}buffer {b.name}: {b.scope} {b.dtype.name}[{shape}]{where}"
+            + (f"  # {s.comment}" if s.comment else "")
+        ]
     if isinstance(s, Comment):
         return [f"{pad}# {s.text}"]
     if isinstance(s, IfThenElse):

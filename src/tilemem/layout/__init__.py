@@ -13,8 +13,8 @@ from .tmem import DATAPATH_ROWS, sf_tmem_layout, tmem_datapath_layout
 
 __all__ = [
     "AXES",
-    "ComposeLayout",
     "DATAPATH_ROWS",
+    "ComposeLayout",
     "Iter",
     "Layout",
     "SwizzleLayout",

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -142,7 +142,7 @@ class Layout:
     def span(self, axis: str | None = None) -> int:
         raise NotImplementedError
 
-    def canonicalize(self) -> "Layout":
+    def canonicalize(self) -> Layout:
         raise NotImplementedError
 
     @property
@@ -164,7 +164,7 @@ class TileLayout(Layout):
     {'TLane': 5, 'TCol': 7}
     """
 
-    __slots__ = ("shard", "replica", "_offset", "shape", "_axes")
+    __slots__ = ("_axes", "_offset", "replica", "shape", "shard")
 
     def __init__(
         self,
@@ -183,8 +183,14 @@ class TileLayout(Layout):
             if not isinstance(it, Iter):
                 raise LayoutError(f"TileLayout takes Iter objects, got {it!r}")
         self._offset = tuple(sorted((str(a), int(v)) for a, v in (offset or {}).items()))
-        seen = list(axes) + [it.axis for it in self.shard + self.replica] + [a for a, _ in self._offset]
-        self._axes = tuple(a for a in AXES if a in seen) + tuple(dict.fromkeys(a for a in seen if a not in AXES))
+        seen = (
+            list(axes)
+            + [it.axis for it in self.shard + self.replica]
+            + [a for a, _ in self._offset]
+        )
+        self._axes = tuple(a for a in AXES if a in seen) + tuple(
+            dict.fromkeys(a for a in seen if a not in AXES)
+        )
         size = math.prod(it.extent for it in self.shard)
         if shape is None:
             shape = tuple(it.extent for it in self.shard)
@@ -197,7 +203,7 @@ class TileLayout(Layout):
 
     # -- constructors ---------------------------------------------------------
     @classmethod
-    def of(cls, shape: Sequence[int], strides: Sequence | None = None, offset=None) -> "TileLayout":
+    def of(cls, shape: Sequence[int], strides: Sequence | None = None, offset=None) -> TileLayout:
         """Short notation: one Iter per dimension.
 
         ``strides`` entries are ints (axis ``m``), ``"STRIDE@AXIS"`` strings or
@@ -214,7 +220,7 @@ class TileLayout(Layout):
         return cls(iters, offset=offset, shape=shape)
 
     @classmethod
-    def row_major(cls, shape: Sequence[int], axis: str = "m") -> "TileLayout":
+    def row_major(cls, shape: Sequence[int], axis: str = "m") -> TileLayout:
         return cls.of(shape, [(s, axis) for s in row_major_strides(shape)])
 
     # -- value semantics ------------------------------------------------------
@@ -276,7 +282,7 @@ class TileLayout(Layout):
         return 1 + sum((it.extent - 1) * it.stride for it in iters) + sum(offsets)
 
     # -- algebra --------------------------------------------------------------
-    def canonicalize(self) -> "TileLayout":
+    def canonicalize(self) -> TileLayout:
         """Drop extent-1 Iters and zero offsets, fuse contiguous neighbours, sort replicas.
 
         Neighbours ``a`` then ``b`` on one axis fuse when ``b.extent * b.stride
@@ -335,7 +341,9 @@ class TileLayout(Layout):
             raise LayoutError(f"layout {self!r} cannot be read as shape {shape}")
         return groups
 
-    def tile(self, inner: "TileLayout", outer_shape: Sequence[int], inner_shape: Sequence[int]) -> "TileLayout":
+    def tile(
+        self, inner: TileLayout, outer_shape: Sequence[int], inner_shape: Sequence[int]
+    ) -> TileLayout:
         """Tile ``inner`` (shape ``inner_shape``) by this outer layout (shape ``outer_shape``).
 
         Per dimension d: this layout's Iters for d with strides multiplied by
@@ -343,7 +351,9 @@ class TileLayout(Layout):
         ``c_d = o_d * inner_shape[d] + i_d``.
         """
         if len(outer_shape) != len(inner_shape):
-            raise LayoutError(f"outer shape {tuple(outer_shape)} and inner shape {tuple(inner_shape)} differ in rank")
+            raise LayoutError(
+                f"outer shape {tuple(outer_shape)} and inner shape {tuple(inner_shape)} differ in rank"
+            )
         outer_groups = self.iters_by_dim(outer_shape)
         inner_groups = inner.iters_by_dim(inner_shape)
         iters: list[Iter] = []
@@ -354,22 +364,26 @@ class TileLayout(Layout):
         shape = tuple(o * i for o, i in zip(outer_shape, inner_shape))
         return TileLayout(iters, inner.replica, offset, shape=shape, axes=inner.axes)
 
-    def tile_to(self, to_shape: Sequence[int], cur_shape: Sequence[int] | None = None) -> "TileLayout":
+    def tile_to(
+        self, to_shape: Sequence[int], cur_shape: Sequence[int] | None = None
+    ) -> TileLayout:
         """Repeat this layout (shape ``cur_shape``) row-major until it covers ``to_shape``."""
         cur_shape = tuple(self.shape if cur_shape is None else cur_shape)
         return _outer_for(to_shape, cur_shape, self.axes[0] if self.axes else "m").tile(
             self, [t // c for t, c in zip(to_shape, cur_shape)], cur_shape
         )
 
-    def window(self, dim: int, start: int, length: int) -> "TileLayout":
+    def window(self, dim: int, start: int, length: int) -> TileLayout:
         """The sub-layout of coordinates ``start <= c[dim] < start + length``.
 
         Exact when the window stays inside one Iter of that dimension, or when
         it covers whole blocks of its innermost Iters; otherwise LayoutError.
         """
         extent = self.shape[dim]
-        if not (0 <= start and length >= 1 and start + length <= extent):
-            raise LayoutError(f"window [{start}, {start + length}) outside dimension {dim} of extent {extent}")
+        if not (start >= 0 and length >= 1 and start + length <= extent):
+            raise LayoutError(
+                f"window [{start}, {start + length}) outside dimension {dim} of extent {extent}"
+            )
         groups = self.iters_by_dim()
         group = groups[dim]
         block, cut = 1, len(group)
@@ -399,7 +413,9 @@ class TileLayout(Layout):
 
 def _outer_for(to_shape, cur_shape, axis: str) -> TileLayout:
     if len(to_shape) != len(cur_shape) or any(t % c for t, c in zip(to_shape, cur_shape)):
-        raise LayoutError(f"cannot tile shape {tuple(cur_shape)} to {tuple(to_shape)}: each dimension must divide")
+        raise LayoutError(
+            f"cannot tile shape {tuple(cur_shape)} to {tuple(to_shape)}: each dimension must divide"
+        )
     outer_shape = [t // c for t, c in zip(to_shape, cur_shape)]
     return TileLayout.of(outer_shape, [(s, axis) for s in row_major_strides(outer_shape)])
 
@@ -451,7 +467,7 @@ class SwizzleLayout(Layout):
     def span(self, axis=None) -> int:
         return self.period if axis in (None, "m") else 1
 
-    def canonicalize(self) -> "SwizzleLayout":
+    def canonicalize(self) -> SwizzleLayout:
         return self
 
     def __repr__(self) -> str:
@@ -492,7 +508,7 @@ class ComposeLayout(Layout):
         tile = self.tile.canonicalize()
         return tile if self.swizzle.swizzle_len == 0 else ComposeLayout(self.swizzle, tile)
 
-    def tile_to(self, to_shape, cur_shape=None) -> "ComposeLayout":
+    def tile_to(self, to_shape, cur_shape=None) -> ComposeLayout:
         return ComposeLayout(self.swizzle, self.tile.tile_to(to_shape, cur_shape))
 
     def __repr__(self) -> str:

@@ -31,8 +31,18 @@ from ..errors import LayoutError
 from .core import ComposeLayout, Layout, TileLayout
 from .smem import SwizzleMode, layout_swizzle_mode
 
-_WGMMA_LAYOUT = {SwizzleMode.SWIZZLE_NONE: 0, SwizzleMode.SWIZZLE_128B_ATOM: 1, SwizzleMode.SWIZZLE_64B_ATOM: 2, SwizzleMode.SWIZZLE_32B_ATOM: 3}
-_TCGEN05_LAYOUT = {SwizzleMode.SWIZZLE_NONE: 0, SwizzleMode.SWIZZLE_128B_ATOM: 2, SwizzleMode.SWIZZLE_64B_ATOM: 4, SwizzleMode.SWIZZLE_32B_ATOM: 6}
+_WGMMA_LAYOUT = {
+    SwizzleMode.SWIZZLE_NONE: 0,
+    SwizzleMode.SWIZZLE_128B_ATOM: 1,
+    SwizzleMode.SWIZZLE_64B_ATOM: 2,
+    SwizzleMode.SWIZZLE_32B_ATOM: 3,
+}
+_TCGEN05_LAYOUT = {
+    SwizzleMode.SWIZZLE_NONE: 0,
+    SwizzleMode.SWIZZLE_128B_ATOM: 2,
+    SwizzleMode.SWIZZLE_64B_ATOM: 4,
+    SwizzleMode.SWIZZLE_32B_ATOM: 6,
+}
 
 
 @dataclass(frozen=True)
@@ -54,7 +64,9 @@ def operand_geometry(layout: Layout, dtype: DTypeLike) -> OperandGeometry:
     tile = _tile(layout)
     shape = tile.shape
     if len(shape) < 2 or shape[-2] < 8:
-        raise LayoutError(f"an MMA operand descriptor needs a tile (..., rows >= 8, K), got shape {shape}")
+        raise LayoutError(
+            f"an MMA operand descriptor needs a tile (..., rows >= 8, K), got shape {shape}"
+        )
     lead = (0,) * (len(shape) - 2)
     rows, cols = shape[-2:]
     mode = layout_swizzle_mode(layout)
@@ -68,7 +80,9 @@ def operand_geometry(layout: Layout, dtype: DTypeLike) -> OperandGeometry:
     if mode == SwizzleMode.SWIZZLE_NONE:
         per16 = 128 // bits
         if cols % per16:
-            raise LayoutError(f"a no-swizzle operand needs K a multiple of {per16} elements (16 bytes), got {cols}")
+            raise LayoutError(
+                f"a no-swizzle operand needs K a multiple of {per16} elements (16 bytes), got {cols}"
+            )
         lbo = distance(0, per16) if cols > per16 else rows * 16
     else:
         lbo = 16  # unused by K-major swizzled operands; the field holds 1
@@ -94,7 +108,11 @@ def operand_byte_offset(layout: Layout, dtype: DTypeLike, coords) -> int:
 def wgmma_descriptor_high(geometry: OperandGeometry) -> int:
     """The descriptor without its start address (fields from bit 14 up)."""
     lbo = 1 if geometry.mode != SwizzleMode.SWIZZLE_NONE else geometry.lbo >> 4
-    return ((lbo & 0x3FFF) << 16) | (((geometry.sbo >> 4) & 0x3FFF) << 32) | (_WGMMA_LAYOUT[geometry.mode] << 62)
+    return (
+        ((lbo & 0x3FFF) << 16)
+        | (((geometry.sbo >> 4) & 0x3FFF) << 32)
+        | (_WGMMA_LAYOUT[geometry.mode] << 62)
+    )
 
 
 def tcgen05_descriptor_high(geometry: OperandGeometry) -> int:
@@ -116,8 +134,15 @@ _F16_KIND_FORMATS = {"float16": 0, "bfloat16": 1}
 _ACC_FORMATS = {"float16": 0, "float32": 1}
 
 
-def tcgen05_instr_descriptor(m: int, n: int, a_dtype="bfloat16", b_dtype="bfloat16", d_dtype="float32",
-                             a_mn_major: bool = False, b_mn_major: bool = False) -> int:
+def tcgen05_instr_descriptor(
+    m: int,
+    n: int,
+    a_dtype="bfloat16",
+    b_dtype="bfloat16",
+    d_dtype="float32",
+    a_mn_major: bool = False,
+    b_mn_major: bool = False,
+) -> int:
     """32-bit instruction descriptor of ``tcgen05.mma ... kind::f16``.
 
     bits 4-5 D format (1 = f32), 7-9 A format, 10-12 B format (0 f16, 1 bf16),
@@ -125,12 +150,20 @@ def tcgen05_instr_descriptor(m: int, n: int, a_dtype="bfloat16", b_dtype="bfloat
     descriptor").
     """
     names = (as_dtype(a_dtype).name, as_dtype(b_dtype).name, as_dtype(d_dtype).name)
-    if names[0] not in _F16_KIND_FORMATS or names[1] not in _F16_KIND_FORMATS or names[2] not in _ACC_FORMATS:
-        raise LayoutError(f"kind::f16 takes f16/bf16 inputs and an f16/f32 accumulator, got {names}")
+    if (
+        names[0] not in _F16_KIND_FORMATS
+        or names[1] not in _F16_KIND_FORMATS
+        or names[2] not in _ACC_FORMATS
+    ):
+        raise LayoutError(
+            f"kind::f16 takes f16/bf16 inputs and an f16/f32 accumulator, got {names}"
+        )
     if m not in (64, 128, 256):
         raise LayoutError(f"tcgen05.mma M must be 64, 128 or 256, got {m}")
     if n % (8 if m == 64 else 16) or not 8 <= n <= 256:
-        raise LayoutError(f"tcgen05.mma N={n} must be in [8, 256] in steps of {8 if m == 64 else 16} for M={m}")
+        raise LayoutError(
+            f"tcgen05.mma N={n} must be in [8, 256] in steps of {8 if m == 64 else 16} for M={m}"
+        )
     return (
         (_ACC_FORMATS[names[2]] << 4)
         | (_F16_KIND_FORMATS[names[0]] << 7)

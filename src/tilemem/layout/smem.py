@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import enum
 import math
-from typing import Sequence, Union
+from collections.abc import Sequence
+from typing import Union
 
 from ..dtype import DTypeLike, as_dtype
 from ..errors import LayoutError, SwizzleError
@@ -28,7 +29,7 @@ class SwizzleMode(enum.IntEnum):
     SWIZZLE_128B_ATOM = 3
 
     @classmethod
-    def parse(cls, mode: "SwizzleModeLike") -> "SwizzleMode":
+    def parse(cls, mode: SwizzleModeLike) -> SwizzleMode:
         """Accept a SwizzleMode, its value 0..3, or ``"none" | "32B" | "64B" | "128B"``."""
         if isinstance(mode, cls):
             return mode
@@ -69,7 +70,9 @@ _BY_NAME = {
 
 def _elements_per_16_bytes(bits: int) -> int:
     if 128 % bits:
-        raise LayoutError(f"MMA shared-memory layouts need an element width dividing 128 bits, got {bits}")
+        raise LayoutError(
+            f"MMA shared-memory layouts need an element width dividing 128 bits, got {bits}"
+        )
     return 128 // bits
 
 
@@ -83,7 +86,9 @@ def mma_atom_shape(dtype: DTypeLike, mode: SwizzleModeLike) -> list[int]:
     """``[8, row_bits // bits]``: 8 rows, each one swizzle row (32/64/128 bytes) wide."""
     mode = SwizzleMode.parse(mode)
     if mode == SwizzleMode.SWIZZLE_NONE:
-        raise LayoutError("SWIZZLE_NONE has no swizzle atom; its unit is the 8 x 16-byte core matrix")
+        raise LayoutError(
+            "SWIZZLE_NONE has no swizzle atom; its unit is the 8 x 16-byte core matrix"
+        )
     return [8, mode.row_bytes * 8 // as_dtype(dtype).bits]
 
 
@@ -104,7 +109,9 @@ def mma_shared_layout(dtype: DTypeLike, mode: SwizzleModeLike, shape: Sequence[i
     dtype, mode = as_dtype(dtype), SwizzleMode.parse(mode)
     shape = tuple(int(s) for s in shape)
     if len(shape) < 2 or any(s < 1 for s in shape):
-        raise LayoutError(f"an MMA operand tile needs a shape (..., R, K) of positive extents, got {shape}")
+        raise LayoutError(
+            f"an MMA operand tile needs a shape (..., R, K) of positive extents, got {shape}"
+        )
     *lead, rows, cols = shape
     tile_elems = rows * cols
     lead_iters = [Iter(e, s * tile_elems) for e, s in zip(lead, _row_major(lead))]
@@ -126,7 +133,7 @@ def mma_shared_layout(dtype: DTypeLike, mode: SwizzleModeLike, shape: Sequence[i
 
 
 def _row_major(shape: Sequence[int]) -> list[int]:
-    return [math.prod(shape[i + 1:]) for i in range(len(shape))]
+    return [math.prod(shape[i + 1 :]) for i in range(len(shape))]
 
 
 def layout_swizzle_mode(layout: Layout) -> SwizzleMode:
@@ -139,7 +146,11 @@ def layout_swizzle_mode(layout: Layout) -> SwizzleMode:
 def widest_swizzle(dtype: DTypeLike, row_elems: int) -> SwizzleMode:
     """Widest mode whose swizzle row divides a row of ``row_elems`` elements (``"auto"``)."""
     row_bits = row_elems * as_dtype(dtype).bits
-    for mode in (SwizzleMode.SWIZZLE_128B_ATOM, SwizzleMode.SWIZZLE_64B_ATOM, SwizzleMode.SWIZZLE_32B_ATOM):
+    for mode in (
+        SwizzleMode.SWIZZLE_128B_ATOM,
+        SwizzleMode.SWIZZLE_64B_ATOM,
+        SwizzleMode.SWIZZLE_32B_ATOM,
+    ):
         if row_bits > 0 and row_bits % (mode.row_bytes * 8) == 0:
             return mode
     return SwizzleMode.SWIZZLE_NONE

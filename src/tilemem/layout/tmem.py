@@ -32,7 +32,9 @@ def tmem_datapath_layout(letter: str, rows: int, cols: int, sub_slab: int = 0) -
     - G (32 rows, cols % 4 == 0): ``lane = r + 32*(c // (cols/4)), col = c % (cols/4)``.
     """
     if letter not in DATAPATH_ROWS:
-        raise LayoutError(f"unknown TMEM data path {letter!r}; known: {', '.join(sorted(DATAPATH_ROWS))}")
+        raise LayoutError(
+            f"unknown TMEM data path {letter!r}; known: {', '.join(sorted(DATAPATH_ROWS))}"
+        )
     want = DATAPATH_ROWS[letter]
     if rows != want:
         raise LayoutError(
@@ -59,7 +61,12 @@ def tmem_datapath_layout(letter: str, rows: int, cols: int, sub_slab: int = 0) -
                 f"cols must be a multiple of {parts}, got {cols}"
             )
         return TileLayout(
-            [Iter(rows, 1, "TLane"), Iter(parts, 128 // parts, "TLane"), Iter(cols // parts, 1, "TCol")], shape=shape
+            [
+                Iter(rows, 1, "TLane"),
+                Iter(parts, 128 // parts, "TLane"),
+                Iter(cols // parts, 1, "TCol"),
+            ],
+            shape=shape,
         ).canonicalize()
     # F, C: 16 rows per warp quarter, in the lower or upper half of its 32 lanes
     return TileLayout(
@@ -69,7 +76,9 @@ def tmem_datapath_layout(letter: str, rows: int, cols: int, sub_slab: int = 0) -
     ).canonicalize()
 
 
-def sf_tmem_layout(rows: int, sf_k: int, sf_per_mma: int, sf_reuse: int = 1, pipe_depth: int | None = None) -> TileLayout:
+def sf_tmem_layout(
+    rows: int, sf_k: int, sf_per_mma: int, sf_reuse: int = 1, pipe_depth: int | None = None
+) -> TileLayout:
     """Block-scale factors (8-bit) in TMEM for tcgen05 block-scaled MMA.
 
     ``spm = sf_per_mma`` factors feed one MMA; ``K = sf_k // spm`` MMAs;

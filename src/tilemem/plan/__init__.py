@@ -3,14 +3,32 @@
 from .advice import best_order, padding_advice
 from .capacity import check_smem_capacity, stages_that_fit
 from .occupancy import Occupancy, check_tmem_residency, occupancy, plan_occupancy
-from .stages import BufferRequest, StageSolution, smem_limit, solve_stages
 from .packing import Placement, align_up, is_power_of_two, place
 from .report import MemoryPlan, PlanEntry, PoolPlan
+from .stages import BufferRequest, StageSolution, smem_limit, solve_stages
 from .target import TARGETS, Target, get_target
 
 __all__ = [
-    "BufferRequest", "Occupancy", "StageSolution", "best_order", "check_tmem_residency", "occupancy",
-    "padding_advice", "plan_occupancy", "smem_limit", "solve_stages",
-    "MemoryPlan", "PlanEntry", "Placement", "PoolPlan", "TARGETS", "Target",
-    "align_up", "check_smem_capacity", "get_target", "is_power_of_two", "place", "stages_that_fit",
+    "TARGETS",
+    "BufferRequest",
+    "MemoryPlan",
+    "Occupancy",
+    "Placement",
+    "PlanEntry",
+    "PoolPlan",
+    "StageSolution",
+    "Target",
+    "align_up",
+    "best_order",
+    "check_smem_capacity",
+    "check_tmem_residency",
+    "get_target",
+    "is_power_of_two",
+    "occupancy",
+    "padding_advice",
+    "place",
+    "plan_occupancy",
+    "smem_limit",
+    "solve_stages",
+    "stages_that_fit",
 ]

@@ -34,8 +34,10 @@ def padding_advice(pool: PoolPlan) -> list[str]:
     order, total = best_order(pool.entries)
     saved = pool.high_water - total
     if saved > 0:
-        lines.append(f"allocating in the order {', '.join(e.name for e in order)} saves {saved} bytes "
-                     f"(high-water {pool.high_water} -> {total})")
+        lines.append(
+            f"allocating in the order {', '.join(e.name for e in order)} saves {saved} bytes "
+            f"(high-water {pool.high_water} -> {total})"
+        )
     else:
         lines.append("no allocation order saves bytes")
     return lines

@@ -10,7 +10,8 @@ from .target import Target
 def _buffer_lines(pool: PoolPlan) -> str:
     width = max((len(e.name) for e in pool.entries), default=4)
     lines = [
-        f"  {e.name:<{width}}  {e.size:>7} B  at {e.offset:>6}" + (f"  (+{e.padding} B padding before)" if e.padding else "")
+        f"  {e.name:<{width}}  {e.size:>7} B  at {e.offset:>6}"
+        + (f"  (+{e.padding} B padding before)" if e.padding else "")
         for e in pool.entries
     ]
     return "\n".join(lines)
@@ -29,8 +30,10 @@ def staged_entries(pool: PoolPlan) -> tuple[int, list]:
         return 0, []
     stages = max(set(leads), key=leads.count)
     staged = [
-        e for e in pool.entries
-        if e.shape[0] == stages and (len(e.shape) >= 3 or (len(e.shape) == 1 and e.dtype in ("uint64", "int64")))
+        e
+        for e in pool.entries
+        if e.shape[0] == stages
+        and (len(e.shape) >= 3 or (len(e.shape) == 1 and e.dtype in ("uint64", "int64")))
     ]
     return stages, staged
 
@@ -50,7 +53,8 @@ def stages_that_fit(pool: PoolPlan, limit: int) -> tuple[int, int] | None:
     per_stage = sum(e.size // stages for e in staged)
     for s in range(stages, 0, -1):
         sizes = [
-            (e.size // stages * s if e.name in staged_names else e.size, e.align) for e in pool.entries
+            (e.size // stages * s if e.name in staged_names else e.size, e.align)
+            for e in pool.entries
         ]
         total, _ = bump_total(sizes)
         if total <= limit:

@@ -13,7 +13,9 @@ def _table(rows: list[list[str]], right: set[int]) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = []
     for n, row in enumerate(rows):
-        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))]
+        cells = [
+            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))
+        ]
         lines.append("  ".join(cells).rstrip())
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
@@ -22,13 +24,34 @@ def _table(rows: list[list[str]], right: set[int]) -> list[str]:
 
 def _pool_lines(pool: PoolPlan) -> list[str]:
     unit = "bytes" if pool.unit == "bytes" else "cols"
-    header = ["name", "scope", "offset", unit, "align", "padding", "dtype", "shape", "layout", "overlaps"]
+    header = [
+        "name",
+        "scope",
+        "offset",
+        unit,
+        "align",
+        "padding",
+        "dtype",
+        "shape",
+        "layout",
+        "overlaps",
+    ]
     rows = [header]
     for e in pool.entries:
-        rows.append([
-            e.name, e.scope, str(e.offset), str(e.size), str(e.align), str(e.padding), e.dtype,
-            "x".join(map(str, e.shape)), e.layout, ", ".join(e.overlaps),
-        ])
+        rows.append(
+            [
+                e.name,
+                e.scope,
+                str(e.offset),
+                str(e.size),
+                str(e.align),
+                str(e.padding),
+                e.dtype,
+                "x".join(map(str, e.shape)),
+                e.layout,
+                ", ".join(e.overlaps),
+            ]
+        )
     if not pool.entries:
         rows.append(["(empty)"] + [""] * (len(header) - 1))
     lines = [f"{pool.name} ({pool.scope})"] + _table(rows, right={2, 3, 4, 5})

@@ -30,7 +30,9 @@ class Occupancy:
     binding: str
 
     def lines(self) -> list[str]:
-        out = [f"{self.ctas_per_sm} CTA(s) per SM on {self.target} with {self.threads} threads, bound by {self.binding}"]
+        out = [
+            f"{self.ctas_per_sm} CTA(s) per SM on {self.target} with {self.threads} threads, bound by {self.binding}"
+        ]
         for name, value in self.limits.items():
             out.append(f"{name:<13} allows {value}")
         if self.tmem_cols:
@@ -42,10 +44,14 @@ class Occupancy:
         return out
 
 
-def occupancy(smem_bytes: int, threads: int, target: "str | Target", tmem_cols: int = 0) -> Occupancy:
+def occupancy(
+    smem_bytes: int, threads: int, target: str | Target, tmem_cols: int = 0
+) -> Occupancy:
     target = get_target(target)
     if threads < 1 or threads > target.max_threads_per_block:
-        raise CapacityError(f"{threads} threads per block; {target.name} allows 1 to {target.max_threads_per_block}")
+        raise CapacityError(
+            f"{threads} threads per block; {target.name} allows 1 to {target.max_threads_per_block}"
+        )
     if smem_bytes > target.max_smem_per_block:
         raise CapacityError(
             f"{smem_bytes} bytes of shared memory per block exceed {target.name}'s {target.max_smem_per_block}: "
@@ -61,10 +67,14 @@ def occupancy(smem_bytes: int, threads: int, target: "str | Target", tmem_cols: 
     return Occupancy(target.name, threads, smem_bytes, tmem_cols, limits, limits[binding], binding)
 
 
-def plan_occupancy(plan: MemoryPlan, threads: int, target: "str | Target | None" = None) -> Occupancy:
+def plan_occupancy(
+    plan: MemoryPlan, threads: int, target: str | Target | None = None
+) -> Occupancy:
     target = target or plan.target
     if target is None:
-        raise CapacityError("occupancy needs a target: pass target= or plan with SMEMPool(target=...)")
+        raise CapacityError(
+            "occupancy needs a target: pass target= or plan with SMEMPool(target=...)"
+        )
     smem = plan.smem
     smem_bytes = 0 if smem is None else (smem.size if smem.size is not None else smem.high_water)
     tmem_cols = sum(p.size if p.size is not None else p.high_water for p in plan.tmem)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from ..errors import AlignmentError
 
@@ -17,9 +17,17 @@ def align_up(value: int, align: int) -> int:
 
 
 def check_align(align, what: str = "align") -> int:
-    if isinstance(align, bool) or not isinstance(align, int) or (align != 0 and not is_power_of_two(align)):
-        hint = f"; use {1 << (align - 1).bit_length()}" if isinstance(align, int) and align > 0 else ""
-        raise AlignmentError(f"{what} must be a power of two (or 0 for natural alignment), got {align!r}{hint}")
+    if (
+        isinstance(align, bool)
+        or not isinstance(align, int)
+        or (align != 0 and not is_power_of_two(align))
+    ):
+        hint = (
+            f"; use {1 << (align - 1).bit_length()}" if isinstance(align, int) and align > 0 else ""
+        )
+        raise AlignmentError(
+            f"{what} must be a power of two (or 0 for natural alignment), got {align!r}{hint}"
+        )
     return align
 
 
@@ -55,7 +63,7 @@ def overlapping_pairs(spans: Sequence[tuple[str, int, int]]) -> list[tuple[str, 
     """Pairs of names whose half-open ``[start, end)`` ranges intersect."""
     pairs = []
     for i, (a, a0, a1) in enumerate(spans):
-        for b, b0, b1 in spans[i + 1:]:
+        for b, b0, b1 in spans[i + 1 :]:
             if a0 < b1 and b0 < a1 and a1 > a0 and b1 > b0:
                 pairs.append((a, b))
     return pairs

@@ -51,7 +51,8 @@ class PoolPlan:
         out = asdict(self)
         out["padding"] = self.padding
         out["entries"] = [
-            {**asdict(e), "shape": list(e.shape), "overlaps": list(e.overlaps)} for e in self.entries
+            {**asdict(e), "shape": list(e.shape), "overlaps": list(e.overlaps)}
+            for e in self.entries
         ]
         out["moves"] = [list(m) for m in self.moves]
         return out
@@ -86,7 +87,7 @@ class MemoryPlan:
 
         return plan_occupancy(self, threads, target)
 
-    def with_section(self, title: str, lines) -> "MemoryPlan":
+    def with_section(self, title: str, lines) -> MemoryPlan:
         return MemoryPlan(self.pools, self.target, self.sections + ((title, tuple(lines)),))
 
     def to_dict(self) -> dict[str, Any]:

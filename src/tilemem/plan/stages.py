@@ -37,7 +37,11 @@ class BufferRequest:
         shape = ((stages,) + tuple(self.shape)) if self.per_stage else tuple(self.shape)
         align = check_align(self.align)
         if self.swizzle is not None:
-            mode = widest_swizzle(dtype, shape[-1]) if self.swizzle == "auto" else SwizzleMode.parse(self.swizzle)
+            mode = (
+                widest_swizzle(dtype, shape[-1])
+                if self.swizzle == "auto"
+                else SwizzleMode.parse(self.swizzle)
+            )
             check_mma_tile(shape, dtype, mode)
             align = max(align or _MMA_DEFAULT_ALIGN, mode.period_bytes)
         return dtype.storage_bytes(math.prod(shape)), max(align, dtype.natural_align)
@@ -52,11 +56,13 @@ class StageSolution:
     per_stage_bytes: int
 
     def __str__(self) -> str:
-        return (f"{self.stages} stage{'s' if self.stages != 1 else ''}: {self.bytes_used} of {self.limit} bytes used, {self.bytes_left} left "
-                f"({self.per_stage_bytes} bytes per stage)")
+        return (
+            f"{self.stages} stage{'s' if self.stages != 1 else ''}: {self.bytes_used} of {self.limit} bytes used, {self.bytes_left} left "
+            f"({self.per_stage_bytes} bytes per stage)"
+        )
 
 
-def smem_limit(target: "str | Target", ctas_per_sm: int = 1) -> int:
+def smem_limit(target: str | Target, ctas_per_sm: int = 1) -> int:
     """Bytes of dynamic shared memory one CTA may use so that ``ctas_per_sm`` CTAs are resident."""
     target = get_target(target)
     if ctas_per_sm < 1:
@@ -69,7 +75,9 @@ def bytes_for(requests, stages: int) -> int:
     return bump_total(r.placement(stages) for r in requests)[0]
 
 
-def solve_stages(requests, target: "str | Target", ctas_per_sm: int = 1, max_stages: int = 64) -> StageSolution:
+def solve_stages(
+    requests, target: str | Target, ctas_per_sm: int = 1, max_stages: int = 64
+) -> StageSolution:
     """The most stages (up to ``max_stages``) whose buffers fit ``ctas_per_sm`` CTAs on one SM."""
     requests = list(requests)
     if not any(r.per_stage for r in requests):

@@ -51,7 +51,15 @@ class Target:
 
 
 _AMPERE = frozenset({"cp.async", "mbarrier", "ldmatrix", "mma.sync"})
-_HOPPER_BASE = _AMPERE | {"cp.async.bulk", "tma", "cluster", "stmatrix", "elect.sync", "mbarrier.tx", "fence.proxy.async"}
+_HOPPER_BASE = _AMPERE | {
+    "cp.async.bulk",
+    "tma",
+    "cluster",
+    "stmatrix",
+    "elect.sync",
+    "mbarrier.tx",
+    "fence.proxy.async",
+}
 _HOPPER = _HOPPER_BASE | {"wgmma", "setmaxnreg"}
 _BLACKWELL_BASE = _HOPPER_BASE
 _BLACKWELL = _BLACKWELL_BASE | {"tcgen05", "setmaxnreg"}
@@ -72,7 +80,7 @@ TARGETS: dict[str, Target] = {
 }
 
 
-def get_target(target: "str | Target") -> Target:
+def get_target(target: str | Target) -> Target:
     """Look a target up by name (``"sm_90a"``); a :class:`Target` passes through."""
     if isinstance(target, Target):
         return target

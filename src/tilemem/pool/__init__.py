@@ -5,4 +5,14 @@ from .emit import PoolEmitter, current_emitter, emitting
 from .smem import SMEMPool
 from .tmem import TMEMPool, TMEMStages
 
-__all__ = ["Buffer", "PoolEmitter", "SMEM", "SMEMPool", "TMEM", "TMEMPool", "TMEMStages", "current_emitter", "emitting"]
+__all__ = [
+    "SMEM",
+    "TMEM",
+    "Buffer",
+    "PoolEmitter",
+    "SMEMPool",
+    "TMEMPool",
+    "TMEMStages",
+    "current_emitter",
+    "emitting",
+]

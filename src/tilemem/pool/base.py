@@ -38,7 +38,9 @@ class BumpPool:
         for buf in self._buffers:
             if buf.name == name:
                 return buf
-        raise KeyError(f"pool {self.name!r} has no buffer {name!r}; it has {[b.name for b in self._buffers]}")
+        raise KeyError(
+            f"pool {self.name!r} has no buffer {name!r}; it has {[b.name for b in self._buffers]}"
+        )
 
     def _unique_name(self, name: str | None, stem: str) -> str:
         taken = {b.name for b in self._buffers}
@@ -63,12 +65,23 @@ class BumpPool:
     def _entries(self, spots) -> tuple[PlanEntry, ...]:
         """Plan entries from ``(buffer, offset, size, align, padding)`` rows, overlaps included."""
         spots = list(spots)
-        overlaps = overlapping_pairs([(b.name, offset, offset + size) for b, offset, size, _, _ in spots])
+        overlaps = overlapping_pairs(
+            [(b.name, offset, offset + size) for b, offset, size, _, _ in spots]
+        )
         return tuple(
             PlanEntry(
-                name=b.name, scope=b.scope, offset=offset, size=size, align=align, padding=padding,
-                dtype=b.dtype.name, shape=b.shape, layout=b.layout_name,
-                overlaps=tuple(x for pair in overlaps if b.name in pair for x in pair if x != b.name),
+                name=b.name,
+                scope=b.scope,
+                offset=offset,
+                size=size,
+                align=align,
+                padding=padding,
+                dtype=b.dtype.name,
+                shape=b.shape,
+                layout=b.layout_name,
+                overlaps=tuple(
+                    x for pair in overlaps if b.name in pair for x in pair if x != b.name
+                ),
             )
             for b, offset, size, align, padding in spots
         )

@@ -70,5 +70,9 @@ class Buffer:
         self._emitter("write").store(self, index, value)
 
     def __repr__(self) -> str:
-        where = f"byte_offset={self.byte_offset}" if self.scope == SMEM else f"col_offset={self.col_offset}, cols={self.cols}"
+        where = (
+            f"byte_offset={self.byte_offset}"
+            if self.scope == SMEM
+            else f"col_offset={self.col_offset}, cols={self.cols}"
+        )
         return f"Buffer({self.name!r}, {self.shape}, {self.dtype.name}, {self.scope}, {where}, layout={self.layout_name})"

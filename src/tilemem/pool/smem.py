@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ..dtype import DTypeLike, as_dtype
 from ..errors import AlignmentError, AllocationError, PoolStateError
@@ -21,7 +22,9 @@ from .emit import current_emitter
 def normalize_shape(shape) -> tuple[int, ...]:
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     if not shape or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in shape):
-        raise AllocationError(f"shape must be a non-empty tuple of positive integers, got {shape!r}")
+        raise AllocationError(
+            f"shape must be a non-empty tuple of positive integers, got {shape!r}"
+        )
     return shape
 
 
@@ -44,8 +47,14 @@ class SMEMPool(BumpPool):
     ``tcgen05.alloc``; a kernel checks that with its own block size.
     """
 
-    def __init__(self, ptr: Any = None, *, name: str | None = None, target: "str | Target | None" = None,
-                 threads: int | None = None):
+    def __init__(
+        self,
+        ptr: Any = None,
+        *,
+        name: str | None = None,
+        target: str | Target | None = None,
+        threads: int | None = None,
+    ):
         self.name = name or "smem"
         self.ptr = ptr
         self.emitter = current_emitter()
@@ -78,7 +87,7 @@ class SMEMPool(BumpPool):
         *,
         strides: Sequence | None = None,
         align: int = 0,
-        layout: "Layout | str" = "default",
+        layout: Layout | str = "default",
         name: str | None = None,
     ) -> Buffer:
         """Place a buffer at the cursor rounded up to ``max(align, natural alignment)``.
@@ -107,14 +116,16 @@ class SMEMPool(BumpPool):
                 f"layout holds {layout.size()} elements but shape {shape} has {math.prod(shape)}"
             )
         if set(layout.axes) - {"m"}:
-            raise AllocationError(f"a shared-memory layout maps to axis 'm' only, got axes {layout.axes}")
+            raise AllocationError(
+                f"a shared-memory layout maps to axis 'm' only, got axes {layout.axes}"
+            )
         return self._place(shape, dtype, layout, align, name, name_of_layout)
 
     def alloc_mma(
         self,
         shape,
         dtype: DTypeLike = "float16",
-        swizzle_mode: "SwizzleModeLike | str" = "auto",
+        swizzle_mode: SwizzleModeLike | str = "auto",
         align: int = 1024,
         *,
         name: str | None = None,
@@ -128,7 +139,11 @@ class SMEMPool(BumpPool):
         dtype = as_dtype(dtype)
         shape = tuple(shape) if not isinstance(shape, int) else (shape,)
         if isinstance(swizzle_mode, str) and swizzle_mode == "auto":
-            mode = widest_swizzle(dtype, shape[-1]) if shape and isinstance(shape[-1], int) else SwizzleMode.SWIZZLE_NONE
+            mode = (
+                widest_swizzle(dtype, shape[-1])
+                if shape and isinstance(shape[-1], int)
+                else SwizzleMode.SWIZZLE_NONE
+            )
         else:
             mode = SwizzleMode.parse(swizzle_mode)
         check_mma_tile(shape, dtype, mode)
@@ -174,8 +189,12 @@ class SMEMPool(BumpPool):
         return MemoryPlan(tuple(pools), self.target.name if self.target else None)
 
     def _pool_plan(self, size: int | None) -> PoolPlan:
-        entries = self._entries((b, s.offset, s.size, s.align, s.padding) for b, s in zip(self._buffers, self._spots))
-        return PoolPlan(self.name, SMEM, "bytes", entries, self._high_water, size, tuple(self._moves))
+        entries = self._entries(
+            (b, s.offset, s.size, s.align, s.padding) for b, s in zip(self._buffers, self._spots)
+        )
+        return PoolPlan(
+            self.name, SMEM, "bytes", entries, self._high_water, size, tuple(self._moves)
+        )
 
     # -- internals --------------------------------------------------------------
     def _check_open(self, action: str) -> None:
@@ -193,8 +212,16 @@ class SMEMPool(BumpPool):
         nbytes = dtype.storage_bytes(elements)
         spot = place(self._cursor, nbytes, align)
         buf = Buffer(
-            name=self._unique_name(name, "buf"), shape=shape, dtype=dtype, scope=SMEM, layout=layout,
-            nbytes=nbytes, align=align, byte_offset=spot.offset, layout_name=layout_name, pool=self,
+            name=self._unique_name(name, "buf"),
+            shape=shape,
+            dtype=dtype,
+            scope=SMEM,
+            layout=layout,
+            nbytes=nbytes,
+            align=align,
+            byte_offset=spot.offset,
+            layout_name=layout_name,
+            pool=self,
         )
         self._spots.append(spot)
         self._record(buf, spot.end)

@@ -29,8 +29,10 @@ TMEM_MIN_COLS = 32
 def _check_total_cols(total_cols) -> None:
     if total_cols == "auto":
         return
-    if isinstance(total_cols, bool) or not isinstance(total_cols, int) or not (
-        TMEM_MIN_COLS <= total_cols <= TMEM_MAX_COLS and is_power_of_two(total_cols)
+    if (
+        isinstance(total_cols, bool)
+        or not isinstance(total_cols, int)
+        or not (TMEM_MIN_COLS <= total_cols <= TMEM_MAX_COLS and is_power_of_two(total_cols))
     ):
         hint = ""
         if isinstance(total_cols, int) and 0 < total_cols <= TMEM_MAX_COLS:
@@ -56,7 +58,7 @@ class TMEMPool(BumpPool):
     def __init__(
         self,
         pool: SMEMPool,
-        total_cols: "int | str" = 512,
+        total_cols: int | str = 512,
         *,
         cta_group: int = 1,
         alloc_warp: int = 0,
@@ -66,12 +68,16 @@ class TMEMPool(BumpPool):
         name: str | None = None,
     ):
         if not isinstance(pool, SMEMPool):
-            raise AllocationError(f"TMEMPool needs the SMEMPool that holds its address slot, got {pool!r}")
+            raise AllocationError(
+                f"TMEMPool needs the SMEMPool that holds its address slot, got {pool!r}"
+            )
         _check_total_cols(total_cols)
         if cta_group not in (1, 2):
             raise AllocationError(f"cta_group must be 1 or 2, got {cta_group!r}")
         for label, warp in (("alloc_warp", alloc_warp), ("dealloc_warp", dealloc_warp)):
-            if warp is not None and (isinstance(warp, bool) or not isinstance(warp, int) or warp < 0):
+            if warp is not None and (
+                isinstance(warp, bool) or not isinstance(warp, int) or warp < 0
+            ):
                 raise AllocationError(f"{label} must be a warp index >= 0, got {warp!r}")
         self.name = name or ("tmem" if not pool.tmem_pools else f"tmem{len(pool.tmem_pools)}")
         if pool.target is not None:
@@ -133,30 +139,48 @@ class TMEMPool(BumpPool):
             )
         if datapath is not None:
             if len(shape) != 2:
-                raise AllocationError(f"datapath={datapath!r} needs a 2-D shape (rows, cols), got {shape}")
+                raise AllocationError(
+                    f"datapath={datapath!r} needs a 2-D shape (rows, cols), got {shape}"
+                )
             layout = tmem_datapath_layout(datapath, *shape)
             layout_name = f"datapath {datapath}"
         elif layout is not None:
             if not isinstance(layout, Layout):
                 raise AllocationError(f"layout must be a Layout, got {layout!r}")
             if layout.size() != math.prod(shape):
-                raise AllocationError(f"layout holds {layout.size()} elements but shape {shape} has {math.prod(shape)}")
+                raise AllocationError(
+                    f"layout holds {layout.size()} elements but shape {shape} has {math.prod(shape)}"
+                )
             layout_name = describe_layout(layout)
         else:
             layout, layout_name = self._default_layout(shape)
         if cols is None:
             if datapath is not None or layout_name not in ("datapath D", "lane=row"):
-                cols = _whole_columns(layout.span("TCol"), dtype.bits, f"buffer {shape} {dtype.name}")
+                cols = _whole_columns(
+                    layout.span("TCol"), dtype.bits, f"buffer {shape} {dtype.name}"
+                )
             else:
-                cols = _whole_columns(math.prod(shape) // shape[0], dtype.bits, f"buffer {shape} {dtype.name}")
+                cols = _whole_columns(
+                    math.prod(shape) // shape[0], dtype.bits, f"buffer {shape} {dtype.name}"
+                )
         elif isinstance(cols, bool) or not isinstance(cols, int) or cols < 1:
             raise AllocationError(f"cols must be a positive number of 32-bit columns, got {cols!r}")
         lanes = layout.span("TLane")
         if lanes > TMEM_LANES:
-            raise AllocationError(f"buffer {shape} reaches TMEM lane {lanes - 1}; tensor memory has {TMEM_LANES} lanes")
+            raise AllocationError(
+                f"buffer {shape} reaches TMEM lane {lanes - 1}; tensor memory has {TMEM_LANES} lanes"
+            )
         return self._place(shape, dtype, layout, cols, name, layout_name)
 
-    def alloc_sf(self, shape, dtype: DTypeLike, *, sf_per_mma: int, sf_reuse: int = 1, name: str | None = None) -> Buffer:
+    def alloc_sf(
+        self,
+        shape,
+        dtype: DTypeLike,
+        *,
+        sf_per_mma: int,
+        sf_reuse: int = 1,
+        name: str | None = None,
+    ) -> Buffer:
         """Block-scale factors: shape ``(rows, SF_K * sf_reuse)`` or ``(pipe_depth, rows, SF_K * sf_reuse)``."""
         shape, dtype = normalize_shape(shape), as_dtype(dtype)
         if dtype.bits != 8:
@@ -164,11 +188,20 @@ class TMEMPool(BumpPool):
                 f"scale factors are 8-bit (float8_e8m0fnu for MX, float8_e4m3fn for NVFP4), got {dtype.name}"
             )
         if len(shape) not in (2, 3):
-            raise AllocationError(f"alloc_sf shape is (rows, SF_K * sf_reuse) or (pipe_depth, rows, SF_K * sf_reuse), got {shape}")
+            raise AllocationError(
+                f"alloc_sf shape is (rows, SF_K * sf_reuse) or (pipe_depth, rows, SF_K * sf_reuse), got {shape}"
+            )
         pipe_depth = shape[0] if len(shape) == 3 else None
         rows, width = shape[-2:]
-        if isinstance(sf_reuse, bool) or not isinstance(sf_reuse, int) or sf_reuse < 1 or width % sf_reuse:
-            raise AllocationError(f"sf_reuse={sf_reuse!r} must be a positive divisor of shape[-1]={width}")
+        if (
+            isinstance(sf_reuse, bool)
+            or not isinstance(sf_reuse, int)
+            or sf_reuse < 1
+            or width % sf_reuse
+        ):
+            raise AllocationError(
+                f"sf_reuse={sf_reuse!r} must be a positive divisor of shape[-1]={width}"
+            )
         try:
             layout = sf_tmem_layout(rows, width // sf_reuse, sf_per_mma, sf_reuse, pipe_depth)
         except LayoutError as exc:
@@ -179,14 +212,18 @@ class TMEMPool(BumpPool):
     def move_base_to(self, col: int) -> None:
         """Set the column cursor; later buffers alias earlier ones (recorded in the plan)."""
         if isinstance(col, bool) or not isinstance(col, int) or not 0 <= col <= self.capacity:
-            raise AllocationError(f"move_base_to needs a column in [0, {self.capacity}], got {col!r}")
+            raise AllocationError(
+                f"move_base_to needs a column in [0, {self.capacity}], got {col!r}"
+            )
         self._move(col)
 
     # -- protocol --------------------------------------------------------------------
     def commit(self) -> int:
         """Fix ``total_cols`` (resolving 'auto') and emit the guarded ``tcgen05.alloc``. Returns total_cols."""
         if self._committed:
-            raise PoolStateError(f"TMEM pool {self.name!r} is already committed; commit() runs once")
+            raise PoolStateError(
+                f"TMEM pool {self.name!r} is already committed; commit() runs once"
+            )
         if self.total_cols == "auto":
             need = max(TMEM_MIN_COLS, self._high_water)
             self.total_cols = 1 << (need - 1).bit_length()
@@ -201,9 +238,13 @@ class TMEMPool(BumpPool):
     def dealloc(self) -> None:
         """Emit ``tcgen05.relinquish_alloc_permit`` + ``tcgen05.dealloc`` under the dealloc-warp guard; once."""
         if not self._committed:
-            raise PoolStateError(f"dealloc() on TMEM pool {self.name!r} before commit(): nothing is allocated yet")
+            raise PoolStateError(
+                f"dealloc() on TMEM pool {self.name!r} before commit(): nothing is allocated yet"
+            )
         if self._deallocated:
-            raise PoolStateError(f"TMEM pool {self.name!r} is already deallocated; dealloc() runs once")
+            raise PoolStateError(
+                f"TMEM pool {self.name!r} is already deallocated; dealloc() runs once"
+            )
         self._deallocated = True
         if self.emitter is not None:
             self.emitter.tmem_dealloc(self)
@@ -220,18 +261,27 @@ class TMEMPool(BumpPool):
             details[f"stages of {views.buf.name}"] = ", ".join(
                 f"[{s}] cols {v.col_offset}..{v.col_offset + v.cols}" for s, v in enumerate(spans)
             )
-        return PoolPlan(self.name, TMEM, "cols", entries, self._high_water, size, tuple(self._moves), details)
+        return PoolPlan(
+            self.name, TMEM, "cols", entries, self._high_water, size, tuple(self._moves), details
+        )
 
     # -- internals -----------------------------------------------------------------------
     def _default_layout(self, shape) -> tuple[TileLayout, str]:
         if len(shape) == 2 and shape[0] == 128:
             return tmem_datapath_layout("D", *shape), "datapath D"
         if len(shape) < 2:
-            raise AllocationError(f"a TMEM buffer needs a shape (rows, cols) or a layout=, got {shape}")
+            raise AllocationError(
+                f"a TMEM buffer needs a shape (rows, cols) or a layout=, got {shape}"
+            )
         *lead, rows, width = shape
         if rows > TMEM_LANES:
-            raise AllocationError(f"TMEM buffer {shape}: {rows} rows but tensor memory has {TMEM_LANES} lanes")
-        strides = [(math.prod(lead[i + 1:]) * width, "TCol") for i in range(len(lead))] + [(1, "TLane"), (1, "TCol")]
+            raise AllocationError(
+                f"TMEM buffer {shape}: {rows} rows but tensor memory has {TMEM_LANES} lanes"
+            )
+        strides = [(math.prod(lead[i + 1 :]) * width, "TCol") for i in range(len(lead))] + [
+            (1, "TLane"),
+            (1, "TCol"),
+        ]
         return TileLayout.of(shape, strides), "lane=row"
 
     def _place(self, shape, dtype, layout, cols: int, name, layout_name: str) -> Buffer:
@@ -243,9 +293,17 @@ class TMEMPool(BumpPool):
                 f"free {end - self.capacity} columns, alias with move_base_to, or raise total_cols"
             )
         buf = Buffer(
-            name=self._unique_name(name, "tbuf"), shape=shape, dtype=dtype, scope=TMEM, layout=layout,
-            nbytes=cols * TMEM_LANES * 4, align=1, col_offset=self._cursor, cols=cols,
-            layout_name=layout_name, pool=self,
+            name=self._unique_name(name, "tbuf"),
+            shape=shape,
+            dtype=dtype,
+            scope=TMEM,
+            layout=layout,
+            nbytes=cols * TMEM_LANES * 4,
+            align=1,
+            col_offset=self._cursor,
+            cols=cols,
+            layout_name=layout_name,
+            pool=self,
         )
         self._record(buf, end)
         if self.emitter is not None:
@@ -261,20 +319,35 @@ class TMEMStages:
     of the buffer (elements of its dtype).
     """
 
-    def __init__(self, buf: Buffer, col_start: int, width: int, stages: int = 1, stride: int | None = None):
+    def __init__(
+        self, buf: Buffer, col_start: int, width: int, stages: int = 1, stride: int | None = None
+    ):
         if not isinstance(buf, Buffer) or buf.scope != TMEM or len(buf.shape) != 2:
             raise AllocationError(f"TMEMStages views a 2-D TMEM buffer, got {buf!r}")
         stride = width if stride is None else stride
-        for label, value, low in (("col_start", col_start, 0), ("width", width, 1), ("stages", stages, 1), ("stride", stride, 0)):
+        for label, value, low in (
+            ("col_start", col_start, 0),
+            ("width", width, 1),
+            ("stages", stages, 1),
+            ("stride", stride, 0),
+        ):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise AllocationError(f"TMEMStages {label} must be an integer >= {low}, got {value!r}")
+                raise AllocationError(
+                    f"TMEMStages {label} must be an integer >= {low}, got {value!r}"
+                )
         last = col_start + (stages - 1) * stride + width
         if last > buf.shape[1]:
             raise AllocationError(
                 f"TMEMStages over {buf.name!r}: {stages} stages of {width} columns, stride {stride}, "
                 f"from column {col_start} reach column {last}, beyond the buffer's {buf.shape[1]} columns"
             )
-        self.buf, self.col_start, self.width, self.stages, self.stride = buf, col_start, width, stages, stride
+        self.buf, self.col_start, self.width, self.stages, self.stride = (
+            buf,
+            col_start,
+            width,
+            stages,
+            stride,
+        )
         if isinstance(buf.pool, TMEMPool):
             buf.pool.stage_views.append(self)
 
@@ -282,7 +355,7 @@ class TMEMStages:
         return self.stages
 
     def __getitem__(self, key) -> Buffer:
-        stage, window = (key if isinstance(key, tuple) else (key, slice(None)))
+        stage, window = key if isinstance(key, tuple) else (key, slice(None))
         if not isinstance(window, slice) or window.step not in (None, 1):
             raise AllocationError(f"narrow a stage with a slice a:b, got {window!r}")
         start = 0 if window.start is None else window.start
@@ -312,11 +385,21 @@ class TMEMStages:
         col_shift = 0
         if offset.get("TCol", 0) * buf.dtype.bits % 32 == 0:
             col_shift = offset.pop("TCol", 0) * buf.dtype.bits // 32
-            layout = TileLayout(layout.shard, layout.replica, offset, shape=layout.shape, axes=layout.axes)
+            layout = TileLayout(
+                layout.shard, layout.replica, offset, shape=layout.shape, axes=layout.axes
+            )
         cols = -(-layout.span("TCol") * buf.dtype.bits // 32)
         return Buffer(
-            name=f"{buf.name}[{stage}]" + ("" if (start, stop) == (0, self.width) else f"[{start}:{stop}]"),
-            shape=(buf.shape[0], stop - start), dtype=buf.dtype, scope=TMEM, layout=layout,
-            nbytes=cols * TMEM_LANES * 4, align=1, col_offset=buf.col_offset + col_shift, cols=cols,
-            layout_name=f"{buf.layout_name} stage {stage}", pool=buf.pool,
+            name=f"{buf.name}[{stage}]"
+            + ("" if (start, stop) == (0, self.width) else f"[{start}:{stop}]"),
+            shape=(buf.shape[0], stop - start),
+            dtype=buf.dtype,
+            scope=TMEM,
+            layout=layout,
+            nbytes=cols * TMEM_LANES * 4,
+            align=1,
+            col_offset=buf.col_offset + col_shift,
+            cols=cols,
+            layout_name=f"{buf.layout_name} stage {stage}",
+            pool=buf.pool,
         )
