@@ -29,7 +29,8 @@ def test_blackwell_gemm_double_buffers_the_accumulator():
 def test_nvfp4_scale_factor_columns():
     tmem = blockscaled_nvfp4_gemm().tmem_pools[0]
     sizes = {b.name: (b.col_offset, b.cols) for b in tmem.buffers}
-    # SFA: 2 stages x (128/32 groups) x (16 factors / 4 per column) = 32 columns; SFB with 256 rows: 64
+    # SFA: 2 stages x (128/32 groups) x (16 factors / 4 per column) = 32 columns; SFB with 256 rows:
+    # 64
     assert sizes == {"acc": (0, 256), "SFA": (256, 32), "SFB": (288, 64)}
     assert tmem.total_cols == 512  # "auto" over 352 columns
 

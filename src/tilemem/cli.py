@@ -30,7 +30,8 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     plan = example.build().plan()
     occ = plan.occupancy(example.threads)
     plan = plan.with_section(f"occupancy ({example.threads} threads per CTA)", occ.lines())
-    plan = plan.with_section("padding", padding_advice(plan.smem))
+    if plan.smem is not None:
+        plan = plan.with_section("padding", padding_advice(plan.smem))
     if args.json:
         print(json.dumps({"example": name, **plan.to_dict()}, indent=2))
     else:
@@ -49,10 +50,7 @@ def _cmd_emit(args: argparse.Namespace) -> int:
         )
         return 2
     program = KERNELS[args.example]()
-    if args.ir:
-        text = str(program.ir) + "\n"
-    else:
-        text = program.source
+    text = str(program.ir) + "\n" if args.ir else program.source
     if args.output:
         with open(args.output, "w") as handle:
             handle.write(text)
@@ -75,7 +73,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     device = _gpu_name()
     if device is None:
         print(
-            "tilemem verify: no CUDA GPU found here; it checks layouts on real hardware (TMA, wgmma: an sm_90 GPU)",
+            "tilemem verify: no CUDA GPU found here; it checks layouts on real hardware (TMA, "
+            "wgmma: an sm_90 GPU)",
             file=sys.stderr,
         )
         return 1

@@ -7,7 +7,6 @@ every size computation in tilemem counts bits and rounds up once at the end.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
 
 from .errors import DTypeError
 
@@ -80,7 +79,7 @@ class DataType:
         return self.name
 
 
-DTypeLike = Union[str, DataType]
+DTypeLike = str | DataType
 
 
 def as_dtype(dtype: DTypeLike) -> DataType:

@@ -23,7 +23,8 @@ class Example:
 
 
 def _gemm_mainloop(smem: SMEMPool, stages: int) -> None:
-    """A 128x64 and B 256x64 bf16 per stage (128B swizzle), a 128x64 epilogue slice, full/empty barriers."""
+    """A 128x64 and B 256x64 bf16 per stage (128B swizzle), a 128x64 epilogue slice, full/empty
+    barriers."""
     smem.alloc_mma((stages, 128, 64), "bfloat16", "128B", name="A")
     smem.alloc_mma((stages, 256, 64), "bfloat16", "128B", name="B")
     smem.alloc_mma((128, 64), "bfloat16", "128B", name="C_epilogue")
@@ -120,7 +121,9 @@ def attention_fwd_fa4(kv_stages: int = 3, head_dim: int = 128, target: str = "sm
         tmem.alloc((128, head_dim), "float32", datapath="D", name=f"O{i}")
     end = tmem.offset
     for i in range(2):
-        tmem.move_base_to(s[i].col_offset + 64)
+        s_start = s[i].col_offset
+        assert s_start is not None  # every TMEM buffer has a column offset
+        tmem.move_base_to(s_start + 64)
         tmem.alloc((128, 128), "bfloat16", datapath="D", name=f"P{i}")
     tmem.move_base_to(end)
     smem.commit()

@@ -1,4 +1,4 @@
-"""The built-in examples as kernels: their pools, barriers, and the skeleton of main loop and epilogue.
+"""The built-in examples as kernels: pools, barriers, and the skeleton of main loop and epilogue.
 
 Each kernel builds its pools with the same function as ``tilemem plan``
 (``examples.py``); inside a kernel those pools emit their declarations and
@@ -55,7 +55,8 @@ def _gemm_producer(tma_a, tma_b, a, b, full, empty, k_tiles, m0, n0) -> None:
 
 
 def hopper_gemm() -> KernelProgram:
-    """128x256x64 bf16 GEMM: warpgroup 0 loads with TMA, warpgroups 1-2 each run m64n256k16 wgmma."""
+    """128x256x64 bf16 GEMM: warpgroup 0 loads with TMA, warpgroups 1-2 each run m64n256k16
+    wgmma."""
     stages = 4
 
     @T.kernel(target="sm_90a", grid=(1,), block=(384,), name="hopper_gemm")
@@ -109,7 +110,8 @@ def hopper_gemm() -> KernelProgram:
 
 
 def blackwell_gemm() -> KernelProgram:
-    """128x256x64 bf16 tcgen05 GEMM: warp 0 loads, warp 1 owns TMEM and issues MMAs, warps 4-7 drain."""
+    """128x256x64 bf16 tcgen05 GEMM: warp 0 loads, warp 1 owns TMEM and issues MMAs, warps 4-7
+    drain."""
     stages = 4
     idesc = tcgen05_instr_descriptor(128, 256, "bfloat16", "bfloat16", "float32")
 
@@ -169,8 +171,8 @@ def blackwell_gemm() -> KernelProgram:
 
 
 def nvfp4_gemm() -> KernelProgram:
-    """Block-scaled NVFP4 GEMM skeleton: TMA of A, B and scale factors; scale factors written to TMEM
-    at the columns ``sf_tmem_layout`` gives; accumulator drained. The block-scaled MMA itself
+    """Block-scaled NVFP4 GEMM skeleton: TMA of A, B and scale factors; scale factors written to
+    TMEM at the columns ``sf_tmem_layout`` gives; accumulator drained. The block-scaled MMA itself
     (``kind::mxf4nvf4``) and ``tcgen05.cp`` are not yet intrinsics, so the MMA step is left out."""
     stages = 4
 
@@ -227,8 +229,8 @@ def nvfp4_gemm() -> KernelProgram:
 
 
 def attention_fwd() -> KernelProgram:
-    """FlashAttention-4-style forward skeleton: S_i = Q_i K^T into TMEM, softmax warps write P_i over
-    the upper half of S_i, O_i += P_i V with P read from TMEM, then O drained through SMEM."""
+    """FlashAttention-4-style forward skeleton: S_i = Q_i K^T into TMEM, softmax warps write P_i
+    over the upper half of S_i, O_i += P_i V with P read from TMEM, then O drained through SMEM."""
     kv_stages, head_dim = 3, 128
     idesc_s = tcgen05_instr_descriptor(128, 128, "bfloat16", "bfloat16", "float32")
     idesc_o = tcgen05_instr_descriptor(

@@ -14,12 +14,11 @@ from types import SimpleNamespace
 from .dtype import DataType, as_dtype
 from .ir import builder as _b
 from .ir import intrinsics as _ix
-from .pool import SMEMPool, TMEMPool, TMEMStages
 
 # pools: the same classes as plan-only use; inside a kernel they emit
-SMEMPool = SMEMPool
-TMEMPool = TMEMPool
-TMEMStages = TMEMStages
+from .pool import SMEMPool as SMEMPool
+from .pool import TMEMPool as TMEMPool
+from .pool import TMEMStages as TMEMStages
 
 If, Then, Else = _b.If, _b.Then, _b.Else
 serial, unroll = _b.serial, _b.unroll

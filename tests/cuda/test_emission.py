@@ -64,7 +64,7 @@ def tmem_kernel(cta_group=1, sync=True, total=128):
 
 def _guarded(src: str, warp: int) -> str:
     match = re.search(
-        r"if \(\(\(\(int\)threadIdx\.x / 32\) == %d\)\) \{(.*?)\n  \}" % warp, src, re.S
+        rf"if \(\(\(\(int\)threadIdx\.x / 32\) == {warp}\)\) \{{(.*?)\n  \}}", src, re.S
     )
     assert match, f"no warp-{warp} guard"
     return match.group(1)

@@ -1,4 +1,5 @@
-"""On-GPU checks (marker ``gpu``; skipped without a GPU). scripts/gpu_check.sh runs them on the device."""
+"""On-GPU checks (marker ``gpu``; skipped without a GPU). scripts/gpu_check.sh runs them on the
+device."""
 
 import pytest
 

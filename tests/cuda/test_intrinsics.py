@@ -1,4 +1,5 @@
-"""Each intrinsic compiles for its target through NVRTC (ptxas checks the instruction exists there)."""
+"""Each intrinsic compiles for its target through NVRTC (ptxas checks the instruction exists
+there)."""
 
 import pytest
 
@@ -70,7 +71,7 @@ def wgmma_ops(n):
 @pytest.mark.parametrize("target", ["sm_80", "sm_90a", "sm_100a"])
 def test_thread_sync_compiles(target):
     if target == "sm_80":
-        with pytest.raises(Exception, match="elect.sync does not exist on sm_80"):
+        with pytest.raises(Exception, match=r"elect.sync does not exist on sm_80"):
             compile_body(target, sync_ops)
     else:
         compile_body(target, sync_ops)

@@ -1,4 +1,5 @@
-"""The hardware-oracle kernels of ``tilemem verify`` build and compile everywhere (CI has no GPU)."""
+"""The hardware-oracle kernels of ``tilemem verify`` build and compile everywhere (CI has no
+GPU)."""
 
 import pytest
 
@@ -12,7 +13,7 @@ def test_oracle_kernels_compile(mode):
     assert tile.byte_offset == 2048 and load.compile()
     store, _ = tma_store_kernel(mode, 4, (2, 32, row))
     assert store.compile()
-    mma, a, b = wgmma_kernel(mode, 128)
+    mma, _a, _b = wgmma_kernel(mode, 128)
     assert "m64n128k16" in mma.source and mma.compile()
 
 

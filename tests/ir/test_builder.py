@@ -77,7 +77,7 @@ def test_expressions_fold_constants_and_compare_structurally():
 
 
 def test_python_truth_of_an_expression_is_refused():
-    with pytest.raises(BuildError, match="T.If"):
+    with pytest.raises(BuildError, match=r"T.If"):
 
         @T.kernel(target="sm_80", block=32)
         def k(x: T.Buffer((1,), "int32")):
@@ -129,7 +129,7 @@ def test_instruction_missing_on_target_names_both():
 
 
 def test_direct_tmem_access_points_to_tcgen05():
-    with pytest.raises(BuildError, match="tcgen05.ld"):
+    with pytest.raises(BuildError, match=r"tcgen05.ld"):
 
         @T.kernel(target="sm_100a", block=128)
         def k(x: T.Buffer((1,), "float32")):
@@ -140,7 +140,7 @@ def test_direct_tmem_access_points_to_tcgen05():
 
 
 def test_tmem_address_needs_the_base_first():
-    with pytest.raises(BuildError, match="T.tmem_base"):
+    with pytest.raises(BuildError, match=r"T.tmem_base"):
 
         @T.kernel(target="sm_100a", block=128)
         def k(x: T.Buffer((1,), "float32")):
@@ -153,7 +153,7 @@ def test_tmem_address_needs_the_base_first():
 
 
 def test_calls_outside_a_kernel_are_refused():
-    with pytest.raises(IRError, match="inside a @T.kernel"):
+    with pytest.raises(IRError, match=r"inside a @T.kernel"):
         T.cuda.syncthreads()
     with pytest.raises(PoolStateError, match="outside a kernel"):
         T.SMEMPool().alloc((4,))[0]

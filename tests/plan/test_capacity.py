@@ -18,7 +18,8 @@ from tilemem.plan import (
     solve_stages,
 )
 
-# 128x256x64 bf16 GEMM: per stage A 16,384 + B 32,768 + full/empty barriers 16; fixed epilogue 16,384
+# 128x256x64 bf16 GEMM: per stage A 16,384 + B 32,768 + full/empty barriers 16; fixed epilogue
+# 16,384
 GEMM = [
     BufferRequest("A", (128, 64), "bfloat16", swizzle="128B", per_stage=True),
     BufferRequest("B", (256, 64), "bfloat16", swizzle="128B", per_stage=True),
@@ -157,7 +158,7 @@ def test_padding_advice_finds_a_better_order():
 def test_padding_advice_when_the_order_is_already_best():
     plan = hopper_gemm_bf16().plan().smem
     assert padding_advice(plan)[1] == "no allocation order saves bytes"
-    order, total = best_order(plan.entries)
+    _order, total = best_order(plan.entries)
     assert total == plan.high_water
 
 
@@ -194,6 +195,6 @@ def test_plan_only_pools_with_threads_check_tmem_at_commit():
     tmem = TMEMPool(smem, 512)
     smem.commit(100_000)
     with pytest.raises(
-        CapacityError, match="2 CTAs of this kernel .* 512 TMEM columns: 1024 > 512"
+        CapacityError, match=r"2 CTAs of this kernel .* 512 TMEM columns: 1024 > 512"
     ):
         tmem.commit()

@@ -1,5 +1,7 @@
 """Pool laws: without move_base_to no two buffers overlap and each honours its alignment."""
 
+import itertools
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -40,7 +42,7 @@ def test_smem_buffers_never_overlap_and_are_aligned(requests):
         assert buf.align >= buf.dtype.natural_align
         period = getattr(getattr(buf.layout, "swizzle", None), "period", 1) * buf.dtype.bits // 8
         assert buf.byte_offset % max(period, 1) == 0
-    for a, b in zip(bufs, bufs[1:]):
+    for a, b in itertools.pairwise(bufs):
         assert a.byte_offset + a.nbytes <= b.byte_offset
     assert smem.max_offset == max(b.byte_offset + b.nbytes for b in bufs)
     assert not any(e.overlaps for e in smem.plan().smem.entries)
@@ -67,7 +69,7 @@ def test_tmem_buffers_never_share_columns(requests):
             break
         placed.append(tmem.alloc((rows, 2 * half_cols), dtype))
     spans = sorted((b.col_offset, b.col_offset + b.cols) for b in placed)
-    for (a0, a1), (b0, b1) in zip(spans, spans[1:]):
+    for (_a0, a1), (b0, _b1) in itertools.pairwise(spans):
         assert a1 <= b0
     total = tmem.commit()
     assert total >= tmem.max_offset and total & (total - 1) == 0 and 32 <= total <= 512

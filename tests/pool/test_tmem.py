@@ -11,7 +11,7 @@ def pools(total_cols=512, **kw):
 
 
 def test_slot_is_a_4_byte_smem_word():
-    smem, tmem = pools()
+    _smem, tmem = pools()
     assert (
         tmem.slot.scope == "shared.dyn"
         and tmem.slot.nbytes == 4
@@ -162,7 +162,7 @@ def test_tmem_on_a_target_without_it_explains():
 def test_direct_indexing_of_tmem_points_to_tcgen05():
     _, tmem = pools()
     buf = tmem.alloc((128, 32))
-    with pytest.raises(PoolStateError, match="tcgen05.ld"):
+    with pytest.raises(PoolStateError, match=r"tcgen05.ld"):
         buf[0, 0]
 
 

@@ -124,7 +124,8 @@ class CudaCodegen:
             return out + [f"{pad}}}"]
         if isinstance(s, For):
             v = s.var.name
-            head = f"{pad}for (int {v} = {self.expr(s.start)}; {v} < {self.expr(s.start + s.extent)}; ++{v}) {{"
+            start, stop = self.expr(s.start), self.expr(s.start + s.extent)
+            head = f"{pad}for (int {v} = {start}; {v} < {stop}; ++{v}) {{"
             pragma = [f"{pad}#pragma unroll"] if s.kind == "unroll" else []
             return pragma + [head] + self.stmt(s.body, depth + 1) + [f"{pad}}}"]
         raise CodegenError(f"cannot lower statement {type(s).__name__}")
@@ -173,7 +174,8 @@ class CudaCodegen:
         region = []
         if k.regions:
             region = [
-                "  // the block's dynamic shared memory; pool offsets are relative to it, and swizzled",
+                "  // the block's dynamic shared memory; pool offsets are relative to it, and "
+                "swizzled",
                 "  // operands rely on its 1024-byte alignment",
                 f"  extern __shared__ __align__(1024) uint8_t {k.regions[0]}[];",
             ]

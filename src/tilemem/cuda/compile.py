@@ -11,7 +11,8 @@ _PTXAS_LINE = re.compile(r"ptxas[^\n]*line (\d+)")
 
 
 class CompileError(TilememError):
-    """NVRTC or ptxas rejected a generated kernel; the message has the log and the source around it."""
+    """NVRTC or ptxas rejected a generated kernel; the message has the log and the source around
+    it."""
 
 
 def _context(source: str, log: str, radius: int = 3) -> str:
@@ -31,7 +32,8 @@ def compile_cubin(source: str, arch: str, *, name: str = "kernel") -> bytes:
         from cuda.core import Program, ProgramOptions
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise CompileError(
-            "compiling needs the cuda extra: pip install 'tilemem[cuda]' (cuda-core, cuda-bindings, nvidia-cuda-nvrtc)"
+            "compiling needs the cuda extra: pip install 'tilemem[cuda]' (cuda-core, "
+            "cuda-bindings, nvidia-cuda-nvrtc)"
         ) from exc
     options = ProgramOptions(arch=arch, std="c++17", name=f"{name}.cu")
     try:

@@ -8,6 +8,7 @@ PTX syntax follows the PTX ISA 9.0 instruction pages named in each entry.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ..ir.nodes import Call
 
@@ -64,11 +65,15 @@ def _tma_load(call, gen):
     if call.attr("multicast"):
         ins.append(f'"h"((uint16_t)({gen.expr(rest[rank])}))')
         text = (
-            f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+            f"cp.async.bulk.tensor.{rank}d.shared::cluster.global"
+            ".mbarrier::complete_tx::bytes.multicast::cluster"
             f" [%1], [%0, {{{cs}}}], [%2], %{3 + rank};"
         )
     else:
-        text = f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes [%1], [%0, {{{cs}}}], [%2];"
+        text = (
+            f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.mbarrier::complete_tx::bytes"
+            f" [%1], [%0, {{{cs}}}], [%2];"
+        )
     return _asm(text, "", ", ".join(ins))
 
 
@@ -95,10 +100,14 @@ def _wgmma_mma(call, gen):
     text = (
         "{\\n.reg .pred p;\\n"
         f"setp.ne.b32 p, %{regs + 2}, 0;\\n"
-        f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ab}.{ab} {{{dlist}}}, %{regs}, %{regs + 1}, p, 1, 1, 0, 0;\\n}}"
+        f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ab}.{ab} {{{dlist}}}, "
+        f"%{regs}, %{regs + 1}, p, 1, 1, 0, 0;\\n}}"
     )
     outs = ", ".join(f'"+f"({acc.name}[{i}])' for i in range(regs))
-    ins = f'"l"((uint64_t)({gen.expr(a_desc)})), "l"((uint64_t)({gen.expr(b_desc)})), "r"((int32_t)({gen.expr(scale_d)}))'
+    ins = (
+        f'"l"((uint64_t)({gen.expr(a_desc)})), "l"((uint64_t)({gen.expr(b_desc)})), '
+        f'"r"((int32_t)({gen.expr(scale_d)}))'
+    )
     return _asm(text, outs, ins)
 
 
@@ -195,7 +204,7 @@ def _elect(call, gen):
     return "tm_elect_sync()"
 
 
-LOWER: dict[str, Callable[[Call, object], str]] = {
+LOWER: dict[str, Callable[[Call, Any], str]] = {
     "cuda.thread_idx": _thread_idx,
     "cuda.block_idx": _block_idx,
     "cuda.smem_addr": _smem_addr,
@@ -205,7 +214,8 @@ LOWER: dict[str, Callable[[Call, object], str]] = {
         f"bar.sync {call.attr('id')}, {call.attr('threads')};"
     ),
     "cuda.pack_bf16x2": lambda call, gen: (
-        f"((uint32_t)tm_f32_to_bf16({gen.expr(call.args[0])}) | ((uint32_t)tm_f32_to_bf16({gen.expr(call.args[1])}) << 16))"
+        f"((uint32_t)tm_f32_to_bf16({gen.expr(call.args[0])}) | "
+        f"((uint32_t)tm_f32_to_bf16({gen.expr(call.args[1])}) << 16))"
     ),
     "ptx.elect_sync": _elect,
     "ptx.mbarrier.init": _mbarrier_init,

@@ -10,7 +10,8 @@ from .compile import compile_cubin
 
 
 class KernelProgram:
-    """What ``@T.kernel`` returns: ``.ir`` (printable), ``.source`` (CUDA C++), ``.compile()`` (cubin)."""
+    """What ``@T.kernel`` returns: ``.ir`` (printable), ``.source`` (CUDA C++), ``.compile()``
+    (cubin)."""
 
     def __init__(self, ir: Kernel, pools=()):
         self.ir = ir

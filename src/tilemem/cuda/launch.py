@@ -50,7 +50,8 @@ def _check(result, what: str, kernel: str):
         driver = _driver()
         _, name = driver.cuGetErrorName(err)
         raise LaunchError(
-            f"kernel {kernel!r}: {what} failed with {name.decode() if isinstance(name, bytes) else name}"
+            f"kernel {kernel!r}: {what} failed with "
+            f"{name.decode() if isinstance(name, bytes) else name}"
         )
     return rest[0] if len(rest) == 1 else rest
 
@@ -86,7 +87,8 @@ def device_pointer(obj) -> int:
 
         return int(StridedMemoryView(obj, stream_ptr=-1).ptr)
     raise LaunchError(
-        f"cannot pass {type(obj).__name__} as a device buffer: give a torch/cupy array, a cuda.core Buffer, or an address"
+        f"cannot pass {type(obj).__name__} as a device buffer: give a torch/cupy array, a "
+        "cuda.core Buffer, or an address"
     )
 
 
@@ -116,7 +118,8 @@ class Launcher:
         arch = program.target.removeprefix("sm_").rstrip("a")
         if (int(arch[:-1]), int(arch[-1])) != (cc.major, cc.minor) and program.target.endswith("a"):
             raise LaunchError(
-                f"kernel {self.name!r} is built for {program.target}, which runs only on compute capability "
+                f"kernel {self.name!r} is built for {program.target}, which runs only on compute "
+                "capability "
                 f"{arch[:-1]}.{arch[-1]}; this device is {cc.major}.{cc.minor}"
             )
         if int(arch[:-1]) != cc.major:
@@ -142,7 +145,8 @@ class Launcher:
         )
         if smem > limit:
             raise LaunchError(
-                f"kernel {self.name!r} needs {smem} bytes of dynamic shared memory but this device allows "
+                f"kernel {self.name!r} needs {smem} bytes of dynamic shared memory but this device "
+                "allows "
                 f"{limit} per block (opt-in maximum): remove {smem - limit} bytes from its SMEMPool"
             )
         if smem > STATIC_SMEM_LIMIT:
@@ -178,7 +182,8 @@ class Launcher:
             else:
                 if not isinstance(arg, TensorMap):
                     raise LaunchError(
-                        f"kernel {self.name!r}: parameter {p.name} takes a tilemem TensorMap, got {type(arg).__name__}"
+                        f"kernel {self.name!r}: parameter {p.name} takes a tilemem TensorMap, got "
+                        f"{type(arg).__name__}"
                     )
                 keep.append(arg)
             values[p.name] = keep[-1]
@@ -210,13 +215,15 @@ class Launcher:
             return
         if len(shape) != len(want):
             raise LaunchError(
-                f"kernel {self.name!r}: {param.name} is {len(want)}-D, got an array of shape {shape}"
+                f"kernel {self.name!r}: {param.name} is {len(want)}-D, got an array of shape "
+                f"{shape}"
             )
         for dim, got in zip(want, shape):
             if isinstance(dim, Var):
                 if bound.setdefault(dim.name, got) != got:
                     raise LaunchError(
-                        f"kernel {self.name!r}: size {dim.name} is {bound[dim.name]} and {got} at once"
+                        f"kernel {self.name!r}: size {dim.name} is {bound[dim.name]} and {got} at "
+                        "once"
                     )
             elif dim != got:
                 raise LaunchError(
@@ -255,7 +262,8 @@ class Launcher:
                 ctypes.addressof(array),
                 0,
             ),
-            f"launch with grid {grid}, block {block}, {self.program.dyn_smem_bytes} bytes of dynamic shared memory",
+            f"launch with grid {grid}, block {block}, {self.program.dyn_smem_bytes} bytes of "
+            "dynamic shared memory",
             self.name,
         )
         del keep

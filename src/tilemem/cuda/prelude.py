@@ -26,7 +26,9 @@ typedef unsigned char tm_fp6x4_e3m2;
 // A TMA descriptor (CUtensorMap): 128 opaque bytes, 64-byte aligned.
 struct __align__(64) tm_tensormap { unsigned long long opaque[16]; };
 
-__device__ __forceinline__ float tm_bf16_to_f32(tm_bf16 x) { return __uint_as_float(((uint32_t)x) << 16); }
+__device__ __forceinline__ float tm_bf16_to_f32(tm_bf16 x) {
+  return __uint_as_float(((uint32_t)x) << 16);
+}
 __device__ __forceinline__ tm_bf16 tm_f32_to_bf16(float x) {
   tm_bf16 r; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(x)); return r;
 }
@@ -43,7 +45,8 @@ __device__ __forceinline__ uint32_t tm_smem_addr(const void* p) {
 
 # helpers a kernel pulls in only when it uses them (key -> C++ text)
 HELPERS = {
-    "mbarrier_wait": r"""__device__ __forceinline__ void tm_mbarrier_wait(uint32_t bar, uint32_t parity) {
+    "mbarrier_wait": r"""__device__ __forceinline__ void
+tm_mbarrier_wait(uint32_t bar, uint32_t parity) {
   asm volatile(
       "{\n"
       ".reg .pred done;\n"
@@ -53,7 +56,8 @@ HELPERS = {
       "}\n" :: "r"(bar), "r"(parity) : "memory");
 }
 """,
-    "mbarrier_try_wait": r"""__device__ __forceinline__ bool tm_mbarrier_try_wait(uint32_t bar, uint32_t parity) {
+    "mbarrier_try_wait": r"""__device__ __forceinline__ bool
+tm_mbarrier_try_wait(uint32_t bar, uint32_t parity) {
   uint32_t ok;
   asm volatile(
       "{\n"

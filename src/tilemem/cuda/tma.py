@@ -79,7 +79,8 @@ class TensorMapPlan:
 def plan_tile_map(
     buf: Buffer, address: int, rows: int, cols: int, row_pitch_bytes: int | None = None
 ) -> TensorMapPlan:
-    """Map a row-major global matrix ``rows x cols`` (at ``address``) to tiles of ``buf`` (shape ``(..., R, K)``)."""
+    """Map a row-major global matrix ``rows x cols`` (at ``address``) to tiles of ``buf`` (shape
+    ``(..., R, K)``)."""
     if not isinstance(buf, Buffer) or buf.scope != SMEM:
         raise TMAError(f"a TMA map copies into a shared-memory pool buffer, got {buf!r}")
     dtype = buf.dtype
@@ -94,12 +95,13 @@ def plan_tile_map(
     esize = dtype.bits // 8
     span = mode.row_bytes  # 16 bytes of one core-matrix column when not swizzled
     per_box_row = span // esize
-    if isinstance(buf.layout, ComposeLayout) or mode == SwizzleMode.SWIZZLE_NONE:
-        if tile_cols % per_box_row:
-            raise TMAError(
-                f"{buf.name}: K = {tile_cols} elements is not a multiple of the {span}-byte box row "
-                f"({per_box_row} elements) that {mode.name} allows"
-            )
+    if (
+        isinstance(buf.layout, ComposeLayout) or mode == SwizzleMode.SWIZZLE_NONE
+    ) and tile_cols % per_box_row:
+        raise TMAError(
+            f"{buf.name}: K = {tile_cols} elements is not a multiple of the "
+            f"{span}-byte box row ({per_box_row} elements) that {mode.name} allows"
+        )
     pitch = row_pitch_bytes if row_pitch_bytes is not None else cols * esize
     plan = TensorMapPlan(
         dtype=dtype,
@@ -131,14 +133,16 @@ def check_plan(plan: TensorMapPlan, what: str) -> None:
     for n, b in enumerate(plan.box):
         if not 1 <= b <= MAX_BOX:
             raise TMAError(
-                f"{what}: box dimension {n} is {b}; each must be in [1, {MAX_BOX}]: use a smaller tile or several loads"
+                f"{what}: box dimension {n} is {b}; each must be in [1, {MAX_BOX}]: use a smaller "
+                "tile or several loads"
             )
     if plan.address % 16:
         raise TMAError(f"{what}: the global address {plan.address:#x} is not 16-byte aligned")
     for n, s in enumerate(plan.global_strides):
         if s % 16:
             raise TMAError(
-                f"{what}: global stride {n + 1} is {s} bytes; TMA needs multiples of 16 (pad the rows)"
+                f"{what}: global stride {n + 1} is {s} bytes; TMA needs multiples of 16 (pad the "
+                "rows)"
             )
     for n, (d, b) in enumerate(zip(plan.global_dims, plan.box)):
         if b > d:

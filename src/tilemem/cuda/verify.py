@@ -13,8 +13,10 @@ Each check returns a :class:`CheckResult`. ``tilemem verify`` runs them all.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -76,7 +78,7 @@ def _expected_image(layout, values: np.ndarray, esize: int, nbytes: int) -> np.n
 def tma_load_kernel(mode: str, esize: int, shape: tuple, pad: int = 100):
     """(kernel, tile buffer): TMA-load a tile placed after ``pad`` bytes, copy its raw bytes out."""
     dtype = DTYPE_BY_SIZE[esize]
-    *lead, rows, cols = shape
+    *lead, rows, _cols = shape
     stages = math.prod(lead) if lead else 1
     info = {}
 
@@ -134,7 +136,8 @@ def check_tma_load(
 
 
 def tma_store_kernel(mode: str, esize: int, shape: tuple):
-    """(kernel, tile buffer): threads write ``src`` into the tile through its layout, TMA stores it."""
+    """(kernel, tile buffer): threads write ``src`` into the tile through its layout, TMA stores
+    it."""
     dtype = DTYPE_BY_SIZE[esize]
     *lead, rows, cols = shape
     if len(lead) > 1:
@@ -257,7 +260,7 @@ def check_wgmma(mode: str, n: int, k_tile: int = 64, seed: int = 2) -> CheckResu
 
 def all_checks(quick: bool = False):
     """(name, thunk) for every check; ``quick`` keeps one shape per mode."""
-    checks = []
+    checks: list[tuple[str, Callable[[], CheckResult]]] = []
     for mode in MODES:
         for esize in (1, 2, 4):
             row_elems = (16 << MODES.index(mode)) // esize if mode != "none" else 16 // esize
@@ -268,7 +271,7 @@ def all_checks(quick: bool = False):
                 checks.append(
                     (
                         f"tma_load {mode} {esize}B {shape}",
-                        lambda m=mode, e=esize, s=shape, p=pad: check_tma_load(m, e, s, pad=p),
+                        functools.partial(check_tma_load, mode, esize, shape, pad=pad),
                     )
                 )
             store_shapes = [(2, 32, k)] if quick else [(64, k), (2, 32, k)]
@@ -276,11 +279,11 @@ def all_checks(quick: bool = False):
                 checks.append(
                     (
                         f"tma_store {mode} {esize}B {shape}",
-                        lambda m=mode, e=esize, s=shape: check_tma_store(m, e, s),
+                        functools.partial(check_tma_store, mode, esize, shape),
                     )
                 )
         for n in (64, 128, 256):
-            checks.append((f"wgmma {mode} n{n}", lambda m=mode, n=n: check_wgmma(m, n)))
+            checks.append((f"wgmma {mode} n{n}", functools.partial(check_wgmma, mode, n)))
     return checks
 
 

@@ -90,7 +90,8 @@ class ScalarSpec:
 
 
 class TensorMapSpec:
-    """``T.TensorMap``: a TMA descriptor parameter, passed by value as ``const __grid_constant__``."""
+    """``T.TensorMap``: a TMA descriptor parameter, passed by value as
+    ``const __grid_constant__``."""
 
 
 class GlobalBuffer:
@@ -189,6 +190,7 @@ class Builder:
             region, offset = self.region, buf.byte_offset
         elif isinstance(pool.ptr, Buffer) and id(pool.ptr) in self.smem_vars:
             outer = self.smem_vars[id(pool.ptr)]  # a pool carved out of an existing buffer
+            assert outer.byte_offset is not None and buf.byte_offset is not None
             region, offset = outer.region, outer.byte_offset + buf.byte_offset
         else:
             raise IRError(
@@ -261,7 +263,8 @@ class Builder:
     def _element(self, buf: Buffer, index: tuple) -> Expr:
         if buf.dtype.bits < 8:
             raise IRError(
-                f"{buf.name} holds {buf.dtype.name}, {buf.dtype.bits}-bit elements packed into bytes; "
+                f"{buf.name} holds {buf.dtype.name}, {buf.dtype.bits}-bit elements packed into "
+                "bytes; "
                 "load and store them through a uint8 view of the same bytes"
             )
         return layout_index(buf.layout, index)["m"]
@@ -328,7 +331,7 @@ def build(fn: Callable, *, target, grid, block, cluster=None, name: str | None =
         _dims(block, "block"),
         _dims(cluster, "cluster") if cluster is not None else None,
     )
-    args = []
+    args: list[GlobalBuffer | Var | TensorMap] = []
     symbols: dict[str, Var] = {}
     hints = _parameters(fn)
     for pname, param in hints.items():
@@ -339,15 +342,16 @@ def build(fn: Callable, *, target, grid, block, cluster=None, name: str | None =
                 if isinstance(dim, str):
                     if dim not in symbols:
                         symbols[dim] = Var(_c_name(dim), INT32)
-                    dim = symbols[dim]
-                shape.append(dim)
+                    shape.append(symbols[dim])
+                else:
+                    shape.append(dim)
             var = BufferVar(builder.fresh(pname), spec.dtype, "global", tuple(shape))
             builder.params.append(Param(var.name, "buffer", var))
             args.append(GlobalBuffer(var, tuple(shape)))
         elif isinstance(spec, ScalarSpec):
-            var = Var(builder.fresh(pname), spec.dtype)
-            builder.params.append(Param(var.name, "scalar", var))
-            args.append(var)
+            scalar = Var(builder.fresh(pname), spec.dtype)
+            builder.params.append(Param(scalar.name, "scalar", scalar))
+            args.append(scalar)
         elif spec is TensorMapSpec or isinstance(spec, TensorMapSpec):
             tmap = TensorMap(builder.fresh(pname))
             builder.params.append(Param(tmap.name, "tensormap", tmap))
@@ -371,7 +375,8 @@ def build(fn: Callable, *, target, grid, block, cluster=None, name: str | None =
         if where is None:
             raise
         raise BuildError(
-            f"{where.filename}:{where.lineno} in {where.name}: {type(exc).__name__}: {exc}\n    {where.line}"
+            f"{where.filename}:{where.lineno} in {where.name}: {type(exc).__name__}: {exc}\n    "
+            f"{where.line}"
         ) from exc
     finally:
         _BUILDER.reset(token)
@@ -396,7 +401,8 @@ def _check_tmem_residency(builder: Builder) -> None:
 
 
 class If:
-    """``with T.If(cond):`` then ``with T.Then():`` / ``with T.Else():`` (or statements directly)."""
+    """``with T.If(cond):`` then ``with T.Then():`` / ``with T.Else():`` (or statements
+    directly)."""
 
     def __init__(self, cond):
         self.cond = convert(cond)
@@ -579,7 +585,8 @@ def tmem_base(pool) -> Var:
         return builder.tmem_bases[id(pool)]
     if not pool.committed:
         raise PoolStateError(
-            f"TMEM pool {pool.name!r}: commit() it (which emits tcgen05.alloc) before reading its base"
+            f"TMEM pool {pool.name!r}: commit() it (which emits tcgen05.alloc) before reading its "
+            "base"
         )
     builder.emit(Comment(f"TMEM: publish the base address of {pool.name} to every warp"))
     ix.tcgen05_fence_before()
@@ -593,7 +600,8 @@ def tmem_base(pool) -> Var:
 
 
 def tmem_addr(buf: Buffer, lane=0, col=0) -> Expr:
-    """``base + (lane << 16) + col_offset + col``; ``col`` counts 32-bit columns from the buffer's start."""
+    """``base + (lane << 16) + col_offset + col``; ``col`` counts 32-bit columns from the buffer's
+    start."""
     if not isinstance(buf, Buffer) or buf.scope != TMEM:
         raise IRError(f"tmem_addr takes a TMEM buffer, got {buf!r}")
     builder = current()

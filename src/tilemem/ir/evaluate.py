@@ -56,6 +56,8 @@ def evaluate(expr: Expr, env: Mapping[str, int] | None = None) -> int:
     """Value of an integer expression with variables bound by name in ``env``."""
     env = env or {}
     if isinstance(expr, Const):
+        if isinstance(expr.value, float):
+            raise IRError(f"cannot evaluate the float constant {expr.value} as an integer")
         return expr.value
     if isinstance(expr, Var):
         if expr.name not in env:

@@ -79,7 +79,8 @@ def named_barrier(barrier_id: int, threads: int) -> None:
     """``bar.sync id, threads``: synchronise a subset of warps (``threads`` a multiple of 32)."""
     if not 0 <= barrier_id < 16 or threads % 32 or threads <= 0:
         raise IRError(
-            f"bar.sync takes an id in [0, 16) and a positive multiple of 32 threads, got {barrier_id}, {threads}"
+            "bar.sync takes an id in [0, 16) and a positive multiple of 32 threads, got "
+            f"{barrier_id}, {threads}"
         )
     _emit("cuda.named_barrier", (), (("id", barrier_id), ("threads", threads)))
 
@@ -199,13 +200,15 @@ def _tile_boxes(buf: Buffer):
     per_box = layout_swizzle_mode(buf.layout).row_bytes * 8 // buf.dtype.bits
     if buf.shape[-1] % per_box:
         raise IRError(
-            f"{buf.name}: K = {buf.shape[-1]} is not a multiple of the {per_box}-element TMA box row"
+            f"{buf.name}: K = {buf.shape[-1]} is not a multiple of the {per_box}-element TMA box "
+            "row"
         )
     return per_box, buf.shape[-1] // per_box
 
 
 def tma_load_tile(tmap: TensorMap, buf: Buffer, bar, row, col, *lead) -> None:
-    """Load the (R, K) tile at global (row, col) into ``buf[lead...]``: one box per K column block."""
+    """Load the (R, K) tile at global (row, col) into ``buf[lead...]``: one box per K column
+    block."""
     per_box, boxes = _tile_boxes(buf)
     for b in range(boxes):
         tma_load(tmap, (buf, *lead, 0, b * per_box), bar, [binop("+", col, b * per_box), row])
@@ -244,6 +247,7 @@ def _descriptor(buf: Buffer, coords, high_fn) -> Expr:
             f"{buf.name} has {len(buf.shape)} dimensions; give all of them (stage..., row, k)"
         )
     geometry = operand_geometry(buf.layout, buf.dtype)
+    offset: int | Expr
     if all(isinstance(c, int) for c in coords):
         offset = operand_byte_offset(buf.layout, buf.dtype, coords)
     else:  # run-time coordinates: the unswizzled tile offset as arithmetic
@@ -285,7 +289,7 @@ def wgmma_wait_group(n: int = 0) -> None:
 def wgmma_mma_async(
     acc: LocalArray, a_desc, b_desc, *, n: int, dtype="bfloat16", scale_d=1
 ) -> None:
-    """``wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{dtype}.{dtype}`` with A and B from shared memory.
+    """``wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{dtype}.{dtype}``: A and B in shared memory.
 
     ``acc`` is the thread's ``n/2`` float32 accumulator registers (``T.alloc_local``).
     """
@@ -296,7 +300,8 @@ def wgmma_mma_async(
         raise IRError(f"wgmma m64nNk16: N must be a multiple of 8 in [8, 256], got {n}")
     if not isinstance(acc, LocalArray) or acc.dtype.name != "float32" or acc.shape != (n // 2,):
         raise IRError(
-            f"wgmma m64n{n}k16 accumulates into T.alloc_local({n // 2}, 'float32'), got {getattr(acc, 'shape', acc)!r}"
+            f"wgmma m64n{n}k16 accumulates into T.alloc_local({n // 2}, 'float32'), got "
+            f"{getattr(acc, 'shape', acc)!r}"
         )
     _emit(
         "ptx.wgmma.mma_async",
@@ -358,7 +363,8 @@ _LD_NUMS = (1, 2, 4, 8, 16, 32, 64, 128)
 
 
 def tcgen05_ld(dst: LocalArray, taddr, *, num: int) -> None:
-    """``tcgen05.ld.sync.aligned.32x32b.x{num}.b32``: ``num`` consecutive columns of this thread's lane."""
+    """``tcgen05.ld.sync.aligned.32x32b.x{num}.b32``: ``num`` consecutive columns of this thread's
+    lane."""
     if (
         num not in _LD_NUMS
         or not isinstance(dst, LocalArray)
@@ -366,7 +372,8 @@ def tcgen05_ld(dst: LocalArray, taddr, *, num: int) -> None:
         or dst.dtype.bits != 32
     ):
         raise IRError(
-            f"tcgen05.ld .32x32b.x{num}: num in {_LD_NUMS} into a 32-bit T.alloc_local of >= num elements"
+            f"tcgen05.ld .32x32b.x{num}: num in {_LD_NUMS} into a 32-bit T.alloc_local of >= num "
+            "elements"
         )
     _emit(
         "ptx.tcgen05.ld",
@@ -385,7 +392,8 @@ def tcgen05_st(taddr, src: LocalArray, *, num: int) -> None:
         or src.dtype.bits != 32
     ):
         raise IRError(
-            f"tcgen05.st .32x32b.x{num}: num in {_LD_NUMS} from a 32-bit T.alloc_local of >= num elements"
+            f"tcgen05.st .32x32b.x{num}: num in {_LD_NUMS} from a 32-bit T.alloc_local of >= num "
+            "elements"
         )
     _emit(
         "ptx.tcgen05.st",

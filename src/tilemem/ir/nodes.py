@@ -8,7 +8,7 @@ a :class:`Kernel`. Nothing here knows CUDA C++; ``cuda/`` lowers it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 from ..dtype import DataType
@@ -174,10 +174,10 @@ class Expr:
         return binop(">=", self, o)
 
     def __eq__(self, o):
-        return binop("==", self, o)  # type: ignore[override]
+        return binop("==", self, o)
 
     def __ne__(self, o):
-        return binop("!=", self, o)  # type: ignore[override]
+        return binop("!=", self, o)
 
     def __neg__(self):
         return UnOp("-", self, self.dtype)
@@ -249,11 +249,12 @@ class Load(Expr):
 
 @dataclass(frozen=True, eq=False, repr=False)
 class Call(Expr):
-    """An intrinsic: ``op`` names it (``"ptx.mbarrier.arrive"``), ``attrs`` are compile-time options."""
+    """An intrinsic: ``op`` names it (``"ptx.mbarrier.arrive"``), ``attrs`` are compile-time
+    options."""
 
     op: str
     args: tuple
-    dtype: DataType = DataType("int32")
+    dtype: DataType = INT32
     attrs: tuple = ()
 
     def attr(self, key, default=None):
@@ -386,7 +387,7 @@ def same(a, b) -> bool:
     """Structural equality of two IR values (``==`` builds comparison nodes)."""
     if type(a) is not type(b):
         return False
-    if isinstance(a, (Expr, Stmt)) and hasattr(a, "__dataclass_fields__"):
+    if isinstance(a, (Expr, Stmt)) and is_dataclass(a):
         return all(same(getattr(a, f.name), getattr(b, f.name)) for f in fields(a))
     if isinstance(a, tuple):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))

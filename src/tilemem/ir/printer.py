@@ -68,7 +68,8 @@ def expr_text(e: Expr, parent: int = 0) -> str:
         return f"{e.buffer.name}[{expr_text(e.index)}]"
     if isinstance(e, Call):
         if e.op in ("cuda.thread_idx", "cuda.block_idx"):
-            return f"{'threadIdx' if e.op == 'cuda.thread_idx' else 'blockIdx'}.{'xyz'[e.attr('axis')]}"
+            base = "threadIdx" if e.op == "cuda.thread_idx" else "blockIdx"
+            return f"{base}.{'xyz'[e.attr('axis')]}"
         parts = [
             expr_text(a) if isinstance(a, Expr) else getattr(a, "name", repr(a)) for a in e.args
         ]

@@ -13,6 +13,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -68,7 +69,8 @@ def _parse_stride(spec) -> tuple[int, str]:
 
 
 def row_major_strides(shape: Sequence[int]) -> list[int]:
-    strides, step = [], 1
+    strides: list[int] = []
+    step = 1
     for extent in reversed(shape):
         strides.insert(0, step)
         step *= extent
@@ -78,7 +80,10 @@ def row_major_strides(shape: Sequence[int]) -> list[int]:
 class Layout:
     """What every layout answers. Subclasses implement ``_apply_flat`` and ``size``."""
 
-    shape: tuple[int, ...]
+    if TYPE_CHECKING:
+
+        @property
+        def shape(self) -> tuple[int, ...]: ...
 
     # -- evaluation ---------------------------------------------------------
     def apply(self, *coords, shape: Sequence[int] | None = None) -> Positions:
@@ -165,6 +170,7 @@ class TileLayout(Layout):
     """
 
     __slots__ = ("_axes", "_offset", "replica", "shape", "shard")
+    shape: tuple[int, ...]
 
     def __init__(
         self,
@@ -174,7 +180,8 @@ class TileLayout(Layout):
         shape: Sequence[int] | None = None,
         axes: Sequence[str] = (),
     ) -> None:
-        """``axes`` names axes to report even when no Iter is left on them (kept by canonicalize)."""
+        """``axes`` names axes to report even when no Iter is left on them (kept by
+        canonicalize)."""
         self.shard = tuple(shard)
         self.replica = tuple(replica)
         if not self.shard:
@@ -276,7 +283,8 @@ class TileLayout(Layout):
         return math.prod(it.extent for it in self.shard if axis is None or it.axis == axis)
 
     def span(self, axis: str | None = None) -> int:
-        """``1 + sum((extent - 1) * stride)`` over shard and replica Iters on ``axis``, plus its offset."""
+        """``1 + sum((extent - 1) * stride)`` over shard and replica Iters on ``axis``, plus its
+        offset."""
         iters = [it for it in self.shard + self.replica if axis is None or it.axis == axis]
         offsets = [v for a, v in self._offset if axis is None or a == axis]
         return 1 + sum((it.extent - 1) * it.stride for it in iters) + sum(offsets)
@@ -352,7 +360,8 @@ class TileLayout(Layout):
         """
         if len(outer_shape) != len(inner_shape):
             raise LayoutError(
-                f"outer shape {tuple(outer_shape)} and inner shape {tuple(inner_shape)} differ in rank"
+                f"outer shape {tuple(outer_shape)} and inner shape {tuple(inner_shape)} differ in "
+                "rank"
             )
         outer_groups = self.iters_by_dim(outer_shape)
         inner_groups = inner.iters_by_dim(inner_shape)
@@ -399,7 +408,8 @@ class TileLayout(Layout):
         else:
             raise LayoutError(
                 f"a window of {length} starting at {start} on dimension {dim} of {self!r} "
-                "is not a strided layout: pick a window that stays inside one block or covers whole blocks"
+                "is not a strided layout: pick a window that stays inside one block or covers "
+                "whole blocks"
             )
         origin = [0] * len(self.shape)
         origin[dim] = start

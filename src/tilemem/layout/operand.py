@@ -55,7 +55,10 @@ class OperandGeometry:
 
 
 def _tile(layout: Layout) -> TileLayout:
-    return layout.tile if isinstance(layout, ComposeLayout) else layout
+    tile = layout.tile if isinstance(layout, ComposeLayout) else layout
+    if not isinstance(tile, TileLayout):
+        raise LayoutError(f"an MMA operand needs a (swizzled) TileLayout, got {layout!r}")
+    return tile
 
 
 def operand_geometry(layout: Layout, dtype: DTypeLike) -> OperandGeometry:
@@ -81,7 +84,8 @@ def operand_geometry(layout: Layout, dtype: DTypeLike) -> OperandGeometry:
         per16 = 128 // bits
         if cols % per16:
             raise LayoutError(
-                f"a no-swizzle operand needs K a multiple of {per16} elements (16 bytes), got {cols}"
+                f"a no-swizzle operand needs K a multiple of {per16} elements (16 bytes), got "
+                f"{cols}"
             )
         lbo = distance(0, per16) if cols > per16 else rows * 16
     else:
@@ -100,7 +104,8 @@ def operand_byte_offset(layout: Layout, dtype: DTypeLike, coords) -> int:
     *_, r, k = coords
     if r % 8 or (k * bits) % 128:
         raise LayoutError(
-            f"an MMA operand slice must start on an 8-row group and a 16-byte K chunk, got row {r}, k {k}"
+            "an MMA operand slice must start on an 8-row group and a 16-byte K chunk, got row "
+            f"{r}, k {k}"
         )
     return tile.apply(*coords)["m"] * bits // 8
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Sequence
-from typing import Union
 
 from ..dtype import DTypeLike, as_dtype
 from ..errors import LayoutError, SwizzleError
@@ -59,7 +58,7 @@ class SwizzleMode(enum.IntEnum):
         return "none" if self.value == 0 else f"{self.row_bytes}B"
 
 
-SwizzleModeLike = Union[SwizzleMode, int, str]
+SwizzleModeLike = SwizzleMode | int | str
 _BY_NAME = {
     "none": SwizzleMode.SWIZZLE_NONE,
     "32b": SwizzleMode.SWIZZLE_32B_ATOM,
@@ -77,7 +76,8 @@ def _elements_per_16_bytes(bits: int) -> int:
 
 
 def swizzle_for(dtype: DTypeLike, mode: SwizzleModeLike) -> SwizzleLayout:
-    """The element-unit swizzle of ``mode`` for ``dtype``: ``SwizzleLayout(log2(128/bits), L, 3)``."""
+    """The element-unit swizzle of ``mode`` for ``dtype``: ``SwizzleLayout(log2(128/bits), L,
+    3)``."""
     e16 = _elements_per_16_bytes(as_dtype(dtype).bits)
     return SwizzleLayout(e16.bit_length() - 1, SwizzleMode.parse(mode).value, 3)
 

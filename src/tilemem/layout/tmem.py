@@ -38,7 +38,8 @@ def tmem_datapath_layout(letter: str, rows: int, cols: int, sub_slab: int = 0) -
     want = DATAPATH_ROWS[letter]
     if rows != want:
         raise LayoutError(
-            f"data path {letter} ({DATAPATH_SHAPES[letter]}) holds {want} rows per CTA, got rows={rows}"
+            f"data path {letter} ({DATAPATH_SHAPES[letter]}) holds {want} rows per CTA, got "
+            f"rows={rows}"
         )
     if not isinstance(cols, int) or cols < 1:
         raise LayoutError(f"data path {letter}: cols must be a positive integer, got {cols!r}")
@@ -102,7 +103,8 @@ def sf_tmem_layout(
         )
     if sf_k < 1 or sf_k % sf_per_mma:
         raise LayoutError(
-            f"SF_K={sf_k} scale factors per row must be a positive multiple of sf_per_mma={sf_per_mma}"
+            f"SF_K={sf_k} scale factors per row must be a positive multiple of "
+            f"sf_per_mma={sf_per_mma}"
         )
     if sf_reuse < 1:
         raise LayoutError(f"sf_reuse must be >= 1, got {sf_reuse}")

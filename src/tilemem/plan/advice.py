@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable, Sequence
 
 from .packing import bump_total
 from .report import PoolPlan
@@ -13,6 +14,7 @@ _EXHAUSTIVE_UP_TO = 7  # buffers; 7! = 5040 orders
 def best_order(entries) -> tuple[list, int]:
     """(order, high-water) minimising the bump allocator's high-water mark."""
     entries = list(entries)
+    candidates: Iterable[Sequence]
     if len(entries) <= _EXHAUSTIVE_UP_TO:
         candidates = itertools.permutations(entries)
     else:  # widest alignment first keeps every cursor aligned for what follows

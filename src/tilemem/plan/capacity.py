@@ -70,7 +70,8 @@ def check_smem_capacity(pool: PoolPlan, target: Target) -> None:
         return
     excess = size - limit
     message = (
-        f"SMEM pool {pool.name!r} needs {size} bytes but {target.name} allows at most {limit} bytes "
+        f"SMEM pool {pool.name!r} needs {size} bytes but {target.name} allows at most {limit} "
+        "bytes "
         f"of dynamic shared memory per block: remove at least {excess} bytes.\n"
         f"buffers:\n{_buffer_lines(pool)}\n"
         f"padding lost to alignment: {pool.padding} bytes; total {size} bytes; limit {limit} bytes"
@@ -89,7 +90,8 @@ def check_smem_capacity(pool: PoolPlan, target: Target) -> None:
 def check_tmem_target(target: Target, pool_name: str) -> None:
     if not target.has_tmem:
         raise TargetError(
-            f"TMEM pool {pool_name!r}: {target.name} has no tensor memory; TMEM and tcgen05 exist on "
+            f"TMEM pool {pool_name!r}: {target.name} has no tensor memory; TMEM and tcgen05 exist "
+            "on "
             "sm_100a (Blackwell datacenter). Keep accumulators in registers on this target, or "
             "target sm_100a"
         )

@@ -31,22 +31,23 @@ class Occupancy:
 
     def lines(self) -> list[str]:
         out = [
-            f"{self.ctas_per_sm} CTA(s) per SM on {self.target} with {self.threads} threads, bound by {self.binding}"
+            f"{self.ctas_per_sm} CTA(s) per SM on {self.target} with {self.threads} threads, bound "
+            f"by {self.binding}"
         ]
         for name, value in self.limits.items():
             out.append(f"{name:<13} allows {value}")
         if self.tmem_cols:
             tmem_ok = self.tmem_cols * self.ctas_per_sm <= 512
             out.append(
-                f"{'tmem columns':<13} {self.tmem_cols} per CTA x {self.ctas_per_sm} = {self.tmem_cols * self.ctas_per_sm} "
-                f"of 512 {'(ok)' if tmem_ok else '(tcgen05.alloc would block: see check_tmem_residency)'}"
+                f"{'tmem columns':<13} {self.tmem_cols} per CTA x {self.ctas_per_sm} = "
+                f"{self.tmem_cols * self.ctas_per_sm} "
+                "of 512 "
+                f"{'(ok)' if tmem_ok else '(tcgen05.alloc would block: see check_tmem_residency)'}"
             )
         return out
 
 
-def occupancy(
-    smem_bytes: int, threads: int, target: str | Target, tmem_cols: int = 0
-) -> Occupancy:
+def occupancy(smem_bytes: int, threads: int, target: str | Target, tmem_cols: int = 0) -> Occupancy:
     target = get_target(target)
     if threads < 1 or threads > target.max_threads_per_block:
         raise CapacityError(
@@ -54,7 +55,8 @@ def occupancy(
         )
     if smem_bytes > target.max_smem_per_block:
         raise CapacityError(
-            f"{smem_bytes} bytes of shared memory per block exceed {target.name}'s {target.max_smem_per_block}: "
+            f"{smem_bytes} bytes of shared memory per block exceed {target.name}'s "
+            f"{target.max_smem_per_block}: "
             f"remove at least {smem_bytes - target.max_smem_per_block} bytes"
         )
     per_block = smem_bytes + target.reserved_smem_per_block
@@ -63,13 +65,11 @@ def occupancy(
         "threads": target.max_threads_per_sm // threads,
         "block slots": target.max_blocks_per_sm,
     }
-    binding = min(limits, key=limits.get)
+    binding = min(limits, key=limits.__getitem__)
     return Occupancy(target.name, threads, smem_bytes, tmem_cols, limits, limits[binding], binding)
 
 
-def plan_occupancy(
-    plan: MemoryPlan, threads: int, target: str | Target | None = None
-) -> Occupancy:
+def plan_occupancy(plan: MemoryPlan, threads: int, target: str | Target | None = None) -> Occupancy:
     target = target or plan.target
     if target is None:
         raise CapacityError(
@@ -89,9 +89,12 @@ def check_tmem_residency(occ: Occupancy) -> None:
         # smallest block size b with smem_per_sm // (b + reserve) <= fit
         need_smem = target.smem_per_sm // (fit + 1) + 1 - target.reserved_smem_per_block
         raise CapacityError(
-            f"{occ.ctas_per_sm} CTAs of this kernel fit on one {occ.target} SM (bound by {occ.binding}) and each "
-            f"allocates {occ.tmem_cols} TMEM columns: {occ.ctas_per_sm * occ.tmem_cols} > 512. tcgen05.alloc blocks "
-            f"until columns are free, so co-resident CTAs can wait on each other forever. Fix: allocate at most "
+            f"{occ.ctas_per_sm} CTAs of this kernel fit on one {occ.target} SM (bound by "
+            f"{occ.binding}) and each "
+            f"allocates {occ.tmem_cols} TMEM columns: {occ.ctas_per_sm * occ.tmem_cols} > 512. "
+            "tcgen05.alloc blocks "
+            "until columns are free, so co-resident CTAs can wait on each other forever. Fix: "
+            "allocate at most "
             f"{512 // occ.ctas_per_sm} columns per CTA, or keep at most {fit} CTA(s) per SM "
             f"(e.g. use at least {need_smem} bytes of shared memory per CTA, or more threads)"
         )

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..dtype import DTypeLike, as_dtype
 from ..errors import CapacityError
-from ..layout.smem import SwizzleMode, check_mma_tile, widest_swizzle
+from ..layout.smem import SwizzleMode, SwizzleModeLike, check_mma_tile, widest_swizzle
 from .packing import bump_total, check_align
 from .target import Target, get_target
 
@@ -22,12 +22,13 @@ _MMA_DEFAULT_ALIGN = 1024
 
 @dataclass(frozen=True)
 class BufferRequest:
-    """One buffer: ``swizzle`` set (a mode or ``"auto"``) means an MMA operand tile (``alloc_mma``)."""
+    """One buffer: ``swizzle`` set (a mode or ``"auto"``) means an MMA operand tile
+    (``alloc_mma``)."""
 
     name: str
     shape: tuple
     dtype: DTypeLike = "float32"
-    swizzle: object = None
+    swizzle: SwizzleModeLike | None = None
     align: int = 0
     per_stage: bool = False
 
@@ -57,7 +58,8 @@ class StageSolution:
 
     def __str__(self) -> str:
         return (
-            f"{self.stages} stage{'s' if self.stages != 1 else ''}: {self.bytes_used} of {self.limit} bytes used, {self.bytes_left} left "
+            f"{self.stages} stage{'s' if self.stages != 1 else ''}: {self.bytes_used} of "
+            f"{self.limit} bytes used, {self.bytes_left} left "
             f"({self.per_stage_bytes} bytes per stage)"
         )
 
@@ -86,7 +88,8 @@ def solve_stages(
     used = bytes_for(requests, 1)
     if used > limit:
         raise CapacityError(
-            f"even 1 stage needs {used} bytes but {get_target(target).name} with {ctas_per_sm} CTA(s) per SM "
+            f"even 1 stage needs {used} bytes but {get_target(target).name} with {ctas_per_sm} "
+            "CTA(s) per SM "
             f"allows {limit} per CTA: remove at least {used - limit} bytes"
         )
     stages = 1

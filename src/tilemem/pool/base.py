@@ -1,4 +1,5 @@
-"""Bookkeeping shared by SMEMPool and TMEMPool: a cursor, a high-water mark, buffers in order, moves."""
+"""Bookkeeping shared by SMEMPool and TMEMPool: a cursor, a high-water mark, buffers in order,
+moves."""
 
 from __future__ import annotations
 

@@ -75,4 +75,7 @@ class Buffer:
             if self.scope == SMEM
             else f"col_offset={self.col_offset}, cols={self.cols}"
         )
-        return f"Buffer({self.name!r}, {self.shape}, {self.dtype.name}, {self.scope}, {where}, layout={self.layout_name})"
+        return (
+            f"Buffer({self.name!r}, {self.shape}, {self.dtype.name}, {self.scope}, {where}, "
+            f"layout={self.layout_name})"
+        )

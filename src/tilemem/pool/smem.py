@@ -159,7 +159,8 @@ class SMEMPool(BumpPool):
         return self._place(shape, dtype, layout, align, name, f"mma {mode.label}")
 
     def move_base_to(self, offset: int) -> None:
-        """Set the cursor; buffers placed after this may overlay earlier ones (recorded in the plan)."""
+        """Set the cursor; buffers placed after this may overlay earlier ones (recorded in the
+        plan)."""
         self._check_open("move_base_to")
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise AllocationError(f"move_base_to needs a byte offset >= 0, got {offset!r}")
@@ -172,7 +173,8 @@ class SMEMPool(BumpPool):
             size = self._high_water
         elif size < self._high_water:
             raise AllocationError(
-                f"commit(size={size}) is below the high-water mark {self._high_water} bytes of pool "
+                f"commit(size={size}) is below the high-water mark {self._high_water} bytes of "
+                "pool "
                 f"{self.name!r}: pass size >= {self._high_water} or omit it"
             )
         if self.target is not None:

@@ -92,7 +92,8 @@ class TMEMPool(BumpPool):
             tmem_addr = pool.alloc((1,), "uint32", align=4, name=f"{self.name}_addr")
         elif tmem_addr.scope != SMEM or tmem_addr.dtype.bits != 32:
             raise AllocationError(
-                f"tmem_addr must be a 32-bit shared-memory buffer (the slot tcgen05.alloc writes), got {tmem_addr!r}"
+                "tmem_addr must be a 32-bit shared-memory buffer (the slot tcgen05.alloc writes), "
+                f"got {tmem_addr!r}"
             )
         self.slot = tmem_addr
         self.emitter = pool.emitter
@@ -112,7 +113,7 @@ class TMEMPool(BumpPool):
     @property
     def capacity(self) -> int:
         """Columns available to buffers: total_cols, or 512 while 'auto' is unresolved."""
-        return TMEM_MAX_COLS if self.total_cols == "auto" else self.total_cols
+        return self.total_cols if isinstance(self.total_cols, int) else TMEM_MAX_COLS
 
     # -- allocation ----------------------------------------------------------------
     def alloc(
@@ -149,7 +150,8 @@ class TMEMPool(BumpPool):
                 raise AllocationError(f"layout must be a Layout, got {layout!r}")
             if layout.size() != math.prod(shape):
                 raise AllocationError(
-                    f"layout holds {layout.size()} elements but shape {shape} has {math.prod(shape)}"
+                    f"layout holds {layout.size()} elements but shape {shape} has "
+                    f"{math.prod(shape)}"
                 )
             layout_name = describe_layout(layout)
         else:
@@ -168,7 +170,8 @@ class TMEMPool(BumpPool):
         lanes = layout.span("TLane")
         if lanes > TMEM_LANES:
             raise AllocationError(
-                f"buffer {shape} reaches TMEM lane {lanes - 1}; tensor memory has {TMEM_LANES} lanes"
+                f"buffer {shape} reaches TMEM lane {lanes - 1}; tensor memory has {TMEM_LANES} "
+                "lanes"
             )
         return self._place(shape, dtype, layout, cols, name, layout_name)
 
@@ -181,15 +184,18 @@ class TMEMPool(BumpPool):
         sf_reuse: int = 1,
         name: str | None = None,
     ) -> Buffer:
-        """Block-scale factors: shape ``(rows, SF_K * sf_reuse)`` or ``(pipe_depth, rows, SF_K * sf_reuse)``."""
+        """Block-scale factors: shape ``(rows, SF_K * sf_reuse)`` or ``(pipe_depth, rows, SF_K *
+        sf_reuse)``."""
         shape, dtype = normalize_shape(shape), as_dtype(dtype)
         if dtype.bits != 8:
             raise AllocationError(
-                f"scale factors are 8-bit (float8_e8m0fnu for MX, float8_e4m3fn for NVFP4), got {dtype.name}"
+                "scale factors are 8-bit (float8_e8m0fnu for MX, float8_e4m3fn for NVFP4), got "
+                f"{dtype.name}"
             )
         if len(shape) not in (2, 3):
             raise AllocationError(
-                f"alloc_sf shape is (rows, SF_K * sf_reuse) or (pipe_depth, rows, SF_K * sf_reuse), got {shape}"
+                "alloc_sf shape is (rows, SF_K * sf_reuse) or (pipe_depth, rows, SF_K * "
+                f"sf_reuse), got {shape}"
             )
         pipe_depth = shape[0] if len(shape) == 3 else None
         rows, width = shape[-2:]
@@ -219,16 +225,23 @@ class TMEMPool(BumpPool):
 
     # -- protocol --------------------------------------------------------------------
     def commit(self) -> int:
-        """Fix ``total_cols`` (resolving 'auto') and emit the guarded ``tcgen05.alloc``. Returns total_cols."""
+        """Fix ``total_cols`` (resolving 'auto') and emit the guarded ``tcgen05.alloc``. Returns
+        total_cols."""
         if self._committed:
             raise PoolStateError(
                 f"TMEM pool {self.name!r} is already committed; commit() runs once"
             )
-        if self.total_cols == "auto":
+        if not isinstance(self.total_cols, int):  # 'auto'
             need = max(TMEM_MIN_COLS, self._high_water)
             self.total_cols = 1 << (need - 1).bit_length()
         pool = self.smem_pool
-        if self.emitter is None and pool.target is not None and pool.threads and pool.committed:
+        if (
+            self.emitter is None
+            and pool.target is not None
+            and pool.threads
+            and pool.committed
+            and pool.size is not None
+        ):
             check_tmem_residency(occupancy(pool.size, pool.threads, pool.target, self.total_cols))
         self._committed = True
         if self.emitter is not None:
@@ -236,7 +249,8 @@ class TMEMPool(BumpPool):
         return self.total_cols
 
     def dealloc(self) -> None:
-        """Emit ``tcgen05.relinquish_alloc_permit`` + ``tcgen05.dealloc`` under the dealloc-warp guard; once."""
+        """Emit ``tcgen05.relinquish_alloc_permit`` + ``tcgen05.dealloc`` under the dealloc-warp
+        guard; once."""
         if not self._committed:
             raise PoolStateError(
                 f"dealloc() on TMEM pool {self.name!r} before commit(): nothing is allocated yet"
@@ -252,15 +266,21 @@ class TMEMPool(BumpPool):
     # -- plan --------------------------------------------------------------------------
     def pool_plan(self) -> PoolPlan:
         entries = self._entries((b, b.col_offset, b.cols, 1, 0) for b in self._buffers)
-        size = self.total_cols if self._committed or self.total_cols != "auto" else None
+        size = self.total_cols if isinstance(self.total_cols, int) else None  # None: 'auto'
         details = {
-            "alloc": f"cta_group::{self.cta_group}, warp {self.alloc_warp} allocates, warp {self.dealloc_warp} deallocates, slot {self.slot.name}@{self.slot.byte_offset}",
+            "alloc": (
+                f"cta_group::{self.cta_group}, warp {self.alloc_warp} allocates, "
+                f"warp {self.dealloc_warp} deallocates, "
+                f"slot {self.slot.name}@{self.slot.byte_offset}"
+            ),
         }
         for views in self.stage_views:
-            spans = [views.view(s) for s in range(views.stages)]
-            details[f"stages of {views.buf.name}"] = ", ".join(
-                f"[{s}] cols {v.col_offset}..{v.col_offset + v.cols}" for s, v in enumerate(spans)
-            )
+            spans = []
+            for s in range(views.stages):
+                v = views.view(s)
+                assert v.col_offset is not None and v.cols is not None
+                spans.append(f"[{s}] cols {v.col_offset}..{v.col_offset + v.cols}")
+            details[f"stages of {views.buf.name}"] = ", ".join(spans)
         return PoolPlan(
             self.name, TMEM, "cols", entries, self._high_water, size, tuple(self._moves), details
         )
@@ -288,7 +308,8 @@ class TMEMPool(BumpPool):
         end = self._cursor + cols
         if end > self.capacity:
             raise TMEMOverflowError(
-                f"TMEM overflow in pool {self.name!r}: buffer {name or ''} {shape} {dtype.name} needs "
+                f"TMEM overflow in pool {self.name!r}: buffer {name or ''} {shape} {dtype.name} "
+                "needs "
                 f"columns [{self._cursor}, {end}) but total_cols is {self.capacity}; "
                 f"free {end - self.capacity} columns, alias with move_base_to, or raise total_cols"
             )
@@ -338,8 +359,10 @@ class TMEMStages:
         last = col_start + (stages - 1) * stride + width
         if last > buf.shape[1]:
             raise AllocationError(
-                f"TMEMStages over {buf.name!r}: {stages} stages of {width} columns, stride {stride}, "
-                f"from column {col_start} reach column {last}, beyond the buffer's {buf.shape[1]} columns"
+                f"TMEMStages over {buf.name!r}: {stages} stages of {width} columns, stride "
+                f"{stride}, "
+                f"from column {col_start} reach column {last}, beyond the buffer's {buf.shape[1]} "
+                "columns"
             )
         self.buf, self.col_start, self.width, self.stages, self.stride = (
             buf,
@@ -362,7 +385,8 @@ class TMEMStages:
         stop = self.width if window.stop is None else window.stop
         if not 0 <= start < stop <= self.width:
             raise AllocationError(
-                f"slice [{start}:{stop}] of a stage of {self.buf.name!r} must lie within its {self.width} columns"
+                f"slice [{start}:{stop}] of a stage of {self.buf.name!r} must lie within its "
+                f"{self.width} columns"
             )
         if isinstance(stage, bool) or not isinstance(stage, int):
             emitter = self.buf.pool.emitter if self.buf.pool is not None else None
@@ -371,7 +395,8 @@ class TMEMStages:
             return emitter.tmem_stage(self, stage, start, stop)
         if not 0 <= stage < self.stages:
             raise AllocationError(
-                f"stage {stage} out of range for {self.stages} stages over {self.buf.name!r} (0..{self.stages - 1})"
+                f"stage {stage} out of range for {self.stages} stages over {self.buf.name!r} "
+                f"(0..{self.stages - 1})"
             )
         return self.view(stage, start, stop)
 
@@ -379,6 +404,8 @@ class TMEMStages:
         """The Buffer for ``stage`` narrowed to ``[start, stop)``; its layout is exact."""
         stop = self.width if stop is None else stop
         buf = self.buf
+        if not isinstance(buf.layout, TileLayout) or buf.col_offset is None:
+            raise LayoutError(f"TMEMStages needs a TMEM buffer with a TileLayout, got {buf!r}")
         first = self.col_start + stage * self.stride + start
         layout = buf.layout.window(1, first, stop - start)
         offset = layout.offset
