@@ -424,7 +424,15 @@ class Workers:
         """Run every mutant against the tests ``select`` picks for it; none picked: uncovered."""
         pending = list(reversed(mutants))
         free = list(self.dirs)
-        running: dict[int, tuple[Mutant, Path, bytes, float]] = {}
+        running: dict[int, tuple[Mutant, Path, bytes, list[str], float]] = {}
+        try:
+            self._loop(pending, free, running, select, timeout, done)
+        finally:
+            for pid in running:  # interrupted: no child outlives the run
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+
+    def _loop(self, pending, free, running, select, timeout, done) -> None:
         while pending or running:
             while pending and free:
                 mutant = pending.pop()
@@ -440,9 +448,9 @@ class Workers:
                 pid = os.fork()
                 if pid == 0:
                     _child(workdir, tests)
-                running[pid] = (mutant, workdir, original, time.monotonic())
+                running[pid] = (mutant, workdir, original, tests, time.monotonic())
             time.sleep(0.01)
-            for pid, (mutant, workdir, original, begin) in list(running.items()):
+            for pid, (mutant, workdir, original, tests, begin) in list(running.items()):
                 finished, status = os.waitpid(pid, os.WNOHANG)
                 elapsed = time.monotonic() - begin
                 if finished == 0 and elapsed < timeout:
@@ -562,7 +570,7 @@ def _run_module(
         mutants = [m for m in mutants if low <= m.line <= high]
     preload(tests)
     baseline, coverage = workers.baseline(tests, str(module.relative_to(ROOT)))
-    timeout = args.timeout or max(20.0, 3 * baseline + 10)
+    timeout = args.timeout or max(20.0, baseline + 10)  # the traced baseline is already ~3x slower
     report(
         f"{module.relative_to(ROOT)}: {len(mutants)} mutants, tests {' '.join(tests)} "
         f"({baseline:.1f} s unmutated, limit {timeout:.0f} s)"
@@ -602,7 +610,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--module", nargs="+", required=True, help="module files or folders")
     parser.add_argument("--tests", nargs="+", help="test files/folders (default: by layer)")
     parser.add_argument("--jobs", type=int, default=1, help="mutants run at once (default 1)")
-    parser.add_argument("--timeout", type=float, help="seconds per mutant (default 3x + 10 s)")
+    parser.add_argument(
+        "--timeout", type=float, help="seconds per mutant (default: traced baseline + 10 s)"
+    )
     parser.add_argument("--survivors", type=Path, help="write surviving mutants to this file")
     parser.add_argument(
         "--equivalent", type=Path, default=ROOT / "docs" / "mutation_equivalent.txt"
@@ -611,6 +621,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
     parser.add_argument("--verbose", action="store_true", help="print every outcome")
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # clean up on kill
 
     modules = modules_from(args.module)
     if args.list:

@@ -1,0 +1,156 @@
+"""Stage solver and per-CTA shared-memory limit, pinned at their exact boundaries.
+
+Limits from HARDWARE.md's table (CUDA C++ Programming Guide, compute capability 9.0/10.0):
+228 KiB = 233,472 B of shared memory per SM, opt-in maximum 227 KiB = 232,448 B per block,
+1 KiB reserved by the system per resident block. MMA tiles default to 1024-byte alignment
+(SPEC section 3, ``alloc_mma(..., align=1024)``); a swizzled tile also needs its swizzle
+period (256/512/1024 B for 32B/64B/128B, HARDWARE.md "Swizzle modes").
+"""
+
+import pytest
+
+from tilemem.errors import CapacityError, SwizzleError
+from tilemem.plan import BufferRequest, smem_limit, solve_stages
+
+SM90_BLOCK_MAX = 232_448
+BARRIERS = BufferRequest("bars", (2,), "uint64")  # 16 bytes at offset 0
+
+
+def test_smem_limit_defaults_to_one_cta_per_sm():
+    # min(232,448, 233,472 // 1 - 1,024 = 232,448)
+    assert smem_limit("sm_90a") == SM90_BLOCK_MAX
+
+
+@pytest.mark.parametrize(
+    ("target", "ctas", "limit"),
+    [
+        ("sm_90a", 2, 233_472 // 2 - 1_024),  # 115,712
+        ("sm_90a", 3, 233_472 // 3 - 1_024),  # 76,800
+        ("sm_86", 2, 102_400 // 2 - 1_024),  # 50,176
+        ("sm_86", 1, 101_376),  # 102,400 - 1,024 = the 99 KiB block maximum
+    ],
+)
+def test_smem_limit_shares_the_sm_between_ctas(target, ctas, limit):
+    assert smem_limit(target, ctas) == limit
+
+
+@pytest.mark.parametrize("ctas", [0, -1])
+def test_smem_limit_refuses_fewer_than_one_cta(ctas):
+    with pytest.raises(CapacityError, match=rf"ctas_per_sm must be >= 1, got {ctas}"):
+        smem_limit("sm_90a", ctas)
+
+
+def test_one_stage_filling_the_block_exactly_fits():
+    # (1, 232,448) uint8 = exactly the sm_90a block maximum: fits, 0 bytes left
+    sol = solve_stages([BufferRequest("x", (SM90_BLOCK_MAX,), "uint8", per_stage=True)], "sm_90a")
+    assert (sol.stages, sol.bytes_used, sol.bytes_left) == (1, SM90_BLOCK_MAX, 0)
+
+
+def test_one_byte_over_the_block_is_refused():
+    request = BufferRequest("x", (SM90_BLOCK_MAX + 1,), "uint8", per_stage=True)
+    with pytest.raises(CapacityError, match="needs 232449 bytes .* remove at least 1 bytes"):
+        solve_stages([request], "sm_90a")
+
+
+def test_two_stages_filling_the_block_exactly_are_both_taken():
+    # 2 x 116,224 = 232,448: the second stage fits with 0 bytes left
+    request = BufferRequest("x", (SM90_BLOCK_MAX // 2,), "uint8", per_stage=True)
+    sol = solve_stages([request], "sm_90a")
+    assert (sol.stages, sol.bytes_left, sol.per_stage_bytes) == (2, 0, 116_224)
+
+
+def test_stage_count_stops_at_64_by_default():
+    # 8 bytes per stage: 64 stages = 512 bytes, far below the limit; the cap decides
+    sol = solve_stages([BufferRequest("bar", (), "uint64", per_stage=True)], "sm_90a")
+    assert (sol.stages, sol.bytes_used) == (64, 512)
+
+
+@pytest.mark.parametrize("cap", [1, 2, 7])
+def test_stage_count_stops_at_max_stages(cap):
+    request = BufferRequest("bar", (), "uint64", per_stage=True)
+    sol = solve_stages([request], "sm_90a", max_stages=cap)
+    assert (sol.stages, sol.bytes_used) == (cap, 8 * cap)
+
+
+def test_solver_needs_a_per_stage_buffer():
+    with pytest.raises(CapacityError, match=r"at least one per_stage=True buffer"):
+        solve_stages([BARRIERS], "sm_90a")
+
+
+def test_swizzled_tile_defaults_to_1024_byte_alignment():
+    # a 32B-swizzled (8, 16) bf16 tile is 256 bytes with a 256-byte period, but an MMA tile
+    # starts on 1024 bytes unless told otherwise: 16 B of barriers, tile at 1024
+    tile = BufferRequest("A", (8, 16), "bfloat16", swizzle="32B", per_stage=True)
+    sol = solve_stages([BARRIERS, tile], "sm_90a", max_stages=1)
+    assert sol.bytes_used == 1024 + 256
+
+
+def test_explicit_alignment_is_raised_to_the_swizzle_period():
+    # align=16 asked, 128B swizzle needs 1024: the tile still starts at 1024
+    tile = BufferRequest("A", (8, 64), "bfloat16", swizzle="128B", align=16, per_stage=True)
+    assert solve_stages([BARRIERS, tile], "sm_90a", max_stages=1).bytes_used == 1024 + 1024
+
+
+def test_explicit_alignment_above_the_period_is_kept():
+    # 32B period 256 < align 2048: the tile starts at 2048
+    tile = BufferRequest("A", (8, 16), "bfloat16", swizzle="32B", align=2048, per_stage=True)
+    assert solve_stages([BARRIERS, tile], "sm_90a", max_stages=1).bytes_used == 2048 + 256
+
+
+@pytest.mark.parametrize(
+    ("shape", "period"),
+    [
+        ((8, 64), 1024),  # 128-byte rows -> 128B swizzle, period 1024
+        ((8, 32), 512),  # 64-byte rows -> 64B, period 512
+        ((8, 16), 256),  # 32-byte rows -> 32B, period 256
+        ((8, 8), 16),  # 16-byte rows -> no swizzle, 16-byte core matrices
+    ],
+)
+def test_auto_swizzle_follows_the_row_width(shape, period):
+    # align=16 leaves the period as the only alignment above 16: it shows the mode picked
+    tile = BufferRequest("A", shape, "bfloat16", swizzle="auto", align=16, per_stage=True)
+    sol = solve_stages([BARRIERS, tile], "sm_90a", max_stages=1)
+    assert sol.bytes_used == max(16, period) + shape[0] * shape[1] * 2
+
+
+def test_auto_swizzle_reads_the_row_of_a_staged_tile():
+    # (stages, 128, 32) bf16: rows of 64 bytes -> 64B; reading 128 as the row would pick
+    # 128B and then refuse the 64-byte rows
+    tile = BufferRequest("A", (128, 32), "bfloat16", swizzle="auto", per_stage=True)
+    sol = solve_stages([tile], "sm_90a", max_stages=2)
+    assert (sol.stages, sol.bytes_used) == (2, 2 * 128 * 32 * 2)
+
+
+@pytest.mark.parametrize(
+    ("shape", "mode", "words"),
+    [
+        ((100, 64), "128B", "multiple of 8"),  # rows not in 8-row atoms
+        ((128, 48), "128B", "multiple of 128 bytes"),  # 96-byte rows
+    ],
+)
+def test_explicit_swizzle_is_checked_by_the_solver(shape, mode, words):
+    tile = BufferRequest("A", shape, "bfloat16", swizzle=mode, per_stage=True)
+    with pytest.raises(SwizzleError, match=words):
+        solve_stages([tile], "sm_90a")
+
+
+def test_solution_text_names_stages_and_bytes():
+    # 4 x 49,168 + 16,384 + padding of the GEMM in test_capacity: numbers from there
+    sol = solve_stages(
+        [
+            BufferRequest("A", (128, 64), "bfloat16", swizzle="128B", per_stage=True),
+            BufferRequest("B", (256, 64), "bfloat16", swizzle="128B", per_stage=True),
+            BufferRequest("C_epilogue", (128, 64), "bfloat16", swizzle="128B"),
+            BufferRequest("full_bar", (), "uint64", per_stage=True),
+            BufferRequest("empty_bar", (), "uint64", per_stage=True),
+        ],
+        "sm_90a",
+    )
+    assert str(sol) == (
+        "4 stages: 213056 of 232448 bytes used, 19392 left (49168 bytes per stage)"
+    )
+
+
+def test_solution_text_for_one_stage_is_singular():
+    sol = solve_stages([BufferRequest("x", (SM90_BLOCK_MAX,), "uint8", per_stage=True)], "sm_90a")
+    assert str(sol) == "1 stage: 232448 of 232448 bytes used, 0 left (232448 bytes per stage)"
