@@ -345,8 +345,16 @@ def attention_fwd() -> KernelProgram:
     return kernel
 
 
+def hopper_gemm_persistent() -> KernelProgram:
+    """The production Hopper GEMM (``gemm/hopper.py``): persistent, warp-specialised."""
+    from .gemm.hopper import hopper_gemm_persistent as build
+
+    return build()
+
+
 KERNELS: dict[str, Callable[[], KernelProgram]] = {
     "hopper-gemm": hopper_gemm,
+    "hopper-gemm-persistent": hopper_gemm_persistent,
     "blackwell-gemm": blackwell_gemm,
     "nvfp4-gemm": nvfp4_gemm,
     "attention-fwd": attention_fwd,

@@ -26,6 +26,7 @@ evaluate, let, cast, select = _b.evaluate, _b.let, _b.cast, _b.select
 all_of, any_of, min, max = _b.all_of, _b.any_of, _b.min_, _b.max_
 alloc_local = _b.alloc_local
 thread_id, block_id, warp_id, lane_id = _b.thread_id, _b.block_id, _b.warp_id, _b.lane_id
+grid_dim = _b.grid_dim
 smem_addr, tmem_base, tmem_addr = _b.smem_addr, _b.tmem_base, _b.tmem_addr
 TensorMap = _b.TensorMapSpec
 BuildError = _b.BuildError
@@ -69,6 +70,11 @@ pack_bf16x2 = _ix.pack_bf16x2
 
 ptx = SimpleNamespace(
     elect_sync=_ix.elect_sync,
+    setmaxnreg=SimpleNamespace(
+        inc=lambda count: _ix.setmaxnreg(count, increase=True),
+        dec=lambda count: _ix.setmaxnreg(count, increase=False),
+    ),
+    stmatrix_x4=_ix.stmatrix_x4,
     mbarrier=SimpleNamespace(
         init=_ix.mbarrier_init,
         arrive=_ix.mbarrier_arrive,
@@ -87,6 +93,7 @@ ptx = SimpleNamespace(
         store_tile=_ix.tma_store_tile,
         commit_group=_ix.bulk_commit_group,
         wait_group_read=_ix.bulk_wait_group_read,
+        wait_group=_ix.bulk_wait_group,
     ),
     wgmma=SimpleNamespace(
         fence=_ix.wgmma_fence,

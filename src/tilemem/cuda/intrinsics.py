@@ -182,6 +182,21 @@ def _tcgen05_commit(call, gen):
     )
 
 
+def _stmatrix_x4(call, gen):
+    addr, *words = call.args
+    ins = [f'"r"({gen.expr(addr)})'] + [f'"r"((uint32_t)({gen.expr(w)}))' for w in words]
+    return _asm(
+        "stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};", "", ", ".join(ins)
+    )
+
+
+def _named_barrier(call, gen):
+    threads = call.attr("threads")
+    if not call.args:
+        return _asm(f"bar.sync {call.attr('id')}, {threads};")
+    return _asm(f"bar.sync %0, {threads};", "", f'"r"({gen.expr(call.args[0])})')
+
+
 def _simple(text: str) -> Callable:
     return lambda call, gen: _asm(text)
 
@@ -192,6 +207,10 @@ def _thread_idx(call, gen):
 
 def _block_idx(call, gen):
     return f"(int)blockIdx.{'xyz'[call.attr('axis')]}"
+
+
+def _grid_dim(call, gen):
+    return f"(int)gridDim.{'xyz'[call.attr('axis')]}"
 
 
 def _smem_addr(call, gen):
@@ -207,12 +226,11 @@ def _elect(call, gen):
 LOWER: dict[str, Callable[[Call, Any], str]] = {
     "cuda.thread_idx": _thread_idx,
     "cuda.block_idx": _block_idx,
+    "cuda.grid_dim": _grid_dim,
     "cuda.smem_addr": _smem_addr,
     "cuda.syncthreads": lambda call, gen: "__syncthreads()",
     "cuda.syncwarp": lambda call, gen: f"__syncwarp({gen.expr(call.args[0])})",
-    "cuda.named_barrier": lambda call, gen: _asm(
-        f"bar.sync {call.attr('id')}, {call.attr('threads')};"
-    ),
+    "cuda.named_barrier": _named_barrier,
     "cuda.pack_bf16x2": lambda call, gen: (
         f"((uint32_t)tm_f32_to_bf16({gen.expr(call.args[0])}) | "
         f"((uint32_t)tm_f32_to_bf16({gen.expr(call.args[1])}) << 16))"
@@ -231,6 +249,11 @@ LOWER: dict[str, Callable[[Call, Any], str]] = {
     "ptx.bulk.wait_group_read": lambda call, gen: _asm(
         f"cp.async.bulk.wait_group.read {call.attr('n')};"
     ),
+    "ptx.bulk.wait_group": lambda call, gen: _asm(f"cp.async.bulk.wait_group {call.attr('n')};"),
+    "ptx.setmaxnreg": lambda call, gen: _asm(
+        f"setmaxnreg.{call.attr('action')}.sync.aligned.u32 {call.attr('count')};"
+    ),
+    "ptx.stmatrix_x4": _stmatrix_x4,
     "ptx.wgmma.fence": _simple("wgmma.fence.sync.aligned;"),
     "ptx.wgmma.commit_group": _simple("wgmma.commit_group.sync.aligned;"),
     "ptx.wgmma.wait_group": lambda call, gen: _asm(

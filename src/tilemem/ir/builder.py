@@ -543,6 +543,11 @@ def block_id(axis: int = 0) -> Expr:
     return Call("cuda.block_idx", (), INT32, (("axis", axis),))
 
 
+def grid_dim(axis: int = 0) -> Expr:
+    """Blocks in the grid along ``axis`` (``gridDim``): the stride of a persistent tile loop."""
+    return Call("cuda.grid_dim", (), INT32, (("axis", axis),))
+
+
 def warp_id() -> Expr:
     """Warp index within the block (``threadIdx.x / 32``; 1-D blocks)."""
     return binop("//", thread_id(), 32)

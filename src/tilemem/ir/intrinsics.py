@@ -75,14 +75,22 @@ def syncwarp(mask: int = 0xFFFFFFFF) -> None:
     _emit("cuda.syncwarp", (Const(mask, UINT32),))
 
 
-def named_barrier(barrier_id: int, threads: int) -> None:
-    """``bar.sync id, threads``: synchronise a subset of warps (``threads`` a multiple of 32)."""
-    if not 0 <= barrier_id < 16 or threads % 32 or threads <= 0:
+def named_barrier(barrier_id, threads: int) -> None:
+    """``bar.sync id, threads``: synchronise a subset of warps (``threads`` a multiple of 32).
+
+    ``barrier_id`` is an int in [0, 16) or an expression computed at run time (one barrier per
+    warpgroup, say).
+    """
+    fixed = isinstance(barrier_id, int)
+    if (fixed and not 0 <= barrier_id < 16) or threads % 32 or threads <= 0:
         raise IRError(
             "bar.sync takes an id in [0, 16) and a positive multiple of 32 threads, got "
             f"{barrier_id}, {threads}"
         )
-    _emit("cuda.named_barrier", (), (("id", barrier_id), ("threads", threads)))
+    if fixed:
+        _emit("cuda.named_barrier", (), (("id", barrier_id), ("threads", threads)))
+    else:
+        _emit("cuda.named_barrier", (convert(barrier_id),), (("threads", threads),))
 
 
 def pack_bf16x2(lo, hi) -> Expr:
@@ -221,6 +229,17 @@ def tma_store_tile(tmap: TensorMap, buf: Buffer, row, col, *lead) -> None:
         tma_store(tmap, (buf, *lead, 0, b * per_box), [binop("+", col, b * per_box), row])
 
 
+def bulk_wait_group(n: int = 0) -> None:
+    """``cp.async.bulk.wait_group n``: at most ``n`` bulk groups pending, their writes done."""
+    _emit(
+        "ptx.bulk.wait_group",
+        (),
+        (("n", int(n)),),
+        feature="tma",
+        instruction="cp.async.bulk.wait_group",
+    )
+
+
 def bulk_commit_group() -> None:
     _emit("ptx.bulk.commit_group", feature="tma", instruction="cp.async.bulk.commit_group")
 
@@ -232,6 +251,45 @@ def bulk_wait_group_read(n: int = 0) -> None:
         (("n", int(n)),),
         feature="tma",
         instruction="cp.async.bulk.wait_group.read",
+    )
+
+
+# -- registers and shared-memory stores (sm_90) ---------------------------------------------
+
+
+def setmaxnreg(count: int, *, increase: bool) -> None:
+    """``setmaxnreg.{inc,dec}.sync.aligned.u32 count``: the warpgroup's per-thread register budget.
+
+    PTX ISA 9.0, "setmaxnreg": ``count`` in [24, 256] and a multiple of 8; every thread of the
+    warpgroup executes it. It takes effect only under a register cap at kernel entry
+    (``__launch_bounds__``, which every tilemem kernel carries).
+    """
+    if not 24 <= count <= 256 or count % 8:
+        raise IRError(f"setmaxnreg takes a multiple of 8 in [24, 256], got {count}")
+    _emit(
+        "ptx.setmaxnreg",
+        (),
+        (("count", count), ("action", "inc" if increase else "dec")),
+        feature="setmaxnreg",
+        instruction="setmaxnreg",
+    )
+
+
+def stmatrix_x4(addr, words) -> None:
+    """``stmatrix.sync.aligned.m8n8.x4.shared.b16 [addr], {w0, w1, w2, w3}``.
+
+    Four 8x8 b16 matrices: lanes 8i..8i+7 give the 16-byte row addresses of matrix i, and each
+    lane's word ``w_i`` holds its two elements of matrix i (row lane / 4, columns 2 (lane % 4)
+    and +1), the layout of a wgmma accumulator fragment (PTX ISA 9.0, "stmatrix").
+    """
+    words = tuple(convert(w) for w in words)
+    if len(words) != 4:
+        raise IRError(f"stmatrix .x4 stores four 32-bit words per thread, got {len(words)}")
+    _emit(
+        "ptx.stmatrix_x4",
+        (_addr(addr), *words),
+        feature="stmatrix",
+        instruction="stmatrix.sync.aligned.m8n8.x4",
     )
 
 
