@@ -35,6 +35,7 @@ LLM = [  # M = 8192 tokens; (N, K) of projection and MLP layers
     (8192, 14336, 8192),
 ]
 RAGGED = [(4999, 3000, 2040)]  # not a multiple of the 128 x 256 x 64 tile in any dimension
+ALIGNED_PEER = [(4992, 3072, 2048)]  # the ragged shape's tile multiple: 39 x 12 tiles, 32 K steps
 SANITIZE = (300, 520, 200)
 
 
@@ -118,11 +119,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--group-m", type=int, default=8)
+    parser.add_argument("--l2-promotion", type=int, default=256, choices=(0, 64, 128, 256))
     parser.add_argument("--sanitize", action="store_true")
-    parser.add_argument("--quick", action="store_true", help="square shapes only")
+    parser.add_argument("--shapes", default="all", choices=("all", "square", "ragged"))
     args = parser.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
-    gemm = HopperGemm(group_m=args.group_m)
+    torch.zeros(1, device="cuda")  # torch's context first: the launcher then finds it current
+    gemm = HopperGemm(group_m=args.group_m, l2_promotion=args.l2_promotion)
     if args.sanitize:
         err, err_bl = check(gemm, *SANITIZE, seed=1)
         print(f"sanitize shape {SANITIZE}: relative error {err:.3e} (cuBLAS {err_bl:.3e})")
@@ -131,7 +134,9 @@ def main() -> None:
     print(f"gpu, driver: {_smi('name,driver_version')}; torch {torch.__version__}")
     print(f"clocks before (sm, max sm, mem MHz): {_smi('clocks.sm,clocks.max.sm,clocks.mem')}")
     print(f"command: {' '.join([sys.executable.rsplit('/', 1)[-1]] + sys.argv)}")
-    shapes = SQUARE if args.quick else SQUARE + LLM + RAGGED
+    print(f"group_m {args.group_m}, TMA L2 promotion {args.l2_promotion} B, {args.rounds} rounds")
+    sets = {"all": SQUARE + LLM + RAGGED, "square": SQUARE, "ragged": RAGGED + ALIGNED_PEER}
+    shapes = sets[args.shapes]
     rows = []
     for i, (m, n, k) in enumerate(shapes):
         err, err_bl = check(gemm, m, n, k, seed=100 + i)

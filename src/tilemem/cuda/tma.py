@@ -48,6 +48,9 @@ _SWIZZLE_CODES = {
 }
 
 
+_L2_PROMOTION_CODES = {0: 0, 64: 1, 128: 2, 256: 3}  # CUtensorMapL2promotion (cuda.h)
+
+
 class TMAError(TilememError, ValueError):
     """A tensor map that breaks a TMA rule; the message says which and how to fix it."""
 
@@ -152,8 +155,14 @@ def check_plan(plan: TensorMapPlan, what: str) -> None:
 class TensorMap:
     """An encoded ``CUtensorMap``; pass it to a kernel's ``T.TensorMap`` parameter."""
 
-    def __init__(self, plan: TensorMapPlan):
+    def __init__(self, plan: TensorMapPlan, l2_promotion: int = 0):
+        """``l2_promotion``: 0 (none), 64, 128 or 256 bytes fetched into L2 per request."""
         from cuda.bindings import driver
+
+        if l2_promotion not in _L2_PROMOTION_CODES:
+            raise TMAError(
+                f"L2 promotion is one of {sorted(_L2_PROMOTION_CODES)} bytes, got {l2_promotion!r}"
+            )
 
         self.plan = plan
         u64 = driver.cuuint64_t
@@ -168,7 +177,7 @@ class TensorMap:
             [u32(1)] * plan.rank,
             driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
             driver.CUtensorMapSwizzle(_SWIZZLE_CODES[plan.swizzle]),
-            driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
+            driver.CUtensorMapL2promotion(_L2_PROMOTION_CODES[l2_promotion]),
             driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
         )
         if int(err) != 0:
@@ -181,11 +190,12 @@ class TensorMap:
         return int(self._tmap.getPtr())
 
 
-def tile_map(tensor, buf: Buffer) -> TensorMap:
+def tile_map(tensor, buf: Buffer, l2_promotion: int = 0) -> TensorMap:
     """A TensorMap for copying tiles of ``buf`` to/from the 2-D row-major device ``tensor``."""
     from .launch import _shape_of, device_pointer
 
     shape = _shape_of(tensor)
     if shape is None or len(shape) != 2:
         raise TMAError(f"tile_map takes a 2-D row-major tensor, got shape {shape}")
-    return TensorMap(plan_tile_map(buf, device_pointer(tensor), shape[0], shape[1]))
+    plan = plan_tile_map(buf, device_pointer(tensor), shape[0], shape[1])
+    return TensorMap(plan, l2_promotion)

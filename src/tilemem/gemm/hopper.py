@@ -193,15 +193,16 @@ class HopperGemm:
     """``C = A @ B^T`` on the current GPU with :func:`hopper_gemm_persistent`.
 
     ``prepare(a, b, c)`` checks the operands, encodes their tensor maps and returns a launch
-    callable (what a benchmark times); calling the object does both at once.
+    callable (what a benchmark times); calling the object does both at once. ``group_m`` is the
+    rasterisation group (M tiles), ``l2_promotion`` the TMA L2 fetch size for A and B.
     """
 
-    def __init__(self, group_m: int = DEFAULT_GROUP_M):
+    def __init__(self, group_m: int = DEFAULT_GROUP_M, l2_promotion: int = 256):
         from ..cuda.launch import Launcher, _check, _driver
 
         if not isinstance(group_m, int) or group_m < 1:
             raise GemmShapeError(f"group_m is a positive number of M tiles, got {group_m!r}")
-        self.group_m = group_m
+        self.group_m, self.l2_promotion = group_m, l2_promotion
         self.program = hopper_gemm_persistent()
         self.launcher = Launcher(self.program)
         self.plan = gemm_plan.hopper_gemm_persistent_bf16("sm_90a")  # the same placement
@@ -221,8 +222,8 @@ class HopperGemm:
 
         m, k, n = _check_operands(a, b, c)
         maps = (
-            tile_map(a, self.plan.buffer("A")),
-            tile_map(b, self.plan.buffer("B")),
+            tile_map(a, self.plan.buffer("A"), self.l2_promotion),
+            tile_map(b, self.plan.buffer("B"), self.l2_promotion),
             tile_map(c, self.plan.buffer("C_stage")),
         )
         tiles = (_ceil_div(m, TILE_M), _ceil_div(n, TILE_N), _ceil_div(k, TILE_K))
