@@ -12,6 +12,7 @@ from collections.abc import Callable
 from . import examples
 from . import lang as T
 from .cuda.kernel import KernelProgram
+from .gemm.hopper import hopper_gemm_persistent
 from .layout.operand import tcgen05_instr_descriptor
 
 
@@ -343,13 +344,6 @@ def attention_fwd() -> KernelProgram:
         _release_tmem(tmem)
 
     return kernel
-
-
-def hopper_gemm_persistent() -> KernelProgram:
-    """The production Hopper GEMM (``gemm/hopper.py``): persistent, warp-specialised."""
-    from .gemm.hopper import hopper_gemm_persistent as build
-
-    return build()
 
 
 KERNELS: dict[str, Callable[[], KernelProgram]] = {

@@ -20,7 +20,7 @@ def test_stage_solver_counts_the_c_staging_tiles_beside_the_ring():
     # compute capability 9.0): 4 x 48 KiB + 32 KiB + 64 = 229,440 fits, a fifth stage does not.
     assert (solution.stages, solution.bytes_used) == (4, 4 * 48 * KIB + 32 * KIB + 64)
     assert solution.per_stage_bytes == 48 * KIB + 16
-    assert gemm_plan.hopper_gemm_persistent_bf16().plan().smem.size == solution.bytes_used
+    assert gemm_plan.hopper_gemm_persistent_bf16().plan().smem.committed == solution.bytes_used
 
 
 def test_kernel_uses_the_planned_ring_and_hopper_instructions():

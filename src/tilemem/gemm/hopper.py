@@ -26,9 +26,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .. import lang as T
+from ..cuda.device import check, driver
 from ..cuda.kernel import KernelProgram
+from ..cuda.launch import Launcher
+from ..cuda.tma import tile_map
 from ..errors import TilememError
-from ..kernels import _init_barriers
 from . import plan as gemm_plan
 from .plan import CONSUMERS, EPILOGUE_BUFFERS, EPILOGUE_COLS, TILE_K, TILE_M, TILE_N
 
@@ -53,6 +55,17 @@ def tile_coords(tile, m_tiles, n_tiles, group_m):
     rows = T.let("group_rows", T.min(m_tiles - first_m, group_m))
     local = T.let("local", tile % per_group)
     return T.let("m_tile", first_m + local % rows), T.let("n_tile", local // rows)
+
+
+def _init_barriers(full, empty) -> None:
+    """Thread 0 arms each stage's barriers: ``full`` for the producer's one arrival (plus the
+    TMA bytes), ``empty`` for one arrival per consumer warpgroup; then the block syncs."""
+    with T.If(T.thread_id() == 0):
+        for s in range(full.shape[0]):
+            T.ptx.mbarrier.init((full, s), 1)
+            T.ptx.mbarrier.init((empty, s), CONSUMERS)
+        T.ptx.fence.mbarrier_init()
+    T.cuda.syncthreads()
 
 
 def _stage_and_phase(step, stages: int):
@@ -168,7 +181,7 @@ def hopper_gemm_persistent() -> KernelProgram:
         smem = gemm_plan.hopper_gemm_persistent_bf16("sm_90a")
         a, b, c = smem.buffer("A"), smem.buffer("B"), smem.buffer("C_stage")
         full, empty = smem.buffer("full_bar"), smem.buffer("empty_bar")
-        _init_barriers([(full, 1), (empty, CONSUMERS)])
+        _init_barriers(full, empty)
         sched = {"m_tiles": m_tiles, "n_tiles": n_tiles, "k_tiles": k_tiles, "group_m": group_m}
         grid = T.grid_dim()
         my_tiles = T.let("my_tiles", (m_tiles * n_tiles - T.block_id() + grid - 1) // grid)
@@ -198,19 +211,17 @@ class HopperGemm:
     """
 
     def __init__(self, group_m: int = DEFAULT_GROUP_M, l2_promotion: int = 256):
-        from ..cuda.launch import Launcher, _check, _driver
-
         if not isinstance(group_m, int) or group_m < 1:
             raise GemmShapeError(f"group_m is a positive number of M tiles, got {group_m!r}")
         self.group_m, self.l2_promotion = group_m, l2_promotion
         self.program = hopper_gemm_persistent()
         self.launcher = Launcher(self.program)
         self.plan = gemm_plan.hopper_gemm_persistent_bf16("sm_90a")  # the same placement
-        driver = _driver()
-        attr = driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+        drv = driver()
+        attr = drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
         self.sms = int(
-            _check(
-                driver.cuDeviceGetAttribute(attr, self.launcher.device.device_id),
+            check(
+                drv.cuDeviceGetAttribute(attr, self.launcher.device.device_id),
                 "cuDeviceGetAttribute",
                 self.program.name,
             )
@@ -218,8 +229,6 @@ class HopperGemm:
 
     def prepare(self, a, b, c, ctas: int | None = None) -> Callable[..., None]:
         """Check and map the operands; ``ctas`` caps the persistent grid (default: one per SM)."""
-        from ..cuda.tma import tile_map
-
         m, k, n = _check_operands(a, b, c)
         maps = (
             tile_map(a, self.plan.buffer("A"), self.l2_promotion),
