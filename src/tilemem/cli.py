@@ -130,7 +130,7 @@ def _missing_cuda_packages() -> list[str]:
 
 
 def _gpu_name() -> str | None:
-    from .cuda.launch import gpu_name
+    from .cuda.device import gpu_name
 
     return gpu_name()
 
@@ -152,7 +152,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    from .cuda.verify import format_results, run_all
+    from .verify import format_results, run_all
 
     results = run_all(quick=args.quick)
     print(format_results(results, device))
