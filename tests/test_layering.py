@@ -29,6 +29,7 @@ LAYERS = {
     "lang": 6,
     "kernels": 6,
     "examples": 6,
+    "planfile": 6,
     "verify": 6,
     "cli": 6,
     "__main__": 6,
