@@ -30,6 +30,7 @@ LAYERS = {
     "kernels": 6,
     "gemm": 6,
     "examples": 6,
+    "planfile": 6,
     "verify": 6,
     "cli": 6,
     "__main__": 6,

@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Callable
 
 from . import __version__
+from .errors import TilememError
 
 DESCRIPTION = """\
 tilemem plans the shared memory (SMEM) and tensor memory (TMEM) of NVIDIA GPU tile kernels.
@@ -24,6 +25,10 @@ Without a command, the arguments go to `tilemem plan`: `tilemem --json` is
 
 _TOP_LEVEL_OPTIONS = {"-h", "--help", "--version"}
 _SIGPIPE_EXIT = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader went away
+
+
+class TilememUsage(Exception):
+    """A command line that names something that does not exist; exit status 2."""
 
 
 def write_file(path: str, text: str) -> None:
@@ -52,31 +57,41 @@ def _output(text: str, path: str | None) -> None:
         sys.stdout.write(text)
 
 
-def _cmd_plan(args: argparse.Namespace) -> int:
+def _example(args: argparse.Namespace):
+    """The Example to plan: a plan file, a built-in by name, or the default built-in."""
     from .examples import DEFAULT_EXAMPLE, EXAMPLES
+
+    if args.file:
+        if args.example:
+            raise TilememUsage("give a plan file or --example, not both")
+        from .planfile import load_plan_file
+
+        return load_plan_file(args.file)
+    name = args.example or DEFAULT_EXAMPLE
+    if name not in EXAMPLES:
+        raise TilememUsage(f"unknown example {name!r}; choose one of: {', '.join(EXAMPLES)}")
+    return EXAMPLES[name]
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    from .examples import EXAMPLES
 
     if args.list:
         width = max(len(n) for n in EXAMPLES)
         lines = [f"{e.name:<{width}}  {e.target:<8} {e.summary}" for e in EXAMPLES.values()]
         _output("\n".join(lines) + "\n", args.output)
         return 0
-    name = args.example or DEFAULT_EXAMPLE
-    if name not in EXAMPLES:
-        print(
-            f"tilemem: unknown example {name!r}; choose one of: {', '.join(EXAMPLES)}",
-            file=sys.stderr,
-        )
-        return 2
     from .plan import padding_advice
 
-    example = EXAMPLES[name]
+    example = _example(args)
     plan = example.build().plan()
-    occ = plan.occupancy(example.threads)
-    plan = plan.with_section(f"occupancy ({example.threads} threads per CTA)", occ.lines())
+    if example.threads and plan.target:
+        occ = plan.occupancy(example.threads)
+        plan = plan.with_section(f"occupancy ({example.threads} threads per CTA)", occ.lines())
     if plan.smem is not None:
         plan = plan.with_section("padding", padding_advice(plan.smem))
     if args.json:
-        text = json.dumps({"example": name, **plan.to_dict()}, indent=2) + "\n"
+        text = json.dumps({"example": example.name, **plan.to_dict()}, indent=2) + "\n"
     else:
         text = f"{example.name}: {example.summary}\n{plan.format()}\n"
     _output(text, args.output)
@@ -152,11 +167,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="{plan,emit,verify}")
     plan = sub.add_parser(
         "plan",
-        help="print the memory plan of a built-in example kernel",
-        description="Print the memory plan of a built-in example: buffers, offsets, padding, "
-        "occupancy.",
+        help="print the memory plan of a plan file or a built-in example kernel",
+        description="Print the memory plan of a TOML plan file or a built-in example: buffers, "
+        "offsets, padding, occupancy.",
     )
-    plan.add_argument("--example", "-e", help="example name (see --list)")
+    plan.add_argument("file", nargs="?", help="a TOML plan file (docs/PLAN_FORMAT.md)")
+    plan.add_argument("--example", "-e", help="built-in example name (see --list)")
     plan.add_argument("--list", action="store_true", help="list the built-in examples")
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
     plan.add_argument("-o", "--output", help="file to write (default: standard output)")
@@ -215,6 +231,12 @@ def main(argv: list[str] | None = None) -> int:
             return args.run(args)
         except BrokenPipeError:
             raise
+        except TilememUsage as exc:
+            print(f"tilemem: {exc}", file=sys.stderr)
+            return 2
+        except TilememError as exc:  # a plan that breaks a rule: the message says which
+            print(f"tilemem: {exc}", file=sys.stderr)
+            return 1
         except OSError as exc:  # an output file that cannot be written: one line, no traceback
             print(f"tilemem: cannot write {exc.filename}: {exc.strerror}", file=sys.stderr)
             return 1

@@ -71,7 +71,9 @@ def test_setmaxnreg_rejects_counts_ptx_does_not_allow(count):
 
 
 def test_setmaxnreg_needs_sm_90a():
-    with pytest.raises(Exception, match=r"setmaxnreg does not exist on sm_90") as exc:
+    with pytest.raises(
+        Exception, match=r"setmaxnreg.dec does not exist on sm_90; it needs one of: sm_90a"
+    ) as exc:
         _probe(lambda x, c: T.ptx.setmaxnreg.dec(40), target="sm_90")
     assert isinstance(exc.value.__cause__, TargetError)
 
