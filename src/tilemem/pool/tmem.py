@@ -14,7 +14,7 @@ from ..dtype import DTypeLike, as_dtype
 from ..errors import AllocationError, LayoutError, PoolStateError, TMEMOverflowError
 from ..layout import Layout, TileLayout, sf_tmem_layout, tmem_datapath_layout
 from ..plan.capacity import check_tmem_target
-from ..plan.model import PoolPlan
+from ..plan.model import PoolPlan, StageViews, TMEMAllocation
 from ..plan.occupancy import check_tmem_residency, occupancy
 from ..plan.packing import is_power_of_two
 from .base import BumpPool
@@ -50,6 +50,12 @@ def _whole_columns(elements: int, bits: int, what: str) -> int:
             f"number of 32-bit TMEM columns; pass cols= explicitly or widen the buffer"
         )
     return elements * bits // 32
+
+
+def _span(view: Buffer) -> tuple[int, int]:
+    """[first, end) 32-bit columns of a stage view."""
+    assert view.col_offset is not None and view.cols is not None  # views are placed
+    return view.col_offset, view.col_offset + view.cols
 
 
 class TMEMPool(BumpPool):
@@ -267,22 +273,27 @@ class TMEMPool(BumpPool):
     def pool_plan(self) -> PoolPlan:
         entries = self._entries((b, b.col_offset, b.cols, 1, 0) for b in self._buffers)
         size = self.total_cols if isinstance(self.total_cols, int) else None  # None: 'auto'
-        details = {
-            "alloc": (
-                f"cta_group::{self.cta_group}, warp {self.alloc_warp} allocates, "
-                f"warp {self.dealloc_warp} deallocates, "
-                f"slot {self.slot.name}@{self.slot.byte_offset}"
-            ),
-        }
-        for views in self.stage_views:
-            spans = []
-            for s in range(views.stages):
-                v = views.view(s)
-                assert v.col_offset is not None and v.cols is not None
-                spans.append(f"[{s}] cols {v.col_offset}..{v.col_offset + v.cols}")
-            details[f"stages of {views.buf.name}"] = ", ".join(spans)
+        allocation = TMEMAllocation(
+            self.cta_group,
+            self.alloc_warp,
+            self.dealloc_warp,
+            self.slot.name,
+            self.slot.byte_offset,
+        )
+        stages = tuple(
+            StageViews(views.buf.name, tuple(_span(views.view(s)) for s in range(views.stages)))
+            for views in self.stage_views
+        )
         return PoolPlan(
-            self.name, TMEM, "cols", entries, self._high_water, size, tuple(self._moves), details
+            self.name,
+            TMEM,
+            "cols",
+            entries,
+            self._high_water,
+            size,
+            tuple(self._moves),
+            allocation,
+            stages,
         )
 
     # -- internals -----------------------------------------------------------------------
