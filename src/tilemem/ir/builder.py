@@ -16,14 +16,12 @@ from dataclasses import dataclass
 from ..dtype import DataType, as_dtype
 from ..errors import TilememError
 from ..plan.target import Target
-from ..pool import SMEM, TMEM, Buffer
+from ..pool import SMEM, Buffer
 from ..pool.emit import current_emitter
 from .index import layout_index
 from .nodes import (
     INT32,
-    UINT32,
     BufferVar,
-    Call,
     Cast,
     Comment,
     DeclBuffer,
@@ -391,57 +389,3 @@ def min_(a, b) -> Expr:
 
 def max_(a, b) -> Expr:
     return binop("max", a, b)
-
-
-def thread_id(axis: int = 0) -> Expr:
-    return Call("cuda.thread_idx", (), INT32, (("axis", axis),))
-
-
-def block_id(axis: int = 0) -> Expr:
-    return Call("cuda.block_idx", (), INT32, (("axis", axis),))
-
-
-def warp_id() -> Expr:
-    """Warp index within the block (``threadIdx.x / 32``; 1-D blocks)."""
-    return binop("//", thread_id(), 32)
-
-
-def lane_id() -> Expr:
-    return binop("%", thread_id(), 32)
-
-
-def smem_addr(buf: Buffer, *coords) -> Expr:
-    """32-bit shared-window address of ``buf`` (at ``coords``, through its layout) for PTX operands.
-
-    Sub-byte elements are addressed by the byte that holds them.
-    """
-    builder = current()
-    if not isinstance(buf, Buffer) or buf.scope != SMEM:
-        raise IRError(f"smem_addr takes a shared-memory buffer, got {buf!r}")
-    var = builder._smem_var(buf)
-    if not coords:
-        return Call("cuda.smem_addr", (var, convert(0)), UINT32)
-    element = layout_index(buf.layout, coords)["m"]
-    bits = buf.dtype.bits
-    byte = (
-        binop("*", element, bits // 8)
-        if bits % 8 == 0
-        else binop("//", binop("*", element, bits), 8)
-    )
-    return Call("cuda.smem_addr", (var, byte), UINT32)
-
-
-def tmem_addr(buf: Buffer, lane=0, col=0) -> Expr:
-    """``base + (lane << 16) + col_offset + col``; ``col`` counts 32-bit columns from the buffer's
-    start."""
-    if not isinstance(buf, Buffer) or buf.scope != TMEM:
-        raise IRError(f"tmem_addr takes a TMEM buffer, got {buf!r}")
-    builder = current()
-    if id(buf.pool) not in builder.tmem_bases:
-        raise IRError(
-            f"TMEM buffer {buf.name!r}: read the pool's base first with T.tmem_base(pool) "
-            "(after its commit), so addresses use what tcgen05.alloc returned rather than 0"
-        )
-    base = builder.tmem_bases[id(buf.pool)]
-    lane_part = binop("<<", lane, 16)
-    return binop("+", binop("+", base, lane_part), binop("+", convert(buf.col_offset), col))
