@@ -44,3 +44,7 @@ class TMEMOverflowError(CapacityError):
 
 class TargetError(TilememError, ValueError):
     """An unknown target, or a feature the target lacks."""
+
+
+class TilememWarning(UserWarning):
+    """A plan that works but not as well as it looks (e.g. CTAs waiting for TMEM columns)."""

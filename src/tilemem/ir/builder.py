@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import inspect
+import math
 import os
 import re
 import traceback
@@ -138,6 +140,7 @@ class Builder:
     def __init__(self, name: str, target: Target, grid, block, cluster):
         self.name, self.target = name, target
         self.grid, self.block, self.cluster = grid, block, cluster
+        self.threads = math.prod(block)  # pools read it for the TMEM residency rule
         self.frames: list[list[Stmt]] = [[]]
         self.params: list[Param] = []
         self.region: str | None = None
@@ -249,11 +252,24 @@ class Builder:
         self.emit(Store(var, self._element(buf, index), _as_value(value, buf.dtype)))
 
     def tmem_stage(self, stages, stage, start: int, stop: int):
-        raise IRError(
-            "a TMEM stage picked by a run-time index has no static column offset: address it with "
-            "T.tmem_addr(stages.buf, col=(stages.col_start + stage * stages.stride) * bits // 32), "
-            "columns being 32-bit there"
+        """A stage picked by a run-time index: stage 0's view whose column offset becomes
+        ``col_offset + stage * (stride * bits / 32)``; every stage must be that shift of it."""
+        stage = convert(stage)
+        if stage.dtype.name not in ("int32", "int64", "uint32"):
+            raise IRError(f"a TMEM stage index must be an integer expression, got {stage!r}")
+        first = stages.view(0, start, stop)
+        step_bits = stages.step * stages.buf.dtype.bits
+        shifted = all(
+            stages.view(s, start, stop).layout == first.layout for s in range(stages.stages)
         )
+        if step_bits % 32 or not shifted:
+            raise IRError(
+                f"stages of {stages.buf.name!r} are not whole-column shifts of each other (stride "
+                f"{stages.step} x {stages.buf.dtype.bits} bits, or the layout moves between lane "
+                "blocks), so a run-time stage index has no column arithmetic: use a constant index"
+            )
+        col = binop("+", convert(first.col_offset), binop("*", stage, step_bits // 32))
+        return dataclasses.replace(first, name=f"{stages.buf.name}[stage]", col_offset=col)
 
     def _smem_var(self, buf: Buffer) -> BufferVar:
         if id(buf) not in self.smem_vars:
@@ -368,9 +384,14 @@ def build(fn: Callable, *, target, grid, block, cluster=None, name: str | None =
     try:
         with emitting(builder):
             fn(*args)
-    except BuildError:
+    except TilememError as exc:  # keeps its class; the user's line joins the message
+        where = _user_frame(exc)
+        if where is not None and not isinstance(exc, BuildError):
+            exc.args = (
+                f"{where.filename}:{where.lineno} in {where.name}: {exc}\n    {where.line}",
+            )
         raise
-    except Exception as exc:
+    except Exception as exc:  # a mistake in the kernel's own Python code
         where = _user_frame(exc)
         if where is None:
             raise
@@ -380,21 +401,7 @@ def build(fn: Callable, *, target, grid, block, cluster=None, name: str | None =
         ) from exc
     finally:
         _BUILDER.reset(token)
-    if builder.tmem_pools:
-        _check_tmem_residency(builder)
     return builder.kernel()
-
-
-def _check_tmem_residency(builder: Builder) -> None:
-    """Co-resident CTAs x TMEM columns must stay within 512 (tcgen05.alloc would block)."""
-    from ..plan.occupancy import check_tmem_residency, occupancy
-
-    threads = builder.block[0] * builder.block[1] * builder.block[2]
-    cols = sum(p.total_cols if p.total_cols != "auto" else p.max_offset for p in builder.tmem_pools)
-    try:
-        check_tmem_residency(occupancy(builder.dyn_smem_bytes, threads, builder.target, cols))
-    except TilememError as exc:
-        raise BuildError(f"kernel {builder.name!r}: {exc}") from None
 
 
 # -- frames --------------------------------------------------------------------------
