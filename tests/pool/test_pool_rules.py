@@ -278,8 +278,8 @@ def test_several_stage_views_of_one_buffer_are_all_listed():
     tmem.stages(acc, 0, 256, 2)
     tmem.stages(acc, 0, 128, 4)
     details = tmem.pool_plan().details
-    assert details["stages 0 of acc"] == "[0] cols 0..256, [1] cols 256..512"
-    assert details["stages 1 of acc"] == (
+    assert details["stages of acc"] == "[0] cols 0..256, [1] cols 256..512"
+    assert details["stages of acc #2"] == (
         "[0] cols 0..128, [1] cols 128..256, [2] cols 256..384, [3] cols 384..512"
     )
 

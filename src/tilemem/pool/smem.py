@@ -19,9 +19,9 @@ from ..layout import (
 )
 from ..layout.smem import SwizzleMode, SwizzleModeLike, check_mma_tile
 from ..plan.capacity import check_smem_capacity
+from ..plan.model import MemoryPlan, PoolPlan
 from ..plan.occupancy import check_tmem_residency
 from ..plan.packing import Placement, check_align, is_power_of_two, place
-from ..plan.report import MemoryPlan, PoolPlan
 from ..plan.target import Target, get_target
 from ..validate import check_int, check_name, check_shape
 from .base import BumpPool

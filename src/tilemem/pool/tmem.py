@@ -16,9 +16,9 @@ from ..errors import AllocationError, LayoutError, PoolStateError, TMEMOverflowE
 from ..layout import Layout, TileLayout, sf_tmem_layout, tmem_datapath_layout
 from ..layout.tmem import TMEM_COLS, TMEM_LANES, TMEM_MIN_ALLOC_COLS
 from ..plan.capacity import check_tmem_target
+from ..plan.model import PoolPlan
 from ..plan.occupancy import check_tmem_per_cta
 from ..plan.packing import is_power_of_two
-from ..plan.report import PoolPlan
 from ..validate import check_int, check_name, check_shape, is_int
 from .base import BumpPool
 from .buffer import SMEM, TMEM, Buffer
@@ -335,8 +335,10 @@ class TMEMPool(BumpPool):
                 f"slot {self.slot.name}@{self.slot.byte_offset}"
             ),
         }
-        for n, views in enumerate(self._stage_views):
-            details[f"stages {n} of {views.buf.name}"] = views.describe()
+        for views in self._stage_views:  # a second view of one buffer gets "#2", and so on
+            key = f"stages of {views.buf.name}"
+            n = sum(k == key or k.startswith(key + " #") for k in details)
+            details[key if n == 0 else f"{key} #{n + 1}"] = views.describe()
         return PoolPlan(
             self.name, TMEM, "cols", entries, self._high_water, size, tuple(self._moves), details
         )
