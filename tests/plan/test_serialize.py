@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tilemem import SMEMPool, TMEMPool, TMEMStages
+from tilemem import SMEMPool, TMEMPool
 from tilemem.errors import PlanFileError, TilememError
 from tilemem.examples import EXAMPLES
 from tilemem.layout import tmem_datapath_layout
@@ -76,7 +76,7 @@ def test_tmem_allocation_and_stage_views_are_data():
     smem = SMEMPool(target="sm_100a")
     tmem = TMEMPool(smem, 256, cta_group=2, alloc_warp=3, name="t")
     acc = tmem.alloc((128, 256), "float32", datapath="D", name="acc")
-    TMEMStages(acc, col_start=0, width=64, stages=2, stride=128)
+    tmem.stages(acc, col_start=0, width=64, stages=2, stride=128)
     smem.commit()
     tmem.commit()
     pool = through_json(smem.plan())["pools"][1]
@@ -262,7 +262,7 @@ def test_random_pool_programs_round_trip(
                 _tmem_step(tmem, op)
         wide = [b for b in tmem.buffers if b.shape[-2:] == (128, 128)]
         if stages and wide:
-            TMEMStages(wide[0], col_start=0, width=32, stages=2, stride=64)
+            tmem.stages(wide[0], col_start=0, width=32, stages=2, stride=64)
     if commit:
         with contextlib.suppress(TilememError):
             smem.commit()
