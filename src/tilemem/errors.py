@@ -48,3 +48,7 @@ class PlanFileError(TilememError, ValueError):
 
 class TargetError(TilememError, ValueError):
     """An unknown target, or a feature the target lacks."""
+
+
+class TMAError(TilememError, ValueError):
+    """A buffer or tensor map that breaks a TMA rule; the message says which and how to fix it."""
