@@ -52,3 +52,7 @@ class TargetError(TilememError, ValueError):
 
 class TMAError(TilememError, ValueError):
     """A buffer or tensor map that breaks a TMA rule; the message says which and how to fix it."""
+
+
+class TilememWarning(UserWarning):
+    """A plan that works but not as well as it looks (e.g. CTAs waiting for TMEM columns)."""
