@@ -142,6 +142,7 @@ class Builder:
         self.names: set[str] = set()
         self.features: set[str] = set()
         self.tmem_pools: list = []
+        self.smem_pools: list = []
         self.if_stack: list[If] = []  # open T.If frames, innermost last
 
     # statements
@@ -171,6 +172,7 @@ class Builder:
 
     # -- PoolEmitter ----------------------------------------------------------------
     def smem_pool(self, pool) -> None:
+        self.smem_pools.append(pool)
         if pool.ptr is None:
             if self.region is not None:
                 raise IRError(
