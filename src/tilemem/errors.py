@@ -48,3 +48,11 @@ class PlanFileError(TilememError, ValueError):
 
 class TargetError(TilememError, ValueError):
     """An unknown target, or a feature the target lacks."""
+
+
+class TMAError(TilememError, ValueError):
+    """A buffer or tensor map that breaks a TMA rule; the message says which and how to fix it."""
+
+
+class TilememWarning(UserWarning):
+    """A plan that works but not as well as it looks (e.g. CTAs waiting for TMEM columns)."""

@@ -1,11 +1,9 @@
 """TMA tensor maps between a global tensor and a pool buffer (HARDWARE.md, "TMA").
 
-A K-major operand tile ``(..., R, K)`` is laid out as ``K / C`` column blocks
-of ``R x C`` elements, ``C`` one swizzle row (for no swizzle: one 16-byte core
-matrix column). A swizzled TMA box may be at most one swizzle row wide, so a
-tile is copied as ``K / C`` boxes of ``C x R``, box ``b`` landing at the
-tile's column block ``b`` (``T.ptx.tma.load_tile`` issues them). The map's
-swizzle is read from the buffer's layout.
+How a buffer is filled (box width, boxes per tile, swizzle) is decided from its
+layout by :func:`tilemem.layout.tma.tma_fill`, the rule ``T.ptx.tma.load_tile``
+follows too; this module turns it into a ``cuTensorMapEncodeTiled`` call for a
+row-major global matrix and checks the map against the TMA limits.
 """
 
 from __future__ import annotations
@@ -13,13 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..dtype import DataType
-from ..errors import TilememError
-from ..layout import ComposeLayout, layout_swizzle_mode
+from ..errors import TMAError
 from ..layout.smem import SwizzleMode
+from ..layout.tma import MAX_BOX, tma_fill
 from ..pool import SMEM, Buffer
 from .device import array_shape, device_pointer, driver
 
-MAX_BOX = 256
 MAX_RANK = 5
 
 # CUtensorMapDataType enumerators (cuda.h)
@@ -50,10 +47,6 @@ _SWIZZLE_CODES = {
 
 
 _L2_PROMOTION_CODES = {0: 0, 64: 1, 128: 2, 256: 3}  # CUtensorMapL2promotion (cuda.h)
-
-
-class TMAError(TilememError, ValueError):
-    """A tensor map that breaks a TMA rule; the message says which and how to fix it."""
 
 
 @dataclass(frozen=True)
@@ -94,27 +87,16 @@ def plan_tile_map(
         raise TMAError(
             f"{buf.name}: a tile map needs a buffer of shape (..., R, K), got {buf.shape}"
         )
-    tile_rows, tile_cols = buf.shape[-2:]
-    mode = layout_swizzle_mode(buf.layout)
-    esize = dtype.bits // 8
-    span = mode.row_bytes  # 16 bytes of one core-matrix column when not swizzled
-    per_box_row = span // esize
-    if (
-        isinstance(buf.layout, ComposeLayout) or mode == SwizzleMode.SWIZZLE_NONE
-    ) and tile_cols % per_box_row:
-        raise TMAError(
-            f"{buf.name}: K = {tile_cols} elements is not a multiple of the "
-            f"{span}-byte box row ({per_box_row} elements) that {mode.name} allows"
-        )
-    pitch = row_pitch_bytes if row_pitch_bytes is not None else cols * esize
+    fill = tma_fill(buf.layout, dtype, buf.shape, buf.byte_offset)
+    pitch = row_pitch_bytes if row_pitch_bytes is not None else cols * dtype.bits // 8
     plan = TensorMapPlan(
         dtype=dtype,
         global_dims=(cols, rows),
         global_strides=(pitch,),
-        box=(per_box_row, tile_rows),
-        swizzle=mode,
+        box=fill.box,
+        swizzle=fill.swizzle,
         address=address,
-        boxes_per_tile=tile_cols // per_box_row,
+        boxes_per_tile=fill.boxes,
     )
     check_plan(plan, buf.name)
     return plan

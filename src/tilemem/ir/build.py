@@ -3,19 +3,19 @@
 The :class:`KernelBuilder` is the pools' emitter: a pool created inside the
 function declares its shared buffers through the builder and, for TMEM, emits
 the ``tcgen05`` alloc / dealloc protocol of :mod:`tilemem.ir.intrinsics`.
-Errors raised inside the function come back as :class:`BuildError` naming the
-user's file and line.
+tilemem errors raised inside the function keep their class, with the user's file and
+line added to the message; other exceptions come back as :class:`BuildError`.
 """
 
 from __future__ import annotations
 
 import inspect
+import math
 import os
 import traceback
 from collections.abc import Callable
 
-from ..errors import TilememError
-from ..plan.occupancy import check_tmem_residency, occupancy
+from ..errors import PoolStateError, TilememError
 from ..plan.target import get_target
 from ..pool.emit import emitting
 from .builder import (
@@ -81,11 +81,17 @@ def _parameters(fn: Callable):
 def build(fn: Callable, *, target, grid, block, cluster=None, name: str | None = None) -> Kernel:
     """Run ``fn`` under a builder and return its IR :class:`Kernel`."""
     target = get_target(target)
+    block = _dims(block, "block")
+    if math.prod(block) > target.max_threads_per_block:
+        raise IRError(
+            f"block {block} has {math.prod(block)} threads; {target.name} allows at most "
+            f"{target.max_threads_per_block} per block"
+        )
     builder = KernelBuilder(
         name or fn.__name__,
         target,
         _dims(grid, "grid"),
-        _dims(block, "block"),
+        block,
         _dims(cluster, "cluster") if cluster is not None else None,
     )
     args: list[GlobalBuffer | Var | TensorMapVar] = []
@@ -124,9 +130,14 @@ def build(fn: Callable, *, target, grid, block, cluster=None, name: str | None =
     try:
         with emitting(builder):
             fn(*args)
-    except BuildError:
+    except TilememError as exc:  # keeps its class (SPEC 10); the user's line joins the message
+        where = _user_frame(exc)
+        if where is not None and not isinstance(exc, BuildError):
+            exc.args = (
+                f"{where.filename}:{where.lineno} in {where.name}: {exc}\n    {where.line}",
+            )
         raise
-    except Exception as exc:
+    except Exception as exc:  # a mistake in the kernel's own Python code
         where = _user_frame(exc)
         if where is None:
             raise
@@ -134,16 +145,30 @@ def build(fn: Callable, *, target, grid, block, cluster=None, name: str | None =
             f"{where.filename}:{where.lineno} in {where.name}: {type(exc).__name__}: {exc}\n    "
             f"{where.line}"
         ) from exc
-    if builder.tmem_pools:
-        _check_tmem_residency(builder)
+    _check_pools_finished(builder)
     return builder.kernel()
 
 
-def _check_tmem_residency(builder: KernelBuilder) -> None:
-    """Co-resident CTAs x TMEM columns must stay within 512 (tcgen05.alloc would block)."""
-    threads = builder.block[0] * builder.block[1] * builder.block[2]
-    cols = sum(p.total_cols if p.total_cols != "auto" else p.max_offset for p in builder.tmem_pools)
-    try:
-        check_tmem_residency(occupancy(builder.dyn_smem_bytes, threads, builder.target, cols))
-    except TilememError as exc:
-        raise BuildError(f"kernel {builder.name!r}: {exc}") from None
+def _check_pools_finished(builder: Builder) -> None:
+    """Pools left half-done would build a broken kernel: an uncommitted SMEM region launches
+    with 0 bytes of dynamic shared memory; TMEM must be freed before the kernel exits (PTX
+    ISA 9.0, tcgen05.dealloc)."""
+    for smem in builder.smem_pools:
+        if smem.ptr is None and smem.buffers and not smem.committed:
+            raise PoolStateError(
+                f"kernel {builder.name!r}: SMEM pool {smem.name!r} holds {len(smem.buffers)} "
+                f"buffer(s) ({smem.max_offset} bytes) but was never committed, so the kernel "
+                f"would launch with 0 bytes of dynamic shared memory: call {smem.name}.commit()"
+            )
+    for tmem in builder.tmem_pools:
+        if not tmem.committed and tmem.buffers:
+            raise PoolStateError(
+                f"kernel {builder.name!r}: TMEM pool {tmem.name!r} holds buffers but was never "
+                "committed, so no tcgen05.alloc runs: call commit() before using them"
+            )
+        if tmem.committed and not tmem.deallocated:
+            raise PoolStateError(
+                f"kernel {builder.name!r}: TMEM pool {tmem.name!r} is committed but never "
+                f"deallocated; every column must be freed before the kernel exits: call "
+                "dealloc() once the last tcgen05 access is done"
+            )

@@ -9,6 +9,8 @@ emit the TMEM alloc/dealloc protocol here.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -130,6 +132,7 @@ class Builder:
     def __init__(self, name: str, target: Target, grid, block, cluster):
         self.name, self.target = name, target
         self.grid, self.block, self.cluster = grid, block, cluster
+        self.threads = math.prod(block)  # pools read it for the TMEM residency rule
         self.frames: list[list[Stmt]] = [[]]
         self.params: list[Param] = []
         self.region: str | None = None
@@ -139,6 +142,7 @@ class Builder:
         self.names: set[str] = set()
         self.features: set[str] = set()
         self.tmem_pools: list = []
+        self.smem_pools: list = []
         self.if_stack: list[If] = []  # open T.If frames, innermost last
 
     # statements
@@ -168,6 +172,7 @@ class Builder:
 
     # -- PoolEmitter ----------------------------------------------------------------
     def smem_pool(self, pool) -> None:
+        self.smem_pools.append(pool)
         if pool.ptr is None:
             if self.region is not None:
                 raise IRError(
@@ -216,11 +221,24 @@ class Builder:
         self.emit(Store(var, self._element(buf, index), _as_value(value, buf.dtype)))
 
     def tmem_stage(self, stages, stage, start: int, stop: int):
-        raise IRError(
-            "a TMEM stage picked by a run-time index has no static column offset: address it with "
-            "T.tmem_addr(stages.buf, col=(stages.col_start + stage * stages.stride) * bits // 32), "
-            "columns being 32-bit there"
+        """A stage picked by a run-time index: stage 0's view whose column offset becomes
+        ``col_offset + stage * (stride * bits / 32)``; every stage must be that shift of it."""
+        stage = convert(stage)
+        if stage.dtype.name not in ("int32", "int64", "uint32"):
+            raise IRError(f"a TMEM stage index must be an integer expression, got {stage!r}")
+        first = stages.view(0, start, stop)
+        step_bits = stages.step * stages.buf.dtype.bits
+        shifted = all(
+            stages.view(s, start, stop).layout == first.layout for s in range(stages.stages)
         )
+        if step_bits % 32 or not shifted:
+            raise IRError(
+                f"stages of {stages.buf.name!r} are not whole-column shifts of each other (stride "
+                f"{stages.step} x {stages.buf.dtype.bits} bits, or the layout moves between lane "
+                "blocks), so a run-time stage index has no column arithmetic: use a constant index"
+            )
+        col = binop("+", convert(first.col_offset), binop("*", stage, step_bits // 32))
+        return dataclasses.replace(first, name=f"{stages.buf.name}[stage]", col_offset=col)
 
     def _smem_var(self, buf: Buffer) -> BufferVar:
         if id(buf) not in self.smem_vars:

@@ -58,13 +58,25 @@ def grid_dim(axis: int = 0) -> Expr:
     return _grid_dim(axis)
 
 
+def linear_thread_id() -> Expr:
+    """``threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)``: warps are cut
+    from this linear index (CUDA C++ Programming Guide, "Thread Hierarchy")."""
+    bx, by, bz = current().block
+    tid = thread_id(0)
+    if bz > 1:
+        tid = binop("+", tid, binop("*", bx * by, thread_id(2)))
+    if by > 1:
+        tid = binop("+", tid, binop("*", bx, thread_id(1)))
+    return tid
+
+
 def warp_id() -> Expr:
-    """Warp index within the block (``threadIdx.x / 32``; 1-D blocks)."""
-    return binop("//", thread_id(), 32)
+    """Warp index within the block: linear thread index / 32 (any block shape)."""
+    return binop("//", linear_thread_id(), 32)
 
 
 def lane_id() -> Expr:
-    return binop("%", thread_id(), 32)
+    return binop("%", linear_thread_id(), 32)
 
 
 @intrinsic("cuda.syncthreads", lower=lambda call, gen: "__syncthreads()")
