@@ -497,12 +497,16 @@ class Coverage:
     selection: list[str]
 
     def tests_for(self, mutant: Mutant) -> list[str]:
-        """The test ids that run a line of ``mutant``, in run order; the whole selection when a
-        line runs at import; none when no test runs it."""
+        """The test ids that run a line of ``mutant``, in run order; none when no test runs it.
+
+        A line run only at import (a module constant, a default argument) can change what any
+        test sees: the whole selection. A line run at import and by tests: those tests (each
+        of them imports the module, so a change at import shows there too).
+        """
         ids: set[str] = set()
         for line in range(mutant.line, mutant.end_line + 1):
             ids |= self.hits.get(line, set())
-        if "" in ids:
+        if ids == {""}:
             return list(self.selection)
         return [t for t in self.order if t in ids]
 

@@ -34,9 +34,14 @@ def test_smem_limit_shares_the_sm_between_ctas(target, ctas, limit):
     assert smem_limit(target, ctas) == limit
 
 
-@pytest.mark.parametrize("ctas", [0, -1])
-def test_smem_limit_refuses_fewer_than_one_cta(ctas):
-    with pytest.raises(CapacityError, match=rf"ctas_per_sm must be >= 1, got {ctas}"):
+def test_smem_limit_at_the_most_resident_blocks():
+    # sm_90a holds at most 32 blocks per SM: 233,472 // 32 - 1,024 = 6,272
+    assert smem_limit("sm_90a", 32) == 6_272
+
+
+@pytest.mark.parametrize("ctas", [0, -1, 33])
+def test_smem_limit_refuses_cta_counts_outside_one_to_the_block_limit(ctas):
+    with pytest.raises(CapacityError, match=rf"ctas_per_sm .*\[1, 32\], got {ctas}"):
         smem_limit("sm_90a", ctas)
 
 
