@@ -53,7 +53,7 @@ def test_one_stage_filling_the_block_exactly_fits():
 
 def test_one_byte_over_the_block_is_refused():
     request = BufferRequest("x", (SM90_BLOCK_MAX + 1,), "uint8", per_stage=True)
-    with pytest.raises(CapacityError, match="needs 232449 bytes .* remove at least 1 bytes"):
+    with pytest.raises(CapacityError, match=r"needs 232449 bytes .* remove at least 1 bytes"):
         solve_stages([request], "sm_90a")
 
 
@@ -151,9 +151,7 @@ def test_solution_text_names_stages_and_bytes():
         ],
         "sm_90a",
     )
-    assert str(sol) == (
-        "4 stages: 213056 of 232448 bytes used, 19392 left (49168 bytes per stage)"
-    )
+    assert str(sol) == ("4 stages: 213056 of 232448 bytes used, 19392 left (49168 bytes per stage)")
 
 
 def test_solution_text_for_one_stage_is_singular():
