@@ -7,9 +7,10 @@ Limits from HARDWARE.md's table (CUDA C++ Programming Guide, compute capability 
 period (256/512/1024 B for 32B/64B/128B, HARDWARE.md "Swizzle modes").
 """
 
+import numpy as np
 import pytest
 
-from tilemem.errors import CapacityError, SwizzleError
+from tilemem.errors import AlignmentError, CapacityError, DTypeError, LayoutError, SwizzleError
 from tilemem.plan import BufferRequest, smem_limit, solve_stages
 
 SM90_BLOCK_MAX = 232_448
@@ -157,3 +158,84 @@ def test_solution_text_names_stages_and_bytes():
 def test_solution_text_for_one_stage_is_singular():
     sol = solve_stages([BufferRequest("x", (SM90_BLOCK_MAX,), "uint8", per_stage=True)], "sm_90a")
     assert str(sol) == "1 stage: 232448 of 232448 bytes used, 0 left (232448 bytes per stage)"
+
+
+# -- requests are checked where they are written ----------------------------------------------
+
+
+def test_request_shape_is_normalised_to_python_ints():
+    request = BufferRequest("A", [np.int64(128), 64], "bfloat16")
+    assert request.shape == (128, 64)
+    assert all(type(s) is int for s in request.shape)
+
+
+def test_request_with_an_empty_shape_is_one_element():
+    assert BufferRequest("bar", (), "uint64").placement(1) == (8, 8)
+
+
+@pytest.mark.parametrize("shape", [(0, 64), (128, 0), (-1,), (2.0, 4), (True, 4), "128", 128, None])
+def test_request_refuses_bad_shapes(shape):
+    with pytest.raises(
+        CapacityError, match=r"BufferRequest 'A': shape must be a tuple of positive"
+    ):
+        BufferRequest("A", shape)
+
+
+@pytest.mark.parametrize("name", ["", "1st", "a-b", 3, "for"])
+def test_request_refuses_bad_names(name):
+    with pytest.raises(CapacityError, match="BufferRequest name"):
+        BufferRequest(name, (1,))
+
+
+def test_request_refuses_an_unknown_dtype():
+    with pytest.raises(DTypeError, match="float7"):
+        BufferRequest("A", (1,), "float7")
+
+
+def test_request_refuses_a_bad_alignment():
+    with pytest.raises(AlignmentError, match="got 48; use 64"):
+        BufferRequest("A", (1,), align=48)
+
+
+@pytest.mark.parametrize("per_stage", [1, 0, "yes", None])
+def test_request_per_stage_must_be_a_bool(per_stage):
+    with pytest.raises(CapacityError, match=r"per_stage must be True or False"):
+        BufferRequest("A", (1,), per_stage=per_stage)
+
+
+def test_request_refuses_an_unknown_swizzle():
+    with pytest.raises(LayoutError, match="unknown swizzle mode '256B'"):
+        BufferRequest("A", (8, 64), "bfloat16", swizzle="256B")
+
+
+def test_request_alignment_is_at_least_the_element_size():
+    # float32 natural alignment 4; align=2 asked: 4 wins (SPEC section 3)
+    assert BufferRequest("A", (3,), "float32", align=2).placement(1) == (12, 4)
+    assert BufferRequest("A", (3,), "float32", align=64).placement(1) == (12, 64)
+
+
+@pytest.mark.parametrize("requests", [[("A", (1,))], [BufferRequest("A", (1,), per_stage=True), 3]])
+def test_solver_takes_only_requests(requests):
+    with pytest.raises(CapacityError, match="solve_stages takes BufferRequest objects"):
+        solve_stages(requests, "sm_90a")
+
+
+@pytest.mark.parametrize("cap", [0, -1, (1 << 20) + 1, 2.0, True])
+def test_max_stages_must_be_between_1_and_2_20(cap):
+    with pytest.raises(CapacityError, match=r"max_stages must be an integer in \[1, 1048576\]"):
+        solve_stages([BufferRequest("bar", (), "uint64", per_stage=True)], "sm_90a", max_stages=cap)
+
+
+def test_max_stages_of_2_20_is_accepted_and_the_limit_decides():
+    # 8 bytes per stage: 232,448 / 8 = 29,056 stages fill sm_90a's block exactly
+    request = BufferRequest("bar", (), "uint64", per_stage=True)
+    sol = solve_stages([request], "sm_90a", max_stages=1 << 20)
+    assert (sol.stages, sol.bytes_left) == (29_056, 0)
+
+
+@pytest.mark.parametrize("stages", [31, 32, 33, 63, 64])
+def test_exactly_n_stages_fill_the_block(stages):
+    # a per-stage tile of 232,448 // n bytes: n stages fit (n * size <= 232,448), n + 1 do not
+    size = SM90_BLOCK_MAX // stages
+    sol = solve_stages([BufferRequest("x", (size,), "uint8", per_stage=True)], "sm_90a")
+    assert (sol.stages, sol.bytes_used) == (stages, stages * size)
