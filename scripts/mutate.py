@@ -518,12 +518,12 @@ def _verdict(code: int) -> str:
     return "survived" if code == 0 else "killed"
 
 
-def default_tests(module: Path) -> list[str]:
+def default_tests(module: Path, root: Path = ROOT) -> list[str]:
     """``src/tilemem/<layer>/x.py`` -> the test files of ``tests/<layer>``, oracle ones only for
     layout modules."""
     rel = module.resolve().relative_to(ROOT / "src" / "tilemem")
     layer = rel.parts[0] if len(rel.parts) > 1 else ""
-    folder = ROOT / "tests" / layer
+    folder = root / "tests" / layer
     if not layer or not folder.is_dir():
         raise SystemExit(f"no tests/<layer> folder for {module}: pass --tests")
     files = sorted(folder.glob("test_*.py"))
@@ -531,7 +531,7 @@ def default_tests(module: Path) -> list[str]:
         files = [f for f in files if "oracle" not in f.name]
     # pinned tests first: they are short and exact, so most mutants die in the first seconds
     files.sort(key=lambda f: (not f.name.endswith("_pinned.py"), f.name))
-    return [str(f.relative_to(ROOT)) for f in files]
+    return [str(f.relative_to(root)) for f in files]
 
 
 def read_equivalent(path: Path | None) -> dict[tuple[str, str, str], str]:
@@ -641,7 +641,8 @@ def main(argv: list[str] | None = None) -> int:
     begin = time.monotonic()
     try:
         for module in modules:
-            tests = args.tests or default_tests(module)
+            # the copy's tests: files added to the working tree since the copy are not there
+            tests = args.tests or default_tests(module, workers.dirs[0])
             outcomes = _run_module(module, tests, workers, args, lambda s: print(s, flush=True))
             killed = sum(o.status in ("killed", "timeout") for o in outcomes)
             judged_equal = 0
