@@ -42,5 +42,17 @@ class TMEMOverflowError(CapacityError):
     """TMEM columns requested beyond the pool's ``total_cols``."""
 
 
+class PlanFileError(TilememError, ValueError):
+    """A plan file that cannot be read: TOML syntax, an unknown key, a name defined nowhere."""
+
+
 class TargetError(TilememError, ValueError):
     """An unknown target, or a feature the target lacks."""
+
+
+class TMAError(TilememError, ValueError):
+    """A buffer or tensor map that breaks a TMA rule; the message says which and how to fix it."""
+
+
+class TilememWarning(UserWarning):
+    """A plan that works but not as well as it looks (e.g. CTAs waiting for TMEM columns)."""

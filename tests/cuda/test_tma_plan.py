@@ -5,6 +5,7 @@ import pytest
 from tilemem import SMEMPool
 from tilemem.cuda.tma import TensorMapPlan, TMAError, check_plan, plan_tile_map
 from tilemem.dtype import DataType
+from tilemem.layout import TileLayout
 from tilemem.layout.smem import SwizzleMode
 
 
@@ -70,3 +71,20 @@ def test_each_tma_rule_has_a_clear_error(change, fact):
 def test_tile_map_rejects_unsupported_dtypes_and_tmem():
     with pytest.raises(TMAError, match="no element type for float4_e2m1fn"):
         plan_tile_map(tile((64, 256), "float4_e2m1fn", "128B"), 0, 64, 256)
+
+
+def test_a_row_major_buffer_maps_to_one_box_as_wide_as_its_rows():
+    # 64 bf16 = 128-byte rows: one 64 x 64 box, no swizzle (not eight 16-byte boxes)
+    smem = SMEMPool()
+    smem.alloc((3,), "uint64")
+    buf = smem.alloc((64, 64), "bfloat16", align=128)
+    plan = plan_tile_map(buf, 0x1000, 1024, 4096)
+    assert plan.box == (64, 64) and plan.boxes_per_tile == 1
+    assert plan.swizzle == SwizzleMode.SWIZZLE_NONE
+
+
+def test_a_layout_tma_cannot_fill_is_refused_before_any_map_exists():
+    smem = SMEMPool()
+    buf = smem.alloc((64, 64), "bfloat16", align=128, layout=TileLayout.of((64, 64), (1, 64)))
+    with pytest.raises(TMAError, match="TMA cannot fill"):
+        plan_tile_map(buf, 0x1000, 1024, 4096)

@@ -10,6 +10,12 @@ from __future__ import annotations
 from ..errors import LayoutError
 from .core import Iter, TileLayout
 
+# Tensor memory of one CTA (PTX ISA 9.0, "Tensor Memory"; HARDWARE.md): 128 lanes x 512
+# columns of 32-bit cells; tcgen05.alloc grants a power of two of columns in [32, 512].
+TMEM_LANES = 128
+TMEM_COLS = 512
+TMEM_MIN_ALLOC_COLS = 32
+
 # data-path letter -> rows (the CTA's share of M) and the MMA shape it serves
 DATAPATH_ROWS = {"A": 128, "B": 64, "C": 64, "D": 128, "E": 64, "F": 64, "G": 32}
 DATAPATH_SHAPES = {
@@ -58,13 +64,14 @@ def tmem_datapath_layout(letter: str, rows: int, cols: int, sub_slab: int = 0) -
         parts = 4 if letter == "G" else 2
         if cols % parts:
             raise LayoutError(
-                f"data path {letter} folds {parts} column blocks onto lanes {128 // parts} apart: "
+                f"data path {letter} folds {parts} column blocks onto lanes "
+                f"{TMEM_LANES // parts} apart: "
                 f"cols must be a multiple of {parts}, got {cols}"
             )
         return TileLayout(
             [
                 Iter(rows, 1, "TLane"),
-                Iter(parts, 128 // parts, "TLane"),
+                Iter(parts, TMEM_LANES // parts, "TLane"),
                 Iter(cols // parts, 1, "TCol"),
             ],
             shape=shape,

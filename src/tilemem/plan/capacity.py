@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from ..errors import CapacityError, TargetError
-from .report import PoolPlan
+from .model import PoolPlan
+from .packing import bump_total
 from .target import Target
 
 
 def _buffer_lines(pool: PoolPlan) -> str:
     width = max((len(e.name) for e in pool.entries), default=4)
     lines = [
-        f"  {e.name:<{width}}  {e.size:>7} B  at {e.offset:>6}"
+        f"  {e.name:<{width}}  {e.length:>7} B  at {e.offset:>6}"
         + (f"  (+{e.padding} B padding before)" if e.padding else "")
         for e in pool.entries
     ]
@@ -44,27 +45,33 @@ def stages_that_fit(pool: PoolPlan, limit: int) -> tuple[int, int] | None:
     None when the pool has no stage-indexed buffers or uses move_base_to (overlays
     make re-placement ambiguous).
     """
-    from .packing import bump_total
-
     stages, staged = staged_entries(pool)
     if not stages or pool.moves:
         return None
     staged_names = {e.name for e in staged}
-    per_stage = sum(e.size // stages for e in staged)
-    for s in range(stages, 0, -1):
+    per_stage = sum(e.length // stages for e in staged)
+
+    def total(s: int) -> int:
         sizes = [
-            (e.size // stages * s if e.name in staged_names else e.size, e.align)
+            (e.length // stages * s if e.name in staged_names else e.length, e.align)
             for e in pool.entries
         ]
-        total, _ = bump_total(sizes)
-        if total <= limit:
-            return s, per_stage
-    return 0, per_stage
+        return bump_total(sizes)[0]
+
+    # bump placement only grows with each size, so the total grows with s: bisect
+    low, high = 0, stages  # total(low) fits (0 stages: by convention), total(high + 1) does not
+    while low < high:
+        mid = (low + high + 1) // 2
+        if total(mid) <= limit:
+            low = mid
+        else:
+            high = mid - 1
+    return low, per_stage
 
 
 def check_smem_capacity(pool: PoolPlan, target: Target) -> None:
     """Raise CapacityError when the committed region exceeds the target's per-block maximum."""
-    size = pool.size if pool.size is not None else pool.high_water
+    size = pool.used
     limit = target.max_smem_per_block
     if size <= limit:
         return
@@ -88,10 +95,16 @@ def check_smem_capacity(pool: PoolPlan, target: Target) -> None:
 
 
 def check_tmem_target(target: Target, pool_name: str) -> None:
-    if not target.has_tmem:
+    """TargetError unless code built for ``target`` may use TMEM (plan-only and kernels alike)."""
+    if target.has_tmem:
+        return
+    if target.tmem_cols:
         raise TargetError(
-            f"TMEM pool {pool_name!r}: {target.name} has no tensor memory; TMEM and tcgen05 exist "
-            "on "
-            "sm_100a (Blackwell datacenter). Keep accumulators in registers on this target, or "
-            "target sm_100a"
+            f"TMEM pool {pool_name!r}: code built for {target.name} cannot use tensor memory; "
+            "tcgen05 exists only in arch-specific code (HARDWARE.md): target sm_100a"
         )
+    raise TargetError(
+        f"TMEM pool {pool_name!r}: {target.name} has no tensor memory; TMEM and tcgen05 exist on "
+        "sm_100a (Blackwell datacenter). Keep accumulators in registers on this target, or "
+        "target sm_100a"
+    )

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import string
+from typing import TYPE_CHECKING
 
-from .report import MemoryPlan, PoolPlan
+from ..errors import CapacityError
+
+if TYPE_CHECKING:  # the model imports this module to render itself
+    from .model import MemoryPlan, PoolPlan
 
 _MAP_WIDTH = 64  # characters in the TMEM column map
 
@@ -43,7 +47,7 @@ def _pool_lines(pool: PoolPlan) -> list[str]:
                 e.name,
                 e.scope,
                 str(e.offset),
-                str(e.size),
+                str(e.length),
                 str(e.align),
                 str(e.padding),
                 e.dtype,
@@ -55,19 +59,26 @@ def _pool_lines(pool: PoolPlan) -> list[str]:
     if not pool.entries:
         rows.append(["(empty)"] + [""] * (len(header) - 1))
     lines = [f"{pool.name} ({pool.scope})"] + _table(rows, right={2, 3, 4, 5})
-    committed = "not committed" if pool.size is None else f"committed {pool.size} {unit}"
+    committed = "not committed" if pool.committed is None else f"committed {pool.committed} {unit}"
     lines.append(
         f"high-water {pool.high_water} {unit}, {committed}, padding {pool.padding} {unit}"
         + (f", {len(pool.moves)} move_base_to" if pool.moves else "")
     )
-    for key, value in pool.details.items():
-        lines.append(f"{key}: {value}")
+    if pool.allocation is not None:
+        a = pool.allocation
+        lines.append(
+            f"alloc: cta_group::{a.cta_group}, warp {a.alloc_warp} allocates, "
+            f"warp {a.dealloc_warp} deallocates, slot {a.slot}@{a.slot_offset}"
+        )
+    for views in pool.stages:
+        spans = ", ".join(f"[{s}] cols {lo}..{hi}" for s, (lo, hi) in enumerate(views.spans))
+        lines.append(f"stages of {views.buffer}: {spans}")
     return lines
 
 
 def column_map(pool: PoolPlan) -> list[str]:
     """One character per group of columns; each buffer gets a letter, '*' where buffers alias."""
-    total = pool.size or max(32, pool.high_water)
+    total = pool.committed or max(32, pool.high_water)
     per_char = max(1, -(-total // _MAP_WIDTH))
     cells = ["."] * (-(-total // per_char))
     legend = []
@@ -94,6 +105,12 @@ def format_plan(plan: MemoryPlan) -> str:
         lines += _pool_lines(pool)
         if pool.scope == "tmem" and pool.entries:
             lines += column_map(pool)
-    for title, body in plan.sections:
-        lines += ["", title] + [f"  {line}" for line in body]
+    if plan.threads is not None and plan.target:
+        lines += ["", f"occupancy ({plan.threads} threads per CTA)"]
+        try:
+            lines += [f"  {line}" for line in plan.occupancy().lines()]
+        except CapacityError as exc:  # an uncommitted pool beyond the target's capacity
+            lines.append(f"  {exc}")
+    if plan.advice is not None:
+        lines += ["", "padding"] + [f"  {line}" for line in plan.advice.lines()]
     return "\n".join(lines)
