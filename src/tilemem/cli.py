@@ -81,15 +81,10 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         lines = [f"{e.name:<{width}}  {e.target:<8} {e.summary}" for e in EXAMPLES.values()]
         _output("\n".join(lines) + "\n", args.output)
         return 0
-    from .plan import padding_advice
-
     example = _example(args)
-    plan = example.build().plan()
+    plan = example.build().plan().with_advice()
     if example.threads and plan.target:
-        occ = plan.occupancy(example.threads)
-        plan = plan.with_section(f"occupancy ({example.threads} threads per CTA)", occ.lines())
-    if plan.smem is not None:
-        plan = plan.with_section("padding", padding_advice(plan.smem))
+        plan = plan.with_threads(example.threads)
     if args.json:
         text = json.dumps({"example": example.name, **plan.to_dict()}, indent=2) + "\n"
     else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import string
 from typing import TYPE_CHECKING
 
+from ..errors import CapacityError
 from ..intmath import ceil_div
 from ..text import table
 
@@ -52,8 +53,15 @@ def _pool_lines(pool: PoolPlan) -> list[str]:
         f"high-water {pool.high_water} {unit}, {committed}, padding {pool.padding} {unit}"
         + (f", {len(pool.moves)} move_base_to" if pool.moves else "")
     )
-    for key, value in pool.details.items():
-        lines.append(f"{key}: {value}")
+    if pool.allocation is not None:
+        a = pool.allocation
+        lines.append(
+            f"alloc: cta_group::{a.cta_group}, warp {a.alloc_warp} allocates, "
+            f"warp {a.dealloc_warp} deallocates, slot {a.slot}@{a.slot_offset}"
+        )
+    for views in pool.stages:
+        spans = ", ".join(f"[{s}] cols {lo}..{hi}" for s, (lo, hi) in enumerate(views.spans))
+        lines.append(f"stages of {views.buffer}: {spans}")
     return lines
 
 
@@ -86,6 +94,12 @@ def format_plan(plan: MemoryPlan) -> str:
         lines += _pool_lines(pool)
         if pool.scope == "tmem" and pool.entries:
             lines += column_map(pool)
-    for title, body in plan.sections:
-        lines += ["", title] + [f"  {line}" for line in body]
+    if plan.threads is not None and plan.target:
+        lines += ["", f"occupancy ({plan.threads} threads per CTA)"]
+        try:
+            lines += [f"  {line}" for line in plan.occupancy().lines()]
+        except CapacityError as exc:  # an uncommitted pool beyond the target's capacity
+            lines.append(f"  {exc}")
+    if plan.advice is not None:
+        lines += ["", "padding"] + [f"  {line}" for line in plan.advice.lines()]
     return "\n".join(lines)

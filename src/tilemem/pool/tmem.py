@@ -17,7 +17,7 @@ from ..intmath import ceil_div
 from ..layout import Layout, TileLayout, sf_tmem_layout, tmem_datapath_layout
 from ..layout.tmem import TMEM_COLS, TMEM_LANES, TMEM_MIN_ALLOC_COLS
 from ..plan.capacity import check_tmem_target
-from ..plan.model import PoolPlan
+from ..plan.model import PoolPlan, StageViews, TMEMAllocation
 from ..plan.occupancy import check_tmem_per_cta
 from ..plan.packing import is_power_of_two
 from ..validate import check_int, check_name, check_shape, is_int
@@ -53,6 +53,12 @@ def _whole_columns(elements: int, bits: int, what: str) -> int:
             f"number of 32-bit TMEM columns; pass cols= explicitly or widen the buffer"
         )
     return elements * bits // 32
+
+
+def _span(view: Buffer) -> tuple[int, int]:
+    """[first, end) 32-bit columns of a stage view."""
+    assert view.col_offset is not None and view.cols is not None  # views are placed
+    return view.col_offset, view.col_offset + view.cols
 
 
 def column_footprint(layout: Layout, bits: int) -> int:
@@ -329,19 +335,27 @@ class TMEMPool(BumpPool):
     def pool_plan(self) -> PoolPlan:
         entries = self._entries((b, b.col_offset, b.cols, 1, 0) for b in self._buffers)
         size = self.total_cols if isinstance(self.total_cols, int) else None  # None: 'auto'
-        details = {
-            "alloc": (
-                f"cta_group::{self.cta_group}, warp {self.alloc_warp} allocates, "
-                f"warp {self.dealloc_warp} deallocates, "
-                f"slot {self.slot.name}@{self.slot.byte_offset}"
-            ),
-        }
-        for views in self._stage_views:  # a second view of one buffer gets "#2", and so on
-            key = f"stages of {views.buf.name}"
-            n = sum(k == key or k.startswith(key + " #") for k in details)
-            details[key if n == 0 else f"{key} #{n + 1}"] = views.describe()
+        allocation = TMEMAllocation(
+            self.cta_group,
+            self.alloc_warp,
+            self.dealloc_warp,
+            self.slot.name,
+            self.slot.byte_offset,
+        )
+        stages = tuple(
+            StageViews(views.buf.name, tuple(_span(views.view(s)) for s in range(views.stages)))
+            for views in self._stage_views
+        )
         return PoolPlan(
-            self.name, TMEM, "cols", entries, self._high_water, size, tuple(self._moves), details
+            self.name,
+            TMEM,
+            "cols",
+            entries,
+            self._high_water,
+            size,
+            tuple(self._moves),
+            allocation,
+            stages,
         )
 
     # -- internals -----------------------------------------------------------------------
