@@ -294,8 +294,6 @@ def tmem_base(pool) -> Var:
     tcgen05_fence_before()
     syncthreads()
     tcgen05_fence_after()
-    var = let(
-        f"{pool.name}_base", Load(builder.smem_vars[pool.slot], convert(0), UINT32), "uint32"
-    )
+    var = let(f"{pool.name}_base", Load(builder.smem_vars[pool.slot], convert(0), UINT32), "uint32")
     builder.tmem_bases[pool] = var
     return var
