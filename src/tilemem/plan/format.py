@@ -81,7 +81,7 @@ def lifetime_lines(pool: PoolPlan) -> list[str]:
         live = ["#" if p in e.phases else "." for p in pool.phases]
         view = f" in {e.alias_of}" if e.alias_of else ""
         rows.append([e.name, *live, f"[{e.offset}, {e.end}){view}"])
-    return lines + ["lifetimes:"] + [f"  {line}" for line in _table(rows, right=set())]
+    return [*lines, "lifetimes:", *table(rows, indent="  ")]
 
 
 def column_map(pool: PoolPlan) -> list[str]:
