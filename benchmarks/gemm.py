@@ -131,6 +131,9 @@ def main() -> None:
     parser.add_argument("--group-m", type=int, default=8)
     parser.add_argument("--l2-promotion", type=int, default=0, choices=(0, 64, 128, 256))
     parser.add_argument("--sanitize", action="store_true")
+    parser.add_argument(
+        "--profile", metavar="M,N,K,CLUSTER", help="only run tilemem 3 times (for ncu)"
+    )
     parser.add_argument("--shapes", default="all", choices=("all", "square", "ragged"))
     args = parser.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -139,6 +142,16 @@ def main() -> None:
         HopperGemm(group_m=args.group_m, cluster_m=cm, l2_promotion=args.l2_promotion)
         for cm in (1, 2)
     ]
+    if args.profile:
+        m, n, k, cm = (int(x) for x in args.profile.split(","))
+        a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
+        b = torch.randn(n, k, device="cuda").to(torch.bfloat16)
+        c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+        run = gemms[cm - 1].prepare(a, b, c)
+        for _ in range(3):
+            run()
+        torch.cuda.synchronize()
+        return
     if args.sanitize:
         for cm, err in zip((1, 2, "cuBLAS"), check(gemms, *SANITIZE, seed=1)):
             print(f"sanitize shape {SANITIZE}, cluster {cm}: relative error {err:.3e}")
