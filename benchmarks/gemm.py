@@ -10,8 +10,9 @@ Frobenius error ``|C - ref| / |ref|`` against an fp32 product of the same bf16 i
 off) is printed for tilemem (without clusters and with 2x1 clusters; the larger of the two) and
 for ``torch.matmul`` (cuBLAS), and tilemem must stay below 1e-2 with every element written.
 Timing: each implementation is captured in a CUDA graph of
-``reps`` back-to-back launches; every round replays tilemem's two graphs and then cuBLAS's,
-each between CUDA events, after warm-up; the median round gives the time per product.
+``reps`` back-to-back launches; every round replays the three graphs (tilemem, tilemem with
+clusters, cuBLAS; the order rotates from round to round), each between CUDA events, after
+warm-up; the median round gives the time per product.
 """
 
 from __future__ import annotations
@@ -100,8 +101,9 @@ def time_all(gemms: list[HopperGemm], m: int, n: int, k: int, rounds: int) -> li
     samples: list[list[float]] = [[] for _ in graphs]
     for g in graphs:
         g.replay()
-    for _ in range(rounds):
-        for i, g in enumerate(graphs):
+    for r in range(rounds):  # the order rotates: no variant always follows the same one
+        for i in [(r + j) % len(graphs) for j in range(len(graphs))]:
+            g = graphs[i]
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             g.replay()

@@ -40,7 +40,7 @@ def test_kernel_uses_the_planned_ring_and_hopper_instructions():
 def test_cluster_kernel_multicasts_b_and_arrives_on_both_ctas():
     source = hopper_gemm_persistent(cluster_m=2).source
     assert ".multicast::cluster" in source and "%cluster_ctarank" in source
-    assert source.count("mbarrier.arrive.release.cluster.shared::cluster") == 4  # 2 CTAs x 2
+    assert source.count("mbarrier.arrive.shared::cluster.b64") == 4  # 2 CTAs x 2 releases
     assert source.count("barrier.cluster.wait.acquire;") == 2  # after barrier init, before exit
 
 

@@ -62,7 +62,7 @@ def _lower_arrive_remote(call, gen) -> str:
     bar, rank = call.args
     return asm(
         "{\\n.reg .b32 remote;\\nmapa.shared::cluster.u32 remote, %0, %1;\\n"
-        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\\n}",
+        "mbarrier.arrive.shared::cluster.b64 _, [remote];\\n}",
         "",
         f'"r"({gen.expr(bar)}), "r"((uint32_t)({gen.expr(rank)}))',
     )
@@ -76,5 +76,7 @@ def _lower_arrive_remote(call, gen) -> str:
 )
 def mbarrier_arrive_cluster(bar, cta_rank):
     """Arrive on the mbarrier at ``bar``'s offset in the shared memory of cluster CTA
-    ``cta_rank`` (this CTA's own rank included), with release semantics at cluster scope."""
+    ``cta_rank`` (this CTA's own rank included). The arrive keeps its default ``.release.cta``
+    semantics: a ``.release.cluster`` arrive orders all of the thread's earlier memory accesses
+    cluster-wide first, and on the consumer's critical path that halved the GEMM's rate."""
     return (shared_operand(bar), convert(cta_rank)), ()
