@@ -7,11 +7,11 @@
 
 Check: fresh random inputs per shape, C poisoned with NaN before the launch; the relative
 Frobenius error ``|C - ref| / |ref|`` against an fp32 product of the same bf16 inputs (TF32
-off) is printed for tilemem (without clusters and with 2x1 clusters; the larger of the two) and
+off) is printed for tilemem (without clusters, with 2x1 and 4x1 clusters; the largest) and
 for ``torch.matmul`` (cuBLAS), and tilemem must stay below 1e-2 with every element written.
 Timing: each implementation is captured in a CUDA graph of
-``reps`` back-to-back launches; every round replays the three graphs (tilemem, tilemem with
-clusters, cuBLAS; the order rotates from round to round), each between CUDA events, after
+``reps`` back-to-back launches; every round replays the four graphs (tilemem in its three
+cluster shapes, cuBLAS; the order rotates from round to round), each between CUDA events, after
 warm-up; the median round gives the time per product.
 """
 
@@ -45,6 +45,7 @@ RAGGED_PARTS = [  # the ragged shape rounded to whole tiles, then ragged in one 
     (4992, 3072, 2040),
 ]
 SANITIZE = (300, 520, 200)
+CLUSTERS = (1, 2, 4)
 
 
 def check(gemms: list[HopperGemm], m: int, n: int, k: int, seed: int) -> list[float]:
@@ -142,20 +143,20 @@ def main() -> None:
     torch.zeros(1, device="cuda")  # torch's context first: the launcher then finds it current
     gemms = [
         HopperGemm(group_m=args.group_m, cluster_m=cm, l2_promotion=args.l2_promotion)
-        for cm in (1, 2)
+        for cm in CLUSTERS
     ]
     if args.profile:
         m, n, k, cm = (int(x) for x in args.profile.split(","))
         a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
         b = torch.randn(n, k, device="cuda").to(torch.bfloat16)
         c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-        run = gemms[cm - 1].prepare(a, b, c)
+        run = gemms[CLUSTERS.index(cm)].prepare(a, b, c)
         for _ in range(3):
             run()
         torch.cuda.synchronize()
         return
     if args.sanitize:
-        for cm, err in zip((1, 2, "cuBLAS"), check(gemms, *SANITIZE, seed=1)):
+        for cm, err in zip((*CLUSTERS, "cuBLAS"), check(gemms, *SANITIZE, seed=1)):
             print(f"sanitize shape {SANITIZE}, cluster {cm}: relative error {err:.3e}")
         return
     print(f"date {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
@@ -163,7 +164,8 @@ def main() -> None:
     print(f"clocks before (sm, max sm, mem MHz): {_smi('clocks.sm,clocks.max.sm,clocks.mem')}")
     print(f"command: {' '.join([sys.executable.rsplit('/', 1)[-1]] + sys.argv)}")
     print(f"group_m {args.group_m}, TMA L2 promotion {args.l2_promotion} B, {args.rounds} rounds")
-    print(f"2x1 clusters resident at once: {gemms[1].max_clusters}")
+    resident = ", ".join(f"{g.max_clusters} of {g.cluster_m}x1" for g in gemms[1:])
+    print(f"clusters resident at once: {resident}")
     sets = {"all": SQUARE + LLM + RAGGED, "square": SQUARE, "ragged": RAGGED + RAGGED_PARTS}
     rows = []
     for i, (m, n, k) in enumerate(sets[args.shapes]):
@@ -175,14 +177,16 @@ def main() -> None:
     print(f"clocks after (sm, max sm, mem MHz): {_smi('clocks.sm,clocks.max.sm,clocks.mem')}")
     print()
     print("TFLOP/s; errors are |C - ref| / |ref| against the fp32 product")
-    print(
-        "| M x N x K | error | cuBLAS error | tilemem | tilemem 2x1 | cuBLAS | ratio | ratio 2x1 |"
-    )
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    for (m, n, k), errors, (tm, tm2, bl) in rows:
+    print("| M x N x K | error | cuBLAS error | tilemem | 2x1 | 4x1 | cuBLAS | ratio | 2x1 | 4x1 |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for (m, n, k), errors, rates in rows:
+        tilemem, cublas = rates[:-1], rates[-1]
         print(
-            f"| {m}x{n}x{k} | {max(errors[:2]):.2e} | {errors[2]:.2e} | {tm:.0f} | {tm2:.0f} "
-            f"| {bl:.0f} | {tm / bl:.3f} | {tm2 / bl:.3f} |"
+            f"| {m}x{n}x{k} | {max(errors[:-1]):.2e} | {errors[-1]:.2e} | "
+            + " | ".join(f"{r:.0f}" for r in rates)
+            + " | "
+            + " | ".join(f"{r / cublas:.3f}" for r in tilemem)
+            + " |"
         )
 
 

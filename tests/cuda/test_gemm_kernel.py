@@ -44,9 +44,9 @@ def test_cluster_kernel_multicasts_b_and_arrives_on_both_ctas():
     assert source.count("barrier.cluster.wait.acquire;") == 2  # after barrier init, before exit
 
 
-def test_cluster_size_is_one_or_two():
-    with pytest.raises(GemmShapeError, match=r"cluster_m is 1 or 2 .*, got 4"):
-        hopper_gemm_persistent(cluster_m=4)
+def test_cluster_size_is_one_two_or_four():
+    with pytest.raises(GemmShapeError, match=r"cluster_m is one of \(1, 2, 4\) .*, got 3"):
+        hopper_gemm_persistent(cluster_m=3)
 
 
 def _probe(body, target="sm_90a"):

@@ -40,6 +40,7 @@ PRODUCER_REGS = 40  # a TMA-issuing warpgroup needs few registers
 CONSUMER_REGS = 232  # 128 accumulators + descriptors + epilogue; 128*40 + 256*232 <= 65536
 THREADS = 128 * (1 + CONSUMERS)
 DEFAULT_GROUP_M = 8
+CLUSTER_SIZES = (1, 2, 4)  # CTAs along M sharing B; the multicast box is TILE_N / size rows
 
 
 class GemmShapeError(TilememError, ValueError):
@@ -222,10 +223,13 @@ def _consumer(tma_c, a, b, c, full, empty, consumer, sched: Schedule) -> None:
 
 def hopper_gemm_persistent(cluster_m: int = 1) -> KernelProgram:
     """The kernel: ``(tma_a, tma_b, tma_c, m_tiles, n_tiles, k_tiles, group_m)``, 384 threads,
-    launched with at most one CTA per SM. ``cluster_m`` = 2 pairs CTAs of adjacent M tiles in
-    a 2x1 cluster (launched with cluster dimensions at run time) that share B by multicast."""
-    if cluster_m not in (1, 2):
-        raise GemmShapeError(f"cluster_m is 1 or 2 (CTAs sharing B by multicast), got {cluster_m}")
+    launched with at most one CTA per SM. ``cluster_m`` = 2 or 4 groups CTAs of adjacent M
+    tiles in a cluster (launched with cluster dimensions at run time) that share B by multicast,
+    each loading ``TILE_N / cluster_m`` of its rows."""
+    if cluster_m not in CLUSTER_SIZES:
+        raise GemmShapeError(
+            f"cluster_m is one of {CLUSTER_SIZES} (CTAs sharing B by multicast), got {cluster_m}"
+        )
     name = "hopper_gemm_persistent" + (f"_cluster{cluster_m}" if cluster_m > 1 else "")
 
     @T.kernel(target="sm_90a", grid=(132,), block=(THREADS,), name=name)
