@@ -7,11 +7,11 @@
 
 Check: fresh random inputs per shape, C poisoned with NaN before the launch; the relative
 Frobenius error ``|C - ref| / |ref|`` against an fp32 product of the same bf16 inputs (TF32
-off) is printed for tilemem (without clusters, with 2x1 and 4x1 clusters; the largest) and
+off) is printed for tilemem (without clusters and with 2x1 clusters; the larger) and
 for ``torch.matmul`` (cuBLAS), and tilemem must stay below 1e-2 with every element written.
 Timing: each implementation is captured in a CUDA graph of
-``reps`` back-to-back launches; every round replays the four graphs (tilemem in its three
-cluster shapes, cuBLAS; the order rotates from round to round), each between CUDA events, after
+``reps`` back-to-back launches; every round replays the graphs (tilemem in each cluster
+shape, cuBLAS; the order rotates from round to round), each between CUDA events, after
 warm-up; the median round gives the time per product.
 """
 
@@ -45,7 +45,6 @@ RAGGED_PARTS = [  # the ragged shape rounded to whole tiles, then ragged in one 
     (4992, 3072, 2040),
 ]
 SANITIZE = (300, 520, 200)
-CLUSTERS = (1, 2, 4)
 
 
 def check(gemms: list[HopperGemm], m: int, n: int, k: int, seed: int) -> list[float]:
@@ -133,6 +132,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--group-m", type=int, default=8)
     parser.add_argument("--l2-promotion", type=int, default=0, choices=(0, 64, 128, 256))
+    parser.add_argument(  # 4x1 measured slower: 30 of them fit at once, 120 CTAs of 132
+        "--clusters", default="1,2", help="tilemem cluster sizes to check and time, e.g. 1,2,4"
+    )
     parser.add_argument("--sanitize", action="store_true")
     parser.add_argument(
         "--profile", metavar="M,N,K,CLUSTER", help="only run tilemem 3 times (for ncu)"
@@ -141,22 +143,23 @@ def main() -> None:
     args = parser.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.zeros(1, device="cuda")  # torch's context first: the launcher then finds it current
+    clusters = tuple(int(c) for c in args.clusters.split(","))
     gemms = [
         HopperGemm(group_m=args.group_m, cluster_m=cm, l2_promotion=args.l2_promotion)
-        for cm in CLUSTERS
+        for cm in clusters
     ]
     if args.profile:
         m, n, k, cm = (int(x) for x in args.profile.split(","))
         a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
         b = torch.randn(n, k, device="cuda").to(torch.bfloat16)
         c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-        run = gemms[CLUSTERS.index(cm)].prepare(a, b, c)
+        run = gemms[clusters.index(cm)].prepare(a, b, c)
         for _ in range(3):
             run()
         torch.cuda.synchronize()
         return
     if args.sanitize:
-        for cm, err in zip((*CLUSTERS, "cuBLAS"), check(gemms, *SANITIZE, seed=1)):
+        for cm, err in zip((*clusters, "cuBLAS"), check(gemms, *SANITIZE, seed=1)):
             print(f"sanitize shape {SANITIZE}, cluster {cm}: relative error {err:.3e}")
         return
     print(f"date {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
@@ -164,7 +167,7 @@ def main() -> None:
     print(f"clocks before (sm, max sm, mem MHz): {_smi('clocks.sm,clocks.max.sm,clocks.mem')}")
     print(f"command: {' '.join([sys.executable.rsplit('/', 1)[-1]] + sys.argv)}")
     print(f"group_m {args.group_m}, TMA L2 promotion {args.l2_promotion} B, {args.rounds} rounds")
-    resident = ", ".join(f"{g.max_clusters} of {g.cluster_m}x1" for g in gemms[1:])
+    resident = ", ".join(f"{g.max_clusters} of {g.cluster_m}x1" for g in gemms if g.cluster_m > 1)
     print(f"clusters resident at once: {resident}")
     sets = {"all": SQUARE + LLM + RAGGED, "square": SQUARE, "ragged": RAGGED + RAGGED_PARTS}
     rows = []
@@ -177,8 +180,10 @@ def main() -> None:
     print(f"clocks after (sm, max sm, mem MHz): {_smi('clocks.sm,clocks.max.sm,clocks.mem')}")
     print()
     print("TFLOP/s; errors are |C - ref| / |ref| against the fp32 product")
-    print("| M x N x K | error | cuBLAS error | tilemem | 2x1 | 4x1 | cuBLAS | ratio | 2x1 | 4x1 |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    names = [f"{c}x1" if c > 1 else "tilemem" for c in clusters]
+    print(f"| M x N x K | error | cuBLAS error | {' | '.join(names)} | cuBLAS | ratio", end="")
+    print("".join(f" | ratio {n}" for n in names[1:]) + " |")
+    print("| --- " * (4 + 2 * len(names)) + "|")
     for (m, n, k), errors, rates in rows:
         tilemem, cublas = rates[:-1], rates[-1]
         print(
