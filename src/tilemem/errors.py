@@ -46,6 +46,11 @@ class PlanFileError(TilememError, ValueError):
     """A plan file that cannot be read: TOML syntax, an unknown key, a name defined nowhere."""
 
 
+class PlanError(TilememError, ValueError):
+    """A plan query that cannot be answered: something that is not a plan or plan entry, or
+    a buffer name the plan does not hold."""
+
+
 class TargetError(TilememError, ValueError):
     """An unknown target, or a feature the target lacks."""
 

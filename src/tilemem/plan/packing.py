@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..errors import AlignmentError
-from ..validate import is_int
+from ..validate import check_int, is_int
 
 
 def is_power_of_two(n: int) -> bool:
@@ -14,6 +14,10 @@ def is_power_of_two(n: int) -> bool:
 
 
 def align_up(value: int, align: int) -> int:
+    """The first multiple of ``align`` (>= 1) at or above ``value`` (>= 0)."""
+    if type(value) is not int or type(align) is not int or value < 0 or align < 1:
+        value = check_int(value, "align_up value", minimum=0, error=AlignmentError)
+        align = check_int(align, "align_up alignment", minimum=1, error=AlignmentError)
     return -(-value // align) * align
 
 
@@ -47,6 +51,9 @@ class Placement:
 
 
 def place(cursor: int, size: int, align: int) -> Placement:
+    """Where a buffer of ``size`` lands: the cursor rounded up to ``align``."""
+    if type(size) is not int or size < 0:
+        size = check_int(size, "placement size", minimum=0, error=AlignmentError)
     offset = align_up(cursor, align)
     return Placement(offset, size, align, offset - cursor)
 
