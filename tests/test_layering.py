@@ -29,6 +29,7 @@ LAYERS = {
     "cuda": 5,
     "lang": 6,
     "kernels": 6,
+    "gemm": 6,
     "examples": 6,
     "planfile": 6,
     "verify": 6,

@@ -43,7 +43,8 @@ class TMEMOverflowError(CapacityError):
 
 
 class PlanFileError(TilememError, ValueError):
-    """A plan file that cannot be read: TOML syntax, an unknown key, a name defined nowhere."""
+    """A plan in a file form (TOML, JSON, C++ header) that cannot be read or written: syntax,
+    an unknown key, a value of the wrong type, a name defined nowhere or unusable in C++."""
 
 
 class PlanError(TilememError, ValueError):

@@ -46,6 +46,9 @@ _SWIZZLE_CODES = {
 }
 
 
+_L2_PROMOTION_CODES = {0: 0, 64: 1, 128: 2, 256: 3}  # CUtensorMapL2promotion (cuda.h)
+
+
 @dataclass(frozen=True)
 class TensorMapPlan:
     """Everything ``cuTensorMapEncodeTiled`` needs, already checked against the TMA rules."""
@@ -135,7 +138,12 @@ def check_plan(plan: TensorMapPlan, what: str) -> None:
 class EncodedTensorMap:
     """An encoded ``CUtensorMap``; pass it to a kernel's ``T.TensorMap`` parameter."""
 
-    def __init__(self, plan: TensorMapPlan):
+    def __init__(self, plan: TensorMapPlan, l2_promotion: int = 0):
+        """``l2_promotion``: 0 (none), 64, 128 or 256 bytes fetched into L2 per request."""
+        if l2_promotion not in _L2_PROMOTION_CODES:
+            raise TMAError(
+                f"L2 promotion is one of {sorted(_L2_PROMOTION_CODES)} bytes, got {l2_promotion!r}"
+            )
         drv = driver()
         self.plan = plan
         u64 = drv.cuuint64_t
@@ -150,7 +158,7 @@ class EncodedTensorMap:
             [u32(1)] * plan.rank,
             drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
             drv.CUtensorMapSwizzle(_SWIZZLE_CODES[plan.swizzle]),
-            drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
+            drv.CUtensorMapL2promotion(_L2_PROMOTION_CODES[l2_promotion]),
             drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
         )
         if int(err) != 0:
@@ -163,9 +171,10 @@ class EncodedTensorMap:
         return int(self._tmap.getPtr())
 
 
-def tile_map(tensor, buf: Buffer) -> EncodedTensorMap:
+def tile_map(tensor, buf: Buffer, l2_promotion: int = 0) -> EncodedTensorMap:
     """An encoded tensor map copying tiles of ``buf`` to/from the 2-D row-major ``tensor``."""
     shape = array_shape(tensor)
     if shape is None or len(shape) != 2:
         raise TMAError(f"tile_map takes a 2-D row-major tensor, got shape {shape}")
-    return EncodedTensorMap(plan_tile_map(buf, device_pointer(tensor), shape[0], shape[1]))
+    plan = plan_tile_map(buf, device_pointer(tensor), shape[0], shape[1])
+    return EncodedTensorMap(plan, l2_promotion)

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..errors import CapacityError, PlanError, PlanFileError
 from .advice import PaddingAdvice, advise_padding
+from .cpp_header import cpp_header
 from .format import format_plan
 from .occupancy import Occupancy, occupancy
 from .serialize import PLAN_SCHEMA, from_data, to_data
@@ -186,6 +187,12 @@ class MemoryPlan:
                 + (" (a plan written by to_dict() has a 'schema' key)" if schema is None else "")
             )
         return from_data(cls, data, derived=_DERIVED_KEYS)
+
+    def to_cpp_header(self, namespace: str = "tilemem_plan") -> str:
+        """The plan as a self-contained C++17 header: a namespace per pool and buffer with
+        constexpr offsets, sizes, alignments, swizzle modes, TMEM columns and static_asserts
+        (see :mod:`tilemem.plan.cpp_header`)."""
+        return cpp_header(self, namespace)
 
     def format(self) -> str:
         """The text report: a buffer table per pool, totals, a TMEM column map."""

@@ -129,3 +129,14 @@ def bulk_commit_group():
 )
 def bulk_wait_group_read(n: int = 0):
     return (), (("n", int(n)),)
+
+
+@intrinsic(
+    "ptx.tma.wait_group",
+    feature="tma",
+    instruction="cp.async.bulk.wait_group",
+    lower=lambda call, gen: asm(f"cp.async.bulk.wait_group {call.attr('n')};"),
+)
+def bulk_wait_group(n: int = 0):
+    """At most ``n`` bulk groups pending, their writes to global memory done (not only read)."""
+    return (), (("n", int(n)),)
