@@ -6,19 +6,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..errors import AlignmentError
+from ..intmath import align_up, is_power_of_two
 from ..validate import check_int, is_int
-
-
-def is_power_of_two(n: int) -> bool:
-    return isinstance(n, int) and n > 0 and n & (n - 1) == 0
-
-
-def align_up(value: int, align: int) -> int:
-    """The first multiple of ``align`` (>= 1) at or above ``value`` (>= 0)."""
-    if type(value) is not int or type(align) is not int or value < 0 or align < 1:
-        value = check_int(value, "align_up value", minimum=0, error=AlignmentError)
-        align = check_int(align, "align_up alignment", minimum=1, error=AlignmentError)
-    return -(-value // align) * align
 
 
 def check_align(align, what: str = "align") -> int:

@@ -13,6 +13,7 @@ import math
 
 from ..dtype import DTypeLike, as_dtype
 from ..errors import AllocationError, LayoutError, PoolStateError, TMEMOverflowError
+from ..intmath import ceil_div
 from ..layout import Layout, TileLayout, sf_tmem_layout, tmem_datapath_layout
 from ..layout.tmem import TMEM_COLS, TMEM_LANES, TMEM_MIN_ALLOC_COLS
 from ..plan.capacity import check_tmem_target
@@ -63,7 +64,7 @@ def _span(view: Buffer) -> tuple[int, int]:
 def column_footprint(layout: Layout, bits: int) -> int:
     """32-bit columns from the buffer's first column to the last one its layout touches:
     ``ceil(span(TCol) * bits / 32)``, ``TCol`` counting elements of the dtype."""
-    return -(-layout.span("TCol") * bits // 32)
+    return ceil_div(layout.span("TCol") * bits, 32)
 
 
 class TMEMPool(BumpPool):
@@ -153,7 +154,7 @@ class TMEMPool(BumpPool):
     def _check_warps_in_block(pool: SMEMPool, alloc_warp: int, dealloc_warp: int | None) -> None:
         if pool.threads is None:
             return
-        warps = -(-pool.threads // 32)
+        warps = ceil_div(pool.threads, 32)
         for label, warp in (("alloc_warp", alloc_warp), ("dealloc_warp", dealloc_warp)):
             if warp is not None and warp >= warps:
                 raise AllocationError(
