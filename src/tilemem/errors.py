@@ -43,7 +43,13 @@ class TMEMOverflowError(CapacityError):
 
 
 class PlanFileError(TilememError, ValueError):
-    """A plan file that cannot be read: TOML syntax, an unknown key, a name defined nowhere."""
+    """A plan in a file form (TOML, JSON, C++ header) that cannot be read or written: syntax,
+    an unknown key, a value of the wrong type, a name defined nowhere or unusable in C++."""
+
+
+class PlanError(TilememError, ValueError):
+    """A plan query that cannot be answered: something that is not a plan or plan entry, or
+    a buffer name the plan does not hold."""
 
 
 class TargetError(TilememError, ValueError):

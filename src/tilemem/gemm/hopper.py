@@ -33,6 +33,7 @@ from ..cuda.kernel import KernelProgram
 from ..cuda.launch import Launcher
 from ..cuda.tma import tile_map
 from ..errors import TilememError
+from ..intmath import ceil_div
 from . import plan as gemm_plan
 from .plan import CONSUMERS, EPILOGUE_BUFFERS, EPILOGUE_COLS, TILE_K, TILE_M, TILE_N
 
@@ -263,10 +264,6 @@ def hopper_gemm_persistent(cluster_m: int = 1) -> KernelProgram:
     return kernel
 
 
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
 class HopperGemm:
     """``C = A @ B^T`` on the current GPU with :func:`hopper_gemm_persistent`.
 
@@ -305,7 +302,7 @@ class HopperGemm:
             tile_map(b, gemm_plan.b_share(self.cluster_m), self.l2_promotion),
             tile_map(c, self.plan.buffer("C_stage")),
         )
-        tiles = (_ceil_div(m, TILE_M), _ceil_div(n, TILE_N), _ceil_div(k, TILE_K))
+        tiles = (ceil_div(m, TILE_M), ceil_div(n, TILE_N), ceil_div(k, TILE_K))
         if ctas is not None and (not isinstance(ctas, int) or ctas < 1):
             raise GemmShapeError(f"ctas caps the grid at a positive number of CTAs, got {ctas!r}")
         cm = self.cluster_m

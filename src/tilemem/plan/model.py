@@ -11,8 +11,9 @@ import contextlib
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..errors import CapacityError, PlanFileError
+from ..errors import CapacityError, PlanError, PlanFileError
 from .advice import PaddingAdvice, advise_padding
+from .cpp_header import cpp_header
 from .format import format_plan
 from .occupancy import Occupancy, occupancy
 from .serialize import PLAN_SCHEMA, from_data, to_data
@@ -125,7 +126,8 @@ class MemoryPlan:
             for e in pool.entries:
                 if e.name == name:
                     return e
-        raise KeyError(name)
+        names = [e.name for pool in self.pools for e in pool.entries]
+        raise PlanError(f"the plan has no buffer named {name!r}; it has {names}")
 
     def occupancy(
         self, threads: int | None = None, target: str | Target | None = None
@@ -185,6 +187,12 @@ class MemoryPlan:
                 + (" (a plan written by to_dict() has a 'schema' key)" if schema is None else "")
             )
         return from_data(cls, data, derived=_DERIVED_KEYS)
+
+    def to_cpp_header(self, namespace: str = "tilemem_plan") -> str:
+        """The plan as a self-contained C++17 header: a namespace per pool and buffer with
+        constexpr offsets, sizes, alignments, swizzle modes, TMEM columns and static_asserts
+        (see :mod:`tilemem.plan.cpp_header`)."""
+        return cpp_header(self, namespace)
 
     def format(self) -> str:
         """The text report: a buffer table per pool, totals, a TMEM column map."""
