@@ -306,7 +306,7 @@ class HopperGemm:
         if ctas is not None and (not isinstance(ctas, int) or ctas < 1):
             raise GemmShapeError(f"ctas caps the grid at a positive number of CTAs, got {ctas!r}")
         cm = self.cluster_m
-        units = _ceil_div(tiles[0], cm) * tiles[1]
+        units = ceil_div(tiles[0], cm) * tiles[1]
         clusters = min(self.max_clusters, units, max(1, (ctas or self.sms) // cm))
         grid, cluster = (clusters * cm,), ((cm, 1, 1) if cm > 1 else None)
 
