@@ -13,6 +13,7 @@ import math
 
 from ..dtype import DTypeLike, as_dtype
 from ..errors import AllocationError, LayoutError, PoolStateError, TMEMOverflowError
+from ..intmath import ceil_div
 from ..layout import Layout, TileLayout, sf_tmem_layout, tmem_datapath_layout
 from ..layout.tmem import TMEM_COLS, TMEM_LANES, TMEM_MIN_ALLOC_COLS
 from ..plan.capacity import check_tmem_target
@@ -63,7 +64,7 @@ def _span(view: Buffer) -> tuple[int, int]:
 def column_footprint(layout: Layout, bits: int) -> int:
     """32-bit columns from the buffer's first column to the last one its layout touches:
     ``ceil(span(TCol) * bits / 32)``, ``TCol`` counting elements of the dtype."""
-    return -(-layout.span("TCol") * bits // 32)
+    return ceil_div(layout.span("TCol") * bits, 32)
 
 
 class TMEMPool(BumpPool):
@@ -153,7 +154,7 @@ class TMEMPool(BumpPool):
     def _check_warps_in_block(pool: SMEMPool, alloc_warp: int, dealloc_warp: int | None) -> None:
         if pool.threads is None:
             return
-        warps = -(-pool.threads // 32)
+        warps = ceil_div(pool.threads, 32)
         for label, warp in (("alloc_warp", alloc_warp), ("dealloc_warp", dealloc_warp)):
             if warp is not None and warp >= warps:
                 raise AllocationError(
@@ -286,9 +287,9 @@ class TMEMPool(BumpPool):
         self, buf: Buffer, col_start: int, width: int, stages: int = 1, stride: int | None = None
     ) -> TMEMStages:
         """:class:`TMEMStages` over ``buf``, listed in this pool's plan."""
-        if buf.pool is not self:
+        if not isinstance(buf, Buffer) or buf.pool is not self:
             raise AllocationError(
-                f"TMEMPool {self.name!r} lists views of its own buffers; {buf.name!r} is not one"
+                f"TMEMPool {self.name!r} lists views of its own buffers; {buf!r} is not one"
             )
         views = TMEMStages(buf, col_start, width, stages, stride)
         self._stage_views.append(views)
@@ -520,7 +521,10 @@ class TMEMStages:
 
     def view(self, stage: int, start: int = 0, stop: int | None = None) -> Buffer:
         """The Buffer for ``stage`` narrowed to ``[start, stop)``; its layout is exact."""
+        stage = check_int(stage, "stage", minimum=0, maximum=self.stages - 1)
         stop = self.width if stop is None else stop
+        start = check_int(start, "view start", minimum=0, maximum=self.width - 1)
+        stop = check_int(stop, "view stop", minimum=start + 1, maximum=self.width)
         buf = self.buf
         if not isinstance(buf.layout, TileLayout) or buf.col_offset is None:
             raise AllocationError(f"TMEMStages needs a TMEM buffer with a TileLayout, got {buf!r}")
