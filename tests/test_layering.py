@@ -22,6 +22,8 @@ LAYERS = {
     "errors": 0,
     "validate": 0,
     "version": 0,
+    "intmath": 0,
+    "text": 0,
     "layout": 1,
     "plan": 2,
     "pool": 3,

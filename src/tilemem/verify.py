@@ -25,6 +25,8 @@ import numpy as np
 from . import lang as T
 from .cuda.launch import Launcher
 from .cuda.tma import EncodedTensorMap, plan_tile_map
+from .intmath import ceil_div
+from .text import table
 
 MODES = ("none", "32B", "64B", "128B")
 ROW_MAJOR = "row-major"  # a plain alloc(): one TMA box per tile, as wide as its rows
@@ -62,7 +64,7 @@ def _map(tensor2d, buf) -> EncodedTensorMap:
 
 def _copy_out_words(raw, out, words: int) -> None:
     """Every thread copies words tid, tid + THREADS, ... of ``raw`` to ``out``."""
-    for it in T.serial(math.ceil(words / THREADS), name="it"):
+    for it in T.serial(ceil_div(words, THREADS), name="it"):
         idx = T.let("idx", it * THREADS + T.thread_id())
         with T.If(idx < words):
             out[idx] = raw[idx]
@@ -169,7 +171,7 @@ def tma_store_kernel(mode: str, esize: int, shape: tuple):
         tile = _tile(smem, mode, shape, dtype)
         smem.commit()
         info["tile"] = tile
-        per_thread = math.ceil(stages * rows * cols / THREADS)
+        per_thread = ceil_div(stages * rows * cols, THREADS)
         for it in T.serial(per_thread, name="it"):
             idx = T.let("idx", it * THREADS + T.thread_id())
             with T.If(idx < stages * rows * cols):
@@ -330,12 +332,7 @@ def format_results(results: list[CheckResult], device: str) -> str:
         (r.check, r.params, "ok" if r.ok else "FAIL", f"{r.seconds:.2f}s", r.detail)
         for r in results
     ]
-    widths = [max(len(row[i]) for row in rows) for i in range(5)]
-    lines = [f"tilemem verify on {device}"]
-    for n, row in enumerate(rows):
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
+    lines = [f"tilemem verify on {device}", *table(rows)]
     passed = sum(r.ok for r in results)
     lines.append(f"{passed}/{len(results)} checks passed")
     return "\n".join(lines)

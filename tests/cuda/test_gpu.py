@@ -13,7 +13,7 @@ from tilemem.verify import (
 )
 from tilemem.verify import _row_elems as row_elems
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.nvrtc]
 
 
 @pytest.fixture(scope="module")

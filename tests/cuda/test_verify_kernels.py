@@ -15,6 +15,7 @@ from tilemem.verify import (
 
 
 @pytest.mark.parametrize("mode", MODES)
+@pytest.mark.nvrtc
 def test_oracle_kernels_compile(mode):
     row = (16 << MODES.index(mode)) // 2 if mode != "none" else 8
     load, tile = tma_load_kernel(mode, 2, (3, 32, 2 * row), pad=1500)
@@ -38,6 +39,7 @@ def test_the_full_check_list_covers_modes_sizes_and_n():
 
 
 @pytest.mark.parametrize("esize", [1, 2, 4])
+@pytest.mark.nvrtc
 def test_row_major_oracle_kernels_issue_one_box_per_tile(esize):
     cols = 64 // esize  # 64-byte rows
     load, tile = tma_load_kernel(ROW_MAJOR, esize, (2, 16, cols))

@@ -19,25 +19,6 @@ from .device import array_shape, device_pointer, driver
 
 MAX_RANK = 5
 
-# CUtensorMapDataType enumerators (cuda.h)
-_DTYPE_CODES = {
-    "uint8": 0,
-    "int8": 0,
-    "float8_e4m3fn": 0,
-    "float8_e5m2": 0,
-    "float8_e8m0fnu": 0,
-    "bool": 0,
-    "uint16": 1,
-    "int16": 1,
-    "uint32": 2,
-    "int32": 3,
-    "uint64": 4,
-    "int64": 5,
-    "float16": 6,
-    "float32": 7,
-    "float64": 8,
-    "bfloat16": 9,
-}
 _SWIZZLE_CODES = {
     SwizzleMode.SWIZZLE_NONE: 0,
     SwizzleMode.SWIZZLE_32B_ATOM: 1,
@@ -81,7 +62,7 @@ def plan_tile_map(
     if not isinstance(buf, Buffer) or buf.scope != SMEM:
         raise TMAError(f"a TMA map copies into a shared-memory pool buffer, got {buf!r}")
     dtype = buf.dtype
-    if dtype.name not in _DTYPE_CODES:
+    if dtype.tma_code is None:
         raise TMAError(f"TMA has no element type for {dtype.name}; copy it as uint8")
     if len(buf.shape) < 2:
         raise TMAError(
@@ -149,7 +130,7 @@ class EncodedTensorMap:
         u64 = drv.cuuint64_t
         u32 = drv.cuuint32_t
         err, tmap = drv.cuTensorMapEncodeTiled(
-            drv.CUtensorMapDataType(_DTYPE_CODES[plan.dtype.name]),
+            drv.CUtensorMapDataType(plan.dtype.tma_code),
             plan.rank,
             plan.address,
             [u64(d) for d in plan.global_dims],

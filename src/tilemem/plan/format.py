@@ -6,24 +6,13 @@ import string
 from typing import TYPE_CHECKING
 
 from ..errors import CapacityError
+from ..intmath import ceil_div
+from ..text import table
 
 if TYPE_CHECKING:  # the model imports this module to render itself
     from .model import MemoryPlan, PoolPlan
 
 _MAP_WIDTH = 64  # characters in the TMEM column map
-
-
-def _table(rows: list[list[str]], right: set[int]) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = []
-    for n, row in enumerate(rows):
-        cells = [
-            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))
-        ]
-        lines.append("  ".join(cells).rstrip())
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return lines
 
 
 def _pool_lines(pool: PoolPlan) -> list[str]:
@@ -58,12 +47,13 @@ def _pool_lines(pool: PoolPlan) -> list[str]:
         )
     if not pool.entries:
         rows.append(["(empty)"] + [""] * (len(header) - 1))
-    lines = [f"{pool.name} ({pool.scope})"] + _table(rows, right={2, 3, 4, 5})
+    lines = [f"{pool.name} ({pool.scope})"] + table(rows, right={2, 3, 4, 5})
     committed = "not committed" if pool.committed is None else f"committed {pool.committed} {unit}"
     lines.append(
         f"high-water {pool.high_water} {unit}, {committed}, padding {pool.padding} {unit}"
         + (f", {len(pool.moves)} move_base_to" if pool.moves else "")
     )
+    lines += lifetime_lines(pool)
     if pool.allocation is not None:
         a = pool.allocation
         lines.append(
@@ -76,17 +66,35 @@ def _pool_lines(pool: PoolPlan) -> list[str]:
     return lines
 
 
+def lifetime_lines(pool: PoolPlan) -> list[str]:
+    """A pool with phases: footprint against lower bound and bump, and a buffer x phase table
+    ('#' where the buffer is live) with each buffer's range."""
+    if not pool.phases:
+        return []
+    unit = "bytes" if pool.unit == "bytes" else "cols"
+    lines = [
+        f"packed by lifetime: footprint {pool.footprint} {unit}, lower bound "
+        f"{pool.lower_bound} {unit}, bump placement {pool.bump} {unit}"
+    ]
+    rows = [["buffer", *pool.phases, unit]]
+    for e in pool.entries:
+        live = ["#" if p in e.phases else "." for p in pool.phases]
+        view = f" in {e.alias_of}" if e.alias_of else ""
+        rows.append([e.name, *live, f"[{e.offset}, {e.end}){view}"])
+    return [*lines, "lifetimes:", *table(rows, indent="  ")]
+
+
 def column_map(pool: PoolPlan) -> list[str]:
     """One character per group of columns; each buffer gets a letter, '*' where buffers alias."""
     total = pool.committed or max(32, pool.high_water)
-    per_char = max(1, -(-total // _MAP_WIDTH))
-    cells = ["."] * (-(-total // per_char))
+    per_char = max(1, ceil_div(total, _MAP_WIDTH))
+    cells = ["."] * ceil_div(total, per_char)
     legend = []
     letters = string.ascii_uppercase + string.ascii_lowercase
     for n, e in enumerate(pool.entries):
         mark = letters[n % len(letters)]
         legend.append(f"{mark}={e.name}[{e.offset}:{e.end})")
-        for c in range(e.offset // per_char, min(len(cells), -(-e.end // per_char))):
+        for c in range(e.offset // per_char, min(len(cells), ceil_div(e.end, per_char))):
             cells[c] = mark if cells[c] == "." else "*"
     return [
         f"TMEM columns 0..{total} ({per_char} per character):",

@@ -53,7 +53,7 @@ def tma_load(tmap: TensorMapVar, dst, bar, coords, multicast_mask=None):
     attrs: list[tuple] = [("rank", len(tuple(coords)))]
     args = [tmap, shared_operand(dst), shared_operand(bar), *_coords(coords)]
     if multicast_mask is not None:
-        current().require("cluster", "TMA multicast")
+        current().target.require("cluster", "TMA multicast")
         attrs.append(("multicast", True))
         args.append(convert(multicast_mask))
     return args, attrs

@@ -17,7 +17,7 @@ _WGMMA_N = set(range(8, 257, 8))
 @expose("ptx.wgmma.desc")
 def wgmma_desc(buf: Buffer, *coords) -> Expr:
     """wgmma shared-memory descriptor of ``buf`` starting at ``coords`` (stage..., row, k)."""
-    current().require("wgmma", "wgmma descriptor")
+    current().target.require("wgmma", "wgmma descriptor")
     return shared_descriptor(buf, coords, wgmma_descriptor_high)
 
 
