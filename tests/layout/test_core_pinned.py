@@ -20,15 +20,19 @@ def test_iter_accepts_extent_one_and_stride_zero():
     assert repr(Iter(1, 0)) == "1:0@m"
 
 
+LIMIT = 1 << 40  # the most elements any on-chip buffer could hold (tilemem.validate)
+
+
 @pytest.mark.parametrize(
     ("extent", "stride", "message"),
     [
-        (0, 1, "Iter extent must be >= 1, got 0"),
-        (2, -1, "Iter stride must be >= 0, got -1"),
-        (True, 1, "Iter extent must be an integer, got True"),
-        (np.bool_(True), 1, "Iter extent must be an integer, got"),
-        (2.0, 1, "Iter extent must be an integer, got 2.0"),
-        (2, 1.5, "Iter stride must be an integer, got 1.5"),
+        (0, 1, f"Iter extent must be an integer in [1, {LIMIT}], got 0"),
+        (LIMIT + 1, 1, f"Iter extent must be an integer in [1, {LIMIT}], got {LIMIT + 1}"),
+        (2, -1, f"Iter stride must be an integer in [0, {LIMIT}], got -1"),
+        (True, 1, f"Iter extent must be an integer in [1, {LIMIT}], got True (bool)"),
+        (np.bool_(True), 1, f"Iter extent must be an integer in [1, {LIMIT}], got"),
+        (2.0, 1, f"Iter extent must be an integer in [1, {LIMIT}], got 2.0 (float)"),
+        (2, 1.5, f"Iter stride must be an integer in [0, {LIMIT}], got 1.5 (float)"),
     ],
 )
 def test_iter_refuses_bad_numbers(extent, stride, message):
@@ -37,13 +41,16 @@ def test_iter_refuses_bad_numbers(extent, stride, message):
     assert str(exc.value).startswith(message)
 
 
-def test_iter_accepts_numpy_integers():
-    assert repr(Iter(np.int64(4), np.int32(2), "TCol")) == "4:2@TCol"
+def test_iter_accepts_the_largest_extent_and_numpy_integers():
+    assert repr(Iter(LIMIT, 0)) == f"{LIMIT}:0@m"
+    it = Iter(np.int64(4), np.int32(2), "TCol")
+    assert repr(it) == "4:2@TCol"
+    assert type(it.extent) is int and type(it.stride) is int
 
 
-@pytest.mark.parametrize("axis", ["", 3, None])
-def test_iter_refuses_an_empty_or_non_text_axis(axis):
-    with pytest.raises(LayoutError, match="Iter axis must be a non-empty name"):
+@pytest.mark.parametrize("axis", ["", "1x", "T Col", 3, None])
+def test_iter_refuses_an_axis_that_is_not_a_name(axis):
+    with pytest.raises(LayoutError, match="Iter axis must be a name such as 'm' or 'TCol', got"):
         Iter(2, 1, axis)
 
 
@@ -356,10 +363,26 @@ def test_window_reaching_the_end_is_allowed():
     assert ROW_4x8.window(1, 0, 8) == TileLayout([Iter(4, 8), Iter(8, 1)], shape=(4, 8))
 
 
-@pytest.mark.parametrize(("start", "length"), [(-1, 2), (0, 0), (5, 4), (8, 1)])
+@pytest.mark.parametrize(("start", "length"), [(5, 4), (8, 1), (0, 9)])
 def test_window_outside_the_dimension(start, length):
-    with pytest.raises(LayoutError, match=r"window \[.*\) outside dimension 1 of extent 8"):
+    end = start + length
+    with pytest.raises(LayoutError, match=rf"window \[{start}, {end}\) outside dimension 1 of"):
         ROW_4x8.window(1, start, length)
+
+
+@pytest.mark.parametrize(
+    ("dim", "start", "length", "message"),
+    [
+        (1, -1, 2, "window start must be an integer in [0, "),
+        (1, 0, 0, "window length must be an integer in [1, "),
+        (2, 0, 1, "window dimension 2 of a 2-D layout"),
+        (-1, 0, 1, "window dimension of a 2-D layout must be an integer in [0, "),
+    ],
+)
+def test_window_arguments_are_checked(dim, start, length, message):
+    with pytest.raises(LayoutError) as exc:
+        ROW_4x8.window(dim, start, length)
+    assert str(exc.value).startswith(message)
 
 
 TWO_BLOCKS = TileLayout([Iter(2, 100), Iter(4, 1)], shape=(8,))  # blocks of 4, 100 apart
@@ -428,25 +451,39 @@ def test_swizzle_size_span_axes():
     assert repr(SW128_BF16) == "Swizzle(pe=3, L=3, a=3)"
 
 
+@pytest.mark.parametrize("bad", [-1, 21])
 @pytest.mark.parametrize("field", [0, 1, 2])
-def test_swizzle_refuses_negative_fields(field):
+def test_swizzle_fields_lie_in_0_to_20(field, bad):
     values = [3, 3, 3]
-    values[field] = -1
-    with pytest.raises(LayoutError, match="must be >= 0, got -1"):
+    values[field] = bad
+    name = ("per_element", "swizzle_len", "atom_len")[field]
+    with pytest.raises(LayoutError, match=rf"SwizzleLayout {name} must be an integer in \[0, 20\]"):
         SwizzleLayout(*values)
+
+
+def test_swizzle_fields_may_reach_20():
+    assert SwizzleLayout(20, 0, 0).period == 1 << 20
+    assert SwizzleLayout(0, 20, 0).period == 1 << 20
+    assert SwizzleLayout(0, 0, 20).period == 1 << 20
 
 
 # XOR bit 1 into bit 0: 0, 1, 3, 2 repeating
 FLIP = SwizzleLayout(0, 1, 1)
 
 
-def test_compose_swizzles_m_and_passes_other_axes():
-    tile = TileLayout([Iter(2, 1, "TCol"), Iter(4, 1)])
-    composed = ComposeLayout(FLIP, tile)
-    assert composed.apply(6) == {"m": 3, "TCol": 1}
-    assert composed.apply(5) == {"m": 1, "TCol": 1}
-    assert composed.shape == (2, 4) and composed.axes == ("m", "TCol")
-    assert composed.size() == 8 and composed.size("TCol") == 2
+def test_compose_swizzles_the_tile_offset():
+    composed = ComposeLayout(FLIP, TileLayout.of((2, 4)))
+    assert [composed.apply(i)["m"] for i in range(8)] == [0, 1, 3, 2, 4, 5, 7, 6]
+    assert composed.apply(1, 2) == {"m": 7}
+    assert composed.shape == (2, 4) and composed.axes == ("m",)
+    assert composed.size() == 8 and composed.size("m") == 8
+
+
+def test_compose_needs_a_tile_on_m_only():
+    with pytest.raises(LayoutError, match=r"the tile must map to axis 'm' only, got axes"):
+        ComposeLayout(FLIP, TileLayout([Iter(2, 1, "TCol"), Iter(4, 1)]))
+    with pytest.raises(LayoutError, match="takes a SwizzleLayout and a TileLayout"):
+        ComposeLayout(TileLayout.of((4,)), TileLayout.of((4,)))
 
 
 def test_compose_span_rounds_m_up_to_whole_periods():
@@ -454,8 +491,8 @@ def test_compose_span_rounds_m_up_to_whole_periods():
     assert ComposeLayout(period_64, TileLayout.of((100,))).span() == 128
     assert ComposeLayout(period_64, TileLayout.of((100,))).span("m") == 128
     assert ComposeLayout(period_64, TileLayout.of((128,))).span() == 128
-    lanes = TileLayout([Iter(100, 1, "TLane"), Iter(2, 1)])
-    assert ComposeLayout(period_64, lanes).span("TLane") == 100
+    assert ComposeLayout(period_64, TileLayout.of((129,))).span() == 192
+    assert ComposeLayout(period_64, TileLayout.of((100,))).span("TLane") == 1
 
 
 def test_compose_canonical_form_drops_an_empty_swizzle():
