@@ -215,3 +215,9 @@ def test_move_base_to_takes_no_other_keys():
 def test_alignment_error_class_is_kept_and_points_at_the_buffer():
     message = _error(SMEM_ONLY.replace("align = 16", "align = 3"), AlignmentError)
     assert message.startswith("k.toml:19: [[smem.buffers]] #4 'C': align must be a power of two")
+
+
+def test_unknown_pool_key_is_a_plan_file_error():
+    message = _error(SMEM_ONLY.replace('name = "tiles"', 'name = "tiles"\nregion = 4'))
+    assert message.startswith("k.toml:4: [smem]: unknown key 'region'")
+    assert "commit" in message and "threads" in message

@@ -17,6 +17,7 @@ from .cpp_header import cpp_header
 from .format import format_plan
 from .occupancy import Occupancy, occupancy
 from .serialize import PLAN_SCHEMA, from_data, to_data
+from .svg import plan_svg
 from .target import Target, get_target
 
 # Keys written to JSON for its readers, not fields: skipped when read back. All but "example"
@@ -193,6 +194,11 @@ class MemoryPlan:
         constexpr offsets, sizes, alignments, swizzle modes, TMEM columns and static_asserts
         (see :mod:`tilemem.plan.cpp_header`)."""
         return cpp_header(self, namespace)
+
+    def to_svg(self, title: str | None = None) -> str:
+        """The plan as an SVG picture: SMEM bytes (phases as rows when lifetimes exist) and a
+        TMEM map of lanes x columns (see :mod:`tilemem.plan.svg`)."""
+        return plan_svg(self, title)
 
     def format(self) -> str:
         """The text report: a buffer table per pool, totals, a TMEM column map."""
