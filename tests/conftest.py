@@ -2,7 +2,7 @@ import pytest
 
 
 def _gpu_present() -> bool:
-    from tilemem.cuda.launch import gpu_name
+    from tilemem.cuda.device import gpu_name
 
     return gpu_name() is not None
 

@@ -66,3 +66,71 @@ def test_verify_without_a_gpu_says_so_and_fails(capsys):
         pytest.skip("a GPU is present: scripts/gpu_check.sh runs tilemem verify")
     assert main(["verify"]) == 1
     assert "no CUDA GPU found" in capsys.readouterr().err
+
+
+def test_plan_into_a_closed_pipe_ends_without_a_traceback():
+    # the reader goes away before tilemem writes: every write then fails with EPIPE
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tilemem.cli", "plan", "--json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert proc.wait() == 141  # 128 + SIGPIPE, as a shell reports for `cat` in the same place
+    assert err == ""
+
+
+@pytest.mark.parametrize("command", [["emit", "-e", "hopper-gemm"], ["plan"], ["plan", "--json"]])
+def test_unwritable_output_is_a_one_line_error(command, tmp_path):
+    target = tmp_path / "missing" / "out.txt"
+    out = run(*command, "-o", str(target))
+    assert out.returncode == 1
+    assert out.stderr.splitlines() == [f"tilemem: cannot write {target}: No such file or directory"]
+
+
+def test_output_file_is_replaced_atomically(tmp_path, monkeypatch, capsys):
+    # a write that fails at the last step leaves the old file whole and no temporary behind
+    import os
+
+    target = tmp_path / "k.cu"
+    target.write_text("previous contents\n")
+
+    def refuse(src, dst):
+        raise OSError(28, "No space left on device", dst)
+
+    monkeypatch.setattr(os, "replace", refuse)
+    assert main(["emit", "-e", "hopper-gemm", "-o", str(target)]) == 1
+    assert target.read_text() == "previous contents\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k.cu"]
+    assert capsys.readouterr().err == f"tilemem: cannot write {target}: No space left on device\n"
+
+
+def test_output_file_gets_the_whole_text(tmp_path, capsys):
+    target = tmp_path / "plan.json"
+    assert main(["plan", "--json", "-o", str(target)]) == 0
+    assert json.loads(target.read_text())["example"] == "hopper-gemm"
+    assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("options", [["--json"], ["--list"], ["-e", "nvfp4-gemm"], []])
+def test_options_without_a_command_mean_plan(options):
+    assert run(*options).stdout == run("plan", *options).stdout != ""
+
+
+@pytest.mark.parametrize("command", [[], ["plan"], ["emit"], ["verify"]])
+def test_help_is_plain_text(command):
+    out = run(*command, "--help")
+    assert out.returncode == 0 and out.stdout.startswith("usage: tilemem")
+    assert "``" not in out.stdout and ":func:" not in out.stdout
+
+
+def test_verify_without_cuda_bindings_names_the_missing_package(monkeypatch, capsys):
+    # None in sys.modules makes `import cuda.bindings.driver` raise ImportError, as when absent
+    monkeypatch.setitem(sys.modules, "cuda.bindings", None)
+    monkeypatch.setitem(sys.modules, "cuda.bindings.driver", None)
+    assert main(["verify"]) == 1
+    err = capsys.readouterr().err
+    assert "cuda-bindings not installed" in err and "pip install 'tilemem[cuda]'" in err
+    assert "no CUDA GPU" not in err

@@ -13,8 +13,12 @@ KIB = 1024
 def test_hopper_gemm_stage_bytes():
     plan = hopper_gemm_bf16().plan()
     # A: 4 x 128 x 64 bf16 = 64 KiB; B: 4 x 256 x 64 bf16 = 128 KiB; C slice 128 x 64 bf16 = 16 KiB
-    assert [plan.entry(n).size for n in ("A", "B", "C_epilogue")] == [64 * KIB, 128 * KIB, 16 * KIB]
-    assert plan.smem.size == 208 * KIB + 2 * 4 * 8
+    assert [plan.entry(n).length for n in ("A", "B", "C_epilogue")] == [
+        64 * KIB,
+        128 * KIB,
+        16 * KIB,
+    ]
+    assert plan.smem.committed == 208 * KIB + 2 * 4 * 8
 
 
 def test_blackwell_gemm_double_buffers_the_accumulator():
@@ -38,7 +42,7 @@ def test_nvfp4_scale_factor_columns():
 def test_attention_aliases_p_over_the_upper_half_of_s():
     plan = attention_fwd_fa4().plan()
     tmem = plan.tmem[0]
-    cols = {e.name: (e.offset, e.size) for e in tmem.entries}
+    cols = {e.name: (e.offset, e.length) for e in tmem.entries}
     assert cols["S0"] == (0, 128) and cols["S1"] == (128, 128)
     assert cols["O0"] == (256, 128) and cols["O1"] == (384, 128)
     assert cols["P0"] == (64, 64) and cols["P1"] == (192, 64)

@@ -14,8 +14,7 @@ from .dtype import DataType
 from .layout import SwizzleMode
 from .plan import MemoryPlan, Target, get_target
 from .pool import Buffer, SMEMPool, TMEMPool, TMEMStages
-
-__version__ = "0.1.0"
+from .version import __version__
 
 
 def __getattr__(name: str):

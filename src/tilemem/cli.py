@@ -1,42 +1,100 @@
-"""Command line: ``tilemem plan`` prints the memory plan of a built-in example."""
+"""Command line: ``tilemem plan | emit | verify``.
+
+Every command writes its result to standard output or, with an output option, to a file
+replaced atomically (a reader never sees half a file). Output into a closed pipe
+(``tilemem plan --json | head``) ends the command quietly, as ``cat`` would.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
+import tempfile
+from collections.abc import Callable
 
 from . import __version__
+from .errors import TilememError
+
+DESCRIPTION = """\
+tilemem plans the shared memory (SMEM) and tensor memory (TMEM) of NVIDIA GPU tile kernels.
+
+Without a command, the arguments go to `tilemem plan`: `tilemem --json` is
+`tilemem plan --json`, `tilemem --list` lists the examples."""
+
+_TOP_LEVEL_OPTIONS = {"-h", "--help", "--version"}
+_SIGPIPE_EXIT = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader went away
+
+
+class TilememUsage(Exception):
+    """A command line that names something that does not exist; exit status 2."""
+
+
+def write_file(path: str, text: str) -> None:
+    """Write ``text`` to ``path`` atomically: a temporary file in the same folder, then rename.
+
+    An OSError names ``path`` (not the temporary file) so the message is the user's own.
+    """
+    folder = os.path.dirname(os.path.abspath(path))
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tilemem-", suffix=".tmp")
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except OSError as exc:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+        raise OSError(exc.errno, exc.strerror or str(exc), path) from None
+
+
+def _output(text: str, path: str | None) -> None:
+    if path:
+        write_file(path, text)
+    else:
+        sys.stdout.write(text)
+
+
+def _example(args: argparse.Namespace):
+    """The Example to plan: a plan file, a built-in by name, or the default built-in."""
+    from .examples import DEFAULT_EXAMPLE, EXAMPLES
+
+    if args.file:
+        if args.example:
+            raise TilememUsage("give a plan file or --example, not both")
+        from .planfile import load_plan_file
+
+        return load_plan_file(args.file)
+    name = args.example or DEFAULT_EXAMPLE
+    if name not in EXAMPLES:
+        raise TilememUsage(f"unknown example {name!r}; choose one of: {', '.join(EXAMPLES)}")
+    return EXAMPLES[name]
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
-    from .examples import DEFAULT_EXAMPLE, EXAMPLES
+    from .examples import EXAMPLES
 
     if args.list:
         width = max(len(n) for n in EXAMPLES)
-        for example in EXAMPLES.values():
-            print(f"{example.name:<{width}}  {example.target:<8} {example.summary}")
+        lines = [f"{e.name:<{width}}  {e.target:<8} {e.summary}" for e in EXAMPLES.values()]
+        _output("\n".join(lines) + "\n", args.output)
         return 0
-    name = args.example or DEFAULT_EXAMPLE
-    if name not in EXAMPLES:
-        print(
-            f"tilemem: unknown example {name!r}; choose one of: {', '.join(EXAMPLES)}",
-            file=sys.stderr,
-        )
-        return 2
     from .plan import padding_advice
 
-    example = EXAMPLES[name]
+    example = _example(args)
     plan = example.build().plan()
-    occ = plan.occupancy(example.threads)
-    plan = plan.with_section(f"occupancy ({example.threads} threads per CTA)", occ.lines())
+    if example.threads and plan.target:
+        occ = plan.occupancy(example.threads)
+        plan = plan.with_section(f"occupancy ({example.threads} threads per CTA)", occ.lines())
     if plan.smem is not None:
         plan = plan.with_section("padding", padding_advice(plan.smem))
     if args.json:
-        print(json.dumps({"example": name, **plan.to_dict()}, indent=2))
+        text = json.dumps({"example": example.name, **plan.to_dict()}, indent=2) + "\n"
     else:
-        print(f"{example.name}: {example.summary}")
-        print(plan.format())
+        text = f"{example.name}: {example.summary}\n{plan.format()}\n"
+    _output(text, args.output)
     return 0
 
 
@@ -51,25 +109,41 @@ def _cmd_emit(args: argparse.Namespace) -> int:
         return 2
     program = KERNELS[args.example]()
     text = str(program.ir) + "\n" if args.ir else program.source
+    _output(text, args.output)
     if args.output:
-        with open(args.output, "w") as handle:
-            handle.write(text)
         print(
             f"wrote {args.output}: kernel {program.name} for {program.target}, "
             f"{program.dyn_smem_bytes} bytes of dynamic shared memory"
         )
-    else:
-        sys.stdout.write(text)
     return 0
 
 
+def _missing_cuda_packages() -> list[str]:
+    """The packages of the ``cuda`` extra that cannot be imported here."""
+    missing = []
+    for module, package in (("cuda.bindings.driver", "cuda-bindings"), ("cuda.core", "cuda-core")):
+        try:
+            __import__(module)
+        except ImportError:
+            missing.append(package)
+    return missing
+
+
 def _gpu_name() -> str | None:
-    from .cuda.launch import gpu_name
+    from .cuda.device import gpu_name
 
     return gpu_name()
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
+    missing = _missing_cuda_packages()
+    if missing:
+        print(
+            f"tilemem verify: {' and '.join(missing)} not installed; it needs the cuda extra "
+            "to talk to the GPU: pip install 'tilemem[cuda]'",
+            file=sys.stderr,
+        )
+        return 1
     device = _gpu_name()
     if device is None:
         print(
@@ -78,7 +152,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    from .cuda.verify import format_results, run_all
+    from .verify import format_results, run_all
 
     results = run_all(quick=args.quick)
     print(format_results(results, device))
@@ -86,15 +160,28 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tilemem", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="tilemem", description=DESCRIPTION, formatter_class=argparse.RawTextHelpFormatter
+    )
     parser.add_argument("--version", action="version", version=f"tilemem {__version__}")
-    sub = parser.add_subparsers(dest="command")
-    plan = sub.add_parser("plan", help="print the memory plan of a built-in example kernel")
-    plan.add_argument("--example", "-e", help="example name (see --list)")
+    sub = parser.add_subparsers(dest="command", metavar="{plan,emit,verify}")
+    plan = sub.add_parser(
+        "plan",
+        help="print the memory plan of a plan file or a built-in example kernel",
+        description="Print the memory plan of a TOML plan file or a built-in example: buffers, "
+        "offsets, padding, occupancy.",
+    )
+    plan.add_argument("file", nargs="?", help="a TOML plan file (docs/PLAN_FORMAT.md)")
+    plan.add_argument("--example", "-e", help="built-in example name (see --list)")
     plan.add_argument("--list", action="store_true", help="list the built-in examples")
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
+    plan.add_argument("-o", "--output", help="file to write (default: standard output)")
     plan.set_defaults(run=_cmd_plan)
-    emit = sub.add_parser("emit", help="write the CUDA C++ of a built-in example kernel")
+    emit = sub.add_parser(
+        "emit",
+        help="write the CUDA C++ of a built-in example kernel",
+        description="Write the CUDA C++ (or the kernel IR) of a built-in example kernel.",
+    )
     emit.add_argument(
         "--example", "-e", required=True, help="example name (see `tilemem plan --list`)"
     )
@@ -102,7 +189,9 @@ def build_parser() -> argparse.ArgumentParser:
     emit.add_argument("--ir", action="store_true", help="print the kernel IR instead of CUDA C++")
     emit.set_defaults(run=_cmd_emit)
     verify = sub.add_parser(
-        "verify", help="check every SMEM layout against the local GPU (TMA, wgmma)"
+        "verify",
+        help="check every SMEM layout against the local GPU (TMA, wgmma)",
+        description="Check every SMEM layout against the local GPU (TMA, wgmma).",
     )
     verify.add_argument(
         "--quick", action="store_true", help="one shape per swizzle mode and element size"
@@ -111,12 +200,48 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _with_command(argv: list[str], commands: set[str]) -> list[str]:
+    """``tilemem --json`` means ``tilemem plan --json``: without a command, ``plan`` is implied."""
+    if argv and (argv[0] in commands or argv[0] in _TOP_LEVEL_OPTIONS):
+        return argv
+    return ["plan", *argv]
+
+
+def _quiet_broken_pipe(run: Callable[[], int]) -> int:
+    """Run; if the reader of standard output went away, stop without a traceback."""
+    try:
+        status = run()
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        # Python would flush stdout again at exit and report the same error: point it elsewhere
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return _SIGPIPE_EXIT
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        args = parser.parse_args(["plan", *(argv or [])])
-    return args.run(args)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    commands = {"plan", "emit", "verify"}
+    args = parser.parse_args(_with_command(argv, commands))
+
+    def run() -> int:
+        try:
+            return args.run(args)
+        except BrokenPipeError:
+            raise
+        except TilememUsage as exc:
+            print(f"tilemem: {exc}", file=sys.stderr)
+            return 2
+        except TilememError as exc:  # a plan that breaks a rule: the message says which
+            print(f"tilemem: {exc}", file=sys.stderr)
+            return 1
+        except OSError as exc:  # an output file that cannot be written: one line, no traceback
+            print(f"tilemem: cannot write {exc.filename}: {exc.strerror}", file=sys.stderr)
+            return 1
+
+    return _quiet_broken_pipe(run)
 
 
 if __name__ == "__main__":

@@ -42,5 +42,9 @@ class TMEMOverflowError(CapacityError):
     """TMEM columns requested beyond the pool's ``total_cols``."""
 
 
+class PlanFileError(TilememError, ValueError):
+    """A plan file that cannot be read: TOML syntax, an unknown key, a name defined nowhere."""
+
+
 class TargetError(TilememError, ValueError):
     """An unknown target, or a feature the target lacks."""

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from .cuda.kernel import KernelProgram
 from .dtype import DataType, as_dtype
 from .ir import builder as _b
 from .ir import intrinsics as _ix
+from .ir.build import build as _build
 
 # pools: the same classes as plan-only use; inside a kernel they emit
 from .pool import SMEMPool as SMEMPool
@@ -26,7 +28,7 @@ evaluate, let, cast, select = _b.evaluate, _b.let, _b.cast, _b.select
 all_of, any_of, min, max = _b.all_of, _b.any_of, _b.min_, _b.max_
 alloc_local = _b.alloc_local
 thread_id, block_id, warp_id, lane_id = _b.thread_id, _b.block_id, _b.warp_id, _b.lane_id
-smem_addr, tmem_base, tmem_addr = _b.smem_addr, _b.tmem_base, _b.tmem_addr
+smem_addr, tmem_base, tmem_addr = _b.smem_addr, _ix.tmem_base, _b.tmem_addr
 TensorMap = _b.TensorMapSpec
 BuildError = _b.BuildError
 
@@ -52,11 +54,10 @@ float32 = _scalar("float32")
 
 def kernel(target: str, grid=1, block=128, cluster=None, name: str | None = None):
     """Decorator: build the function into a kernel for ``target``; returns a KernelProgram."""
-    from .cuda.kernel import KernelProgram
 
     def wrap(fn):
         return KernelProgram(
-            _b.build(fn, target=target, grid=grid, block=block, cluster=cluster, name=name)
+            _build(fn, target=target, grid=grid, block=block, cluster=cluster, name=name)
         )
 
     return wrap

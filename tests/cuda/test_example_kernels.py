@@ -14,7 +14,7 @@ def test_every_plan_example_has_a_kernel():
 def test_example_kernel_compiles_for_its_target(name):
     program = KERNELS[name]()
     assert program.target == EXAMPLES[name].target
-    plan_smem = EXAMPLES[name].build().plan().smem.size
+    plan_smem = EXAMPLES[name].build().plan().smem.committed
     assert program.dyn_smem_bytes == plan_smem
     assert program.compile()[:4] == b"\x7fELF"
 

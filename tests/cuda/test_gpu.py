@@ -4,7 +4,7 @@ device."""
 import pytest
 
 from tilemem import T
-from tilemem.cuda.verify import MODES, check_tma_load, check_tma_store, check_wgmma
+from tilemem.verify import MODES, check_tma_load, check_tma_store, check_wgmma
 
 pytestmark = pytest.mark.gpu
 

@@ -3,7 +3,7 @@ GPU)."""
 
 import pytest
 
-from tilemem.cuda.verify import MODES, all_checks, tma_load_kernel, tma_store_kernel, wgmma_kernel
+from tilemem.verify import MODES, all_checks, tma_load_kernel, tma_store_kernel, wgmma_kernel
 
 
 @pytest.mark.parametrize("mode", MODES)

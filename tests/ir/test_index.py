@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from tilemem.ir import evaluate, layout_index
+from tilemem.ir import interpret, layout_index
 from tilemem.ir.nodes import Var
 from tilemem.layout import TileLayout, mma_shared_layout, sf_tmem_layout, tmem_datapath_layout
 
@@ -27,7 +27,7 @@ def test_index_expression_matches_apply_everywhere(layout):
     exprs = layout_index(layout, [Var(n) for n in names])
     for coord in itertools.product(*(range(n) for n in layout.shape)):
         env = dict(zip(names, coord))
-        got = {axis: evaluate(e, env) for axis, e in exprs.items()}
+        got = {axis: interpret(e, env) for axis, e in exprs.items()}
         assert got == layout.apply(*coord), coord
 
 

@@ -20,7 +20,7 @@ def small_plan():
 def test_entries_have_offset_size_alignment_padding_layout():
     plan = small_plan()
     a = plan.entry("A")
-    assert (a.scope, a.offset, a.size, a.align, a.padding) == (
+    assert (a.scope, a.offset, a.length, a.align, a.padding) == (
         "shared.dyn",
         1024,
         16384,
@@ -29,15 +29,15 @@ def test_entries_have_offset_size_alignment_padding_layout():
     )
     assert a.layout.startswith("mma 128B") and a.shape == (2, 64, 64)
     bar = plan.entry("bar")
-    assert (bar.offset, bar.size, bar.align, bar.padding) == (17408, 16, 8, 0)
+    assert (bar.offset, bar.length, bar.align, bar.padding) == (17408, 16, 8, 0)
 
 
 def test_totals_and_high_water():
     plan = small_plan()
-    assert plan.smem.high_water == 17408 + 16 + 4 and plan.smem.size == plan.smem.high_water
+    assert plan.smem.high_water == 17408 + 16 + 4 and plan.smem.committed == plan.smem.high_water
     assert plan.smem.padding == 1021
     tmem = plan.tmem[0]
-    assert (tmem.high_water, tmem.size) == (128, 256)
+    assert (tmem.high_water, tmem.committed) == (128, 256)
     assert tmem.overlaps == [("P", "acc")]
 
 

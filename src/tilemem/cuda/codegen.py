@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 
-from .. import __version__
 from ..dtype import DataType
 from ..errors import TilememError
 from ..ir.nodes import (
@@ -14,8 +13,8 @@ from ..ir.nodes import (
     Comment,
     Const,
     DeclBuffer,
-    Evaluate,
     Expr,
+    ExprStmt,
     For,
     IfThenElse,
     Kernel,
@@ -28,6 +27,7 @@ from ..ir.nodes import (
     UnOp,
     Var,
 )
+from ..version import __version__
 from .intrinsics import LOWER
 from .prelude import HELPERS, PRELUDE
 
@@ -107,7 +107,7 @@ class CudaCodegen:
         pad = "  " * depth
         if isinstance(s, SeqStmt):
             return [line for st in s.stmts for line in self.stmt(st, depth)]
-        if isinstance(s, Evaluate):
+        if isinstance(s, ExprStmt):
             return [f"{pad}{self.expr(s.expr)};"]
         if isinstance(s, Store):
             return [f"{pad}{s.buffer.name}[{self.expr(s.index)}] = {self.expr(s.value)};"]

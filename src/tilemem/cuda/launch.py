@@ -2,7 +2,7 @@
 
 Arguments may be torch/cupy arrays, ``cuda.core`` buffers, anything with
 ``__cuda_array_interface__`` or DLPack, Python/numpy scalars, and
-:class:`~tilemem.cuda.tma.TensorMap` objects. The dynamic shared-memory size
+:class:`~tilemem.cuda.tma.EncodedTensorMap` objects. The dynamic shared-memory size
 comes from the kernel's committed pool; above 48 KiB the per-function limit
 is raised first. The launch goes through the driver (``cuLaunchKernel``) on a
 ``cuda.core`` stream, because ``__grid_constant__`` tensor maps are passed by
@@ -14,8 +14,9 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
-from ..errors import TilememError
 from ..ir.nodes import Var
+from .device import LaunchError, array_shape, check, device_pointer, driver, element_bytes
+from .tma import EncodedTensorMap
 
 STATIC_SMEM_LIMIT = 48 * 1024
 
@@ -32,76 +33,6 @@ _CTYPES = {
     "float64": ctypes.c_double,
     "bool": ctypes.c_bool,
 }
-
-
-class LaunchError(TilememError, RuntimeError):
-    """A kernel that cannot be launched here, with the kernel's name and the limit it hit."""
-
-
-def _driver():
-    from cuda.bindings import driver
-
-    return driver
-
-
-def _check(result, what: str, kernel: str):
-    err, *rest = result if isinstance(result, tuple) else (result,)
-    if int(err) != 0:
-        driver = _driver()
-        _, name = driver.cuGetErrorName(err)
-        raise LaunchError(
-            f"kernel {kernel!r}: {what} failed with "
-            f"{name.decode() if isinstance(name, bytes) else name}"
-        )
-    return rest[0] if len(rest) == 1 else rest
-
-
-def gpu_name() -> str | None:
-    """The first CUDA device's name, or None when there is no driver or device."""
-    try:
-        driver = _driver()
-        (err,) = driver.cuInit(0)
-        if int(err) != 0:
-            return None
-        err, count = driver.cuDeviceGetCount()
-        if int(err) != 0 or count == 0:
-            return None
-        err, name = driver.cuDeviceGetName(256, 0)
-        return name.split(b"\0")[0].decode() if int(err) == 0 else None
-    except Exception:  # no cuda-bindings or no driver library: no GPU
-        return None
-
-
-def device_pointer(obj) -> int:
-    """The device address of a tensor-like object (cuda.core Buffer, CAI, DLPack) or an int."""
-    if isinstance(obj, int):
-        return obj
-    handle = getattr(obj, "handle", None)
-    if handle is not None and hasattr(obj, "size") and not hasattr(obj, "__cuda_array_interface__"):
-        return int(handle)  # cuda.core Buffer
-    cai = getattr(obj, "__cuda_array_interface__", None)
-    if cai is not None:
-        return int(cai["data"][0])
-    if hasattr(obj, "__dlpack__"):
-        from cuda.core.utils import StridedMemoryView
-
-        return int(StridedMemoryView(obj, stream_ptr=-1).ptr)
-    raise LaunchError(
-        f"cannot pass {type(obj).__name__} as a device buffer: give a torch/cupy array, a "
-        "cuda.core Buffer, or an address"
-    )
-
-
-def _shape_of(obj) -> tuple | None:
-    shape = getattr(obj, "shape", None)
-    return tuple(int(s) for s in shape) if shape is not None else None
-
-
-def _element_bytes(obj) -> int | None:
-    cai = getattr(obj, "__cuda_array_interface__", None)
-    if cai is not None:
-        return int(cai["typestr"][2:])
-    return getattr(obj, "itemsize", None) or getattr(getattr(obj, "dtype", None), "itemsize", None)
 
 
 class Launcher:
@@ -127,19 +58,17 @@ class Launcher:
                 f"kernel {self.name!r} is a {program.target} cubin; a device of compute capability "
                 f"{cc.major}.{cc.minor} cannot run it (cubins run only within their major version)"
             )
-        driver = _driver()
-        self.module = _check(
-            driver.cuModuleLoadData(program.compile()), "cuModuleLoadData", self.name
-        )
-        self.function = _check(
-            driver.cuModuleGetFunction(self.module, self.name.encode()),
+        drv = driver()
+        self.module = check(drv.cuModuleLoadData(program.compile()), "cuModuleLoadData", self.name)
+        self.function = check(
+            drv.cuModuleGetFunction(self.module, self.name.encode()),
             "cuModuleGetFunction",
             self.name,
         )
         smem = program.dyn_smem_bytes
-        attr = driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
-        limit = _check(
-            driver.cuDeviceGetAttribute(attr, self.device.device_id),
+        attr = drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN
+        limit = check(
+            drv.cuDeviceGetAttribute(attr, self.device.device_id),
             "cuDeviceGetAttribute",
             self.name,
         )
@@ -150,17 +79,15 @@ class Launcher:
                 f"{limit} per block (opt-in maximum): remove {smem - limit} bytes from its SMEMPool"
             )
         if smem > STATIC_SMEM_LIMIT:
-            fattr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-            _check(
-                driver.cuFuncSetAttribute(self.function, fattr, smem),
+            fattr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            check(
+                drv.cuFuncSetAttribute(self.function, fattr, smem),
                 f"raising the dynamic shared-memory limit to {smem} bytes",
                 self.name,
             )
         self.symbols = self._symbols()  # size parameters bound from the buffers' shapes
 
     def _params(self, args: tuple) -> tuple[list, ctypes.Array]:
-        from .tma import TensorMap
-
         params = self.program.ir.params
         user = [p for p in params if not (p.kind == "scalar" and p.name in self.symbols)]
         if len(args) != len(user):
@@ -180,10 +107,10 @@ class Launcher:
                     _CTYPES[p.value.dtype.name](arg.item() if hasattr(arg, "item") else arg)
                 )
             else:
-                if not isinstance(arg, TensorMap):
+                if not isinstance(arg, EncodedTensorMap):
                     raise LaunchError(
-                        f"kernel {self.name!r}: parameter {p.name} takes a tilemem TensorMap, got "
-                        f"{type(arg).__name__}"
+                        f"kernel {self.name!r}: parameter {p.name} takes a tensor map from "
+                        f"tilemem.cuda.tma.tile_map(...), got {type(arg).__name__}"
                     )
                 keep.append(arg)
             values[p.name] = keep[-1]
@@ -195,7 +122,7 @@ class Launcher:
             values[name] = ctypes.c_int32(bound[name])
             keep.append(values[name])
         pointers = [
-            v.address if isinstance(v, TensorMap) else ctypes.addressof(v)
+            v.address if isinstance(v, EncodedTensorMap) else ctypes.addressof(v)
             for v in (values[p.name] for p in params)
         ]
         array = (ctypes.c_void_p * max(1, len(pointers)))(*pointers)
@@ -209,7 +136,7 @@ class Launcher:
         return list(dict.fromkeys(names))
 
     def _bind_shape(self, param, arg, bound: dict) -> None:
-        shape = _shape_of(arg)
+        shape = array_shape(arg)
         want = param.value.shape
         if shape is None:
             return
@@ -229,7 +156,7 @@ class Launcher:
                 raise LaunchError(
                     f"kernel {self.name!r}: {param.name} must have shape {want}, got {shape}"
                 )
-        size = _element_bytes(arg)
+        size = element_bytes(arg)
         if size is not None and size * 8 != param.value.dtype.bits:
             raise LaunchError(
                 f"kernel {self.name!r}: {param.name} holds {param.value.dtype.name} "
@@ -251,9 +178,9 @@ class Launcher:
             else int(stream)
         )
         keep, array = self._params(args)
-        driver = _driver()
-        _check(
-            driver.cuLaunchKernel(
+        drv = driver()
+        check(
+            drv.cuLaunchKernel(
                 self.function,
                 *grid,
                 *block,

@@ -4,7 +4,10 @@ Generated kernels include no CUDA headers (pip's NVRTC ships none), so 16-bit
 and 8-bit floats are storage structs-free typedefs converted with PTX ``cvt``.
 """
 
-PRELUDE = r"""typedef signed char int8_t;
+PRELUDE = r"""// NVRTC has no C library headers; nvcc includes the host's <stdint.h>, whose int64_t
+// (long on LP64 Linux) must not be redeclared as long long.
+#ifdef __CUDACC_RTC__
+typedef signed char int8_t;
 typedef unsigned char uint8_t;
 typedef short int16_t;
 typedef unsigned short uint16_t;
@@ -12,6 +15,9 @@ typedef int int32_t;
 typedef unsigned int uint32_t;
 typedef long long int64_t;
 typedef unsigned long long uint64_t;
+#else
+#include <stdint.h>
+#endif
 
 // 16- and 8-bit floats are stored as raw bits; arithmetic happens in float.
 typedef unsigned short tm_bf16;

@@ -17,6 +17,7 @@ from ..errors import TilememError
 from ..layout import ComposeLayout, layout_swizzle_mode
 from ..layout.smem import SwizzleMode
 from ..pool import SMEM, Buffer
+from .device import array_shape, device_pointer, driver
 
 MAX_BOX = 256
 MAX_RANK = 5
@@ -149,27 +150,26 @@ def check_plan(plan: TensorMapPlan, what: str) -> None:
             raise TMAError(f"{what}: box dimension {n} ({b}) exceeds the tensor's extent {d}")
 
 
-class TensorMap:
+class EncodedTensorMap:
     """An encoded ``CUtensorMap``; pass it to a kernel's ``T.TensorMap`` parameter."""
 
     def __init__(self, plan: TensorMapPlan):
-        from cuda.bindings import driver
-
+        drv = driver()
         self.plan = plan
-        u64 = driver.cuuint64_t
-        u32 = driver.cuuint32_t
-        err, tmap = driver.cuTensorMapEncodeTiled(
-            driver.CUtensorMapDataType(_DTYPE_CODES[plan.dtype.name]),
+        u64 = drv.cuuint64_t
+        u32 = drv.cuuint32_t
+        err, tmap = drv.cuTensorMapEncodeTiled(
+            drv.CUtensorMapDataType(_DTYPE_CODES[plan.dtype.name]),
             plan.rank,
             plan.address,
             [u64(d) for d in plan.global_dims],
             [u64(s) for s in plan.global_strides],
             [u32(b) for b in plan.box],
             [u32(1)] * plan.rank,
-            driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-            driver.CUtensorMapSwizzle(_SWIZZLE_CODES[plan.swizzle]),
-            driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
-            driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+            drv.CUtensorMapSwizzle(_SWIZZLE_CODES[plan.swizzle]),
+            drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
+            drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
         )
         if int(err) != 0:
             raise TMAError(f"cuTensorMapEncodeTiled rejected {plan}: error {int(err)}")
@@ -181,11 +181,9 @@ class TensorMap:
         return int(self._tmap.getPtr())
 
 
-def tile_map(tensor, buf: Buffer) -> TensorMap:
-    """A TensorMap for copying tiles of ``buf`` to/from the 2-D row-major device ``tensor``."""
-    from .launch import _shape_of, device_pointer
-
-    shape = _shape_of(tensor)
+def tile_map(tensor, buf: Buffer) -> EncodedTensorMap:
+    """An encoded tensor map copying tiles of ``buf`` to/from the 2-D row-major ``tensor``."""
+    shape = array_shape(tensor)
     if shape is None or len(shape) != 2:
         raise TMAError(f"tile_map takes a 2-D row-major tensor, got shape {shape}")
-    return TensorMap(plan_tile_map(buf, device_pointer(tensor), shape[0], shape[1]))
+    return EncodedTensorMap(plan_tile_map(buf, device_pointer(tensor), shape[0], shape[1]))

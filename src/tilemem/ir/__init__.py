@@ -1,8 +1,9 @@
 """Kernel IR: immutable nodes, the builder that records them, and index arithmetic from layouts."""
 
-from .builder import BuildError, build
-from .evaluate import evaluate
+from .build import build
+from .builder import BuildError
 from .index import layout_index
+from .interpret import interpret
 from .nodes import IRError, Kernel, same
 
-__all__ = ["BuildError", "IRError", "Kernel", "build", "evaluate", "layout_index", "same"]
+__all__ = ["BuildError", "IRError", "Kernel", "build", "interpret", "layout_index", "same"]

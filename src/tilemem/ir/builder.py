@@ -9,19 +9,15 @@ emit the TMEM alloc/dealloc protocol here.
 from __future__ import annotations
 
 import contextlib
-import contextvars
-import inspect
-import os
 import re
-import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..dtype import DataType, as_dtype
-from ..errors import PoolStateError, TilememError
-from ..plan.target import Target, get_target
+from ..errors import TilememError
+from ..plan.target import Target
 from ..pool import SMEM, TMEM, Buffer
-from ..pool.emit import emitting
+from ..pool.emit import current_emitter
 from .index import layout_index
 from .nodes import (
     INT32,
@@ -31,8 +27,8 @@ from .nodes import (
     Cast,
     Comment,
     DeclBuffer,
-    Evaluate,
     Expr,
+    ExprStmt,
     For,
     IfThenElse,
     IRError,
@@ -44,7 +40,6 @@ from .nodes import (
     SeqStmt,
     Stmt,
     Store,
-    TensorMap,
     Var,
     binop,
     convert,
@@ -55,20 +50,15 @@ class BuildError(TilememError):
     """An error raised while building a kernel; the message starts with the user's file and line."""
 
 
-_BUILDER: contextvars.ContextVar[Builder | None] = contextvars.ContextVar(
-    "tilemem_builder", default=None
-)
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
 def current() -> Builder:
-    builder = _BUILDER.get()
-    if builder is None:
+    """The kernel being built: the pools' active emitter (one context variable for both)."""
+    builder = current_emitter()
+    if not isinstance(builder, Builder):
         raise IRError("this call emits kernel code: use it inside a @T.kernel function")
     return builder
 
 
-def _c_name(name: str) -> str:
+def c_name(name: str) -> str:
     text = re.sub(r"\W", "_", name)
     return text if text and not text[0].isdigit() else f"_{text}"
 
@@ -133,7 +123,11 @@ def _as_value(value, dtype: DataType) -> Expr:
 
 
 class Builder:
-    """Collects one kernel's statements; implements the pools' emitter protocol."""
+    """Collects one kernel's statements and declares its pools' shared buffers.
+
+    :class:`tilemem.ir.build.KernelBuilder` adds the TMEM protocol, which needs the
+    intrinsics, and so completes the pools' emitter protocol.
+    """
 
     def __init__(self, name: str, target: Target, grid, block, cluster):
         self.name, self.target = name, target
@@ -162,7 +156,7 @@ class Builder:
             self.frames.pop()
 
     def fresh(self, stem: str) -> str:
-        stem = _c_name(stem)
+        stem = c_name(stem)
         name, n = stem, 0
         while name in self.names:
             n += 1
@@ -215,31 +209,6 @@ class Builder:
     def tmem_buffer(self, pool, buf: Buffer) -> None:
         pass  # TMEM buffers are addressed through the base read from the slot
 
-    def tmem_commit(self, pool) -> None:
-        from . import intrinsics as ix
-
-        with self.frame() as body:
-            ix.tcgen05_alloc(pool.slot, pool.total_cols, cta_group=pool.cta_group)
-            if pool.sync_after_alloc:
-                ix.syncwarp()
-        self.emit(
-            Comment(
-                f"TMEM: warp {pool.alloc_warp} allocates {pool.total_cols} columns "
-                f"(cta_group::{pool.cta_group}); the base address lands in {pool.slot.name}"
-            )
-        )
-        self.emit(IfThenElse(warp_id() == pool.alloc_warp, SeqStmt(tuple(body))))
-
-    def tmem_dealloc(self, pool) -> None:
-        from . import intrinsics as ix
-
-        with self.frame() as body:
-            base = Load(self.smem_vars[id(pool.slot)], convert(0), UINT32)
-            ix.tcgen05_relinquish(cta_group=pool.cta_group)
-            ix.tcgen05_dealloc(base, pool.total_cols, cta_group=pool.cta_group)
-        self.emit(Comment(f"TMEM: warp {pool.dealloc_warp} gives back {pool.total_cols} columns"))
-        self.emit(IfThenElse(warp_id() == pool.dealloc_warp, SeqStmt(tuple(body))))
-
     def load(self, buf: Buffer, index: tuple) -> Expr:
         var = self._smem_var(buf)
         return Load(var, self._element(buf, index), buf.dtype)
@@ -284,117 +253,6 @@ class Builder:
             regions=(self.region,) if self.region else (),
             attrs=(("features", tuple(sorted(self.features))),),
         )
-
-
-def _dims(value, what: str) -> tuple:
-    value = (value,) if isinstance(value, int) else tuple(value)
-    if not 1 <= len(value) <= 3 or any(not isinstance(v, int) or v < 1 for v in value):
-        raise IRError(f"{what} must be 1 to 3 positive integers, got {value!r}")
-    return value + (1,) * (3 - len(value))
-
-
-def _user_frame(exc: BaseException):
-    frames = traceback.extract_tb(exc.__traceback__)
-    for fs in reversed(frames):
-        if (
-            not os.path.abspath(fs.filename).startswith(_PACKAGE_DIR)
-            and "contextlib" not in fs.filename
-        ):
-            return fs
-    return None
-
-
-def _parameters(fn: Callable):
-    """The function's parameters with annotations evaluated (``from __future__ import annotations``
-    turns them into strings; closure variables are visible too)."""
-    params = inspect.signature(fn).parameters
-    if not any(isinstance(p.annotation, str) for p in params.values()):
-        return params
-    scope = dict(fn.__globals__)
-    if fn.__closure__:
-        scope.update(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__)))
-    return {
-        name: p.replace(annotation=eval(p.annotation, scope))
-        if isinstance(p.annotation, str)
-        else p
-        for name, p in params.items()
-    }
-
-
-def build(fn: Callable, *, target, grid, block, cluster=None, name: str | None = None) -> Kernel:
-    """Run ``fn`` under a builder and return its IR :class:`Kernel`."""
-    target = get_target(target)
-    builder = Builder(
-        name or fn.__name__,
-        target,
-        _dims(grid, "grid"),
-        _dims(block, "block"),
-        _dims(cluster, "cluster") if cluster is not None else None,
-    )
-    args: list[GlobalBuffer | Var | TensorMap] = []
-    symbols: dict[str, Var] = {}
-    hints = _parameters(fn)
-    for pname, param in hints.items():
-        spec = param.annotation
-        if isinstance(spec, BufferSpec):
-            shape = []
-            for dim in spec.shape:
-                if isinstance(dim, str):
-                    if dim not in symbols:
-                        symbols[dim] = Var(_c_name(dim), INT32)
-                    shape.append(symbols[dim])
-                else:
-                    shape.append(dim)
-            var = BufferVar(builder.fresh(pname), spec.dtype, "global", tuple(shape))
-            builder.params.append(Param(var.name, "buffer", var))
-            args.append(GlobalBuffer(var, tuple(shape)))
-        elif isinstance(spec, ScalarSpec):
-            scalar = Var(builder.fresh(pname), spec.dtype)
-            builder.params.append(Param(scalar.name, "scalar", scalar))
-            args.append(scalar)
-        elif spec is TensorMapSpec or isinstance(spec, TensorMapSpec):
-            tmap = TensorMap(builder.fresh(pname))
-            builder.params.append(Param(tmap.name, "tensormap", tmap))
-            args.append(tmap)
-        else:
-            raise BuildError(
-                f"parameter {pname!r} of kernel {builder.name!r} needs an annotation: "
-                "T.Buffer(shape, dtype), a scalar type such as T.int32, or T.TensorMap"
-            )
-    for sym in symbols.values():
-        builder.names.add(sym.name)
-        builder.params.append(Param(sym.name, "scalar", sym))
-    token = _BUILDER.set(builder)
-    try:
-        with emitting(builder):
-            fn(*args)
-    except BuildError:
-        raise
-    except Exception as exc:
-        where = _user_frame(exc)
-        if where is None:
-            raise
-        raise BuildError(
-            f"{where.filename}:{where.lineno} in {where.name}: {type(exc).__name__}: {exc}\n    "
-            f"{where.line}"
-        ) from exc
-    finally:
-        _BUILDER.reset(token)
-    if builder.tmem_pools:
-        _check_tmem_residency(builder)
-    return builder.kernel()
-
-
-def _check_tmem_residency(builder: Builder) -> None:
-    """Co-resident CTAs x TMEM columns must stay within 512 (tcgen05.alloc would block)."""
-    from ..plan.occupancy import check_tmem_residency, occupancy
-
-    threads = builder.block[0] * builder.block[1] * builder.block[2]
-    cols = sum(p.total_cols if p.total_cols != "auto" else p.max_offset for p in builder.tmem_pools)
-    try:
-        check_tmem_residency(occupancy(builder.dyn_smem_bytes, threads, builder.target, cols))
-    except TilememError as exc:
-        raise BuildError(f"kernel {builder.name!r}: {exc}") from None
 
 
 # -- frames --------------------------------------------------------------------------
@@ -486,7 +344,7 @@ def unroll(start, stop=None, *, name: str = "i"):
 
 
 def evaluate(expr) -> None:
-    current().emit(Evaluate(convert(expr)))
+    current().emit(ExprStmt(convert(expr)))
 
 
 def let(name: str, value, dtype=None) -> Var:
@@ -571,32 +429,6 @@ def smem_addr(buf: Buffer, *coords) -> Expr:
         else binop("//", binop("*", element, bits), 8)
     )
     return Call("cuda.smem_addr", (var, byte), UINT32)
-
-
-def tmem_base(pool) -> Var:
-    """Read the TMEM base that ``tcgen05.alloc`` wrote, after the fence / barrier / fence handshake.
-
-    Every thread of the block must reach this call (it contains ``__syncthreads``).
-    """
-    from . import intrinsics as ix
-
-    builder = current()
-    if id(pool) in builder.tmem_bases:
-        return builder.tmem_bases[id(pool)]
-    if not pool.committed:
-        raise PoolStateError(
-            f"TMEM pool {pool.name!r}: commit() it (which emits tcgen05.alloc) before reading its "
-            "base"
-        )
-    builder.emit(Comment(f"TMEM: publish the base address of {pool.name} to every warp"))
-    ix.tcgen05_fence_before()
-    ix.syncthreads()
-    ix.tcgen05_fence_after()
-    var = let(
-        f"{pool.name}_base", Load(builder.smem_vars[id(pool.slot)], convert(0), UINT32), "uint32"
-    )
-    builder.tmem_bases[id(pool)] = var
-    return var
 
 
 def tmem_addr(buf: Buffer, lane=0, col=0) -> Expr:

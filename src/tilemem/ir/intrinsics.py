@@ -1,13 +1,15 @@
 """Intrinsic calls: synchronisation, mbarriers, TMA, wgmma and tcgen05.
 
 Each function checks that the kernel's target has the instruction (a clear
-error names both otherwise), then appends an ``Evaluate(Call(...))`` or
+error names both otherwise), then appends an ``ExprStmt(Call(...))`` or
 returns a value-producing ``Call``. ``cuda/intrinsics.py`` lowers each op.
 """
 
 from __future__ import annotations
 
 from ..dtype import as_dtype
+from ..errors import PoolStateError
+from ..layout import layout_swizzle_mode
 from ..layout.operand import (
     operand_byte_offset,
     operand_geometry,
@@ -15,7 +17,7 @@ from ..layout.operand import (
     wgmma_descriptor_high,
 )
 from ..pool import SMEM, TMEM, Buffer
-from .builder import LocalArray, current, smem_addr
+from .builder import LocalArray, current, let, smem_addr, tmem_addr, warp_id
 from .index import layout_index
 from .nodes import (
     BOOL,
@@ -24,11 +26,16 @@ from .nodes import (
     UINT64,
     Call,
     Cast,
+    Comment,
     Const,
-    Evaluate,
     Expr,
+    ExprStmt,
+    IfThenElse,
     IRError,
-    TensorMap,
+    Load,
+    SeqStmt,
+    TensorMapVar,
+    Var,
     binop,
     convert,
 )
@@ -38,7 +45,7 @@ def _emit(op: str, args=(), attrs=(), feature: str | None = None, instruction: s
     builder = current()
     if feature:
         builder.require(feature, instruction or op)
-    builder.emit(Evaluate(Call(op, tuple(args), INT32, tuple(attrs))))
+    builder.emit(ExprStmt(Call(op, tuple(args), INT32, tuple(attrs))))
 
 
 def _value(
@@ -166,9 +173,9 @@ def _coords(coords) -> tuple:
     return coords
 
 
-def tma_load(tmap: TensorMap, dst, bar, coords, multicast_mask=None) -> None:
+def tma_load(tmap: TensorMapVar, dst, bar, coords, multicast_mask=None) -> None:
     """``cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx::bytes``."""
-    if not isinstance(tmap, TensorMap):
+    if not isinstance(tmap, TensorMapVar):
         raise IRError(f"tma_load reads through a T.TensorMap kernel parameter, got {tmap!r}")
     attrs = [("rank", len(tuple(coords)))]
     args = [tmap, _addr(dst), _addr(bar), *_coords(coords)]
@@ -179,8 +186,8 @@ def tma_load(tmap: TensorMap, dst, bar, coords, multicast_mask=None) -> None:
     _emit("ptx.tma.load", args, attrs, feature="tma", instruction="cp.async.bulk.tensor (TMA load)")
 
 
-def tma_store(tmap: TensorMap, src, coords) -> None:
-    if not isinstance(tmap, TensorMap):
+def tma_store(tmap: TensorMapVar, src, coords) -> None:
+    if not isinstance(tmap, TensorMapVar):
         raise IRError(f"tma_store writes through a T.TensorMap kernel parameter, got {tmap!r}")
     _emit(
         "ptx.tma.store",
@@ -193,8 +200,6 @@ def tma_store(tmap: TensorMap, src, coords) -> None:
 
 def _tile_boxes(buf: Buffer):
     """(C, boxes): a tile (..., R, K) moves as K / C boxes one swizzle row (or 16 bytes) wide."""
-    from ..layout import layout_swizzle_mode
-
     if not isinstance(buf, Buffer) or buf.scope != SMEM or len(buf.shape) < 2:
         raise IRError(f"a tile copy needs a shared-memory buffer of shape (..., R, K), got {buf!r}")
     per_box = layout_swizzle_mode(buf.layout).row_bytes * 8 // buf.dtype.bits
@@ -206,7 +211,7 @@ def _tile_boxes(buf: Buffer):
     return per_box, buf.shape[-1] // per_box
 
 
-def tma_load_tile(tmap: TensorMap, buf: Buffer, bar, row, col, *lead) -> None:
+def tma_load_tile(tmap: TensorMapVar, buf: Buffer, bar, row, col, *lead) -> None:
     """Load the (R, K) tile at global (row, col) into ``buf[lead...]``: one box per K column
     block."""
     per_box, boxes = _tile_boxes(buf)
@@ -214,7 +219,7 @@ def tma_load_tile(tmap: TensorMap, buf: Buffer, bar, row, col, *lead) -> None:
         tma_load(tmap, (buf, *lead, 0, b * per_box), bar, [binop("+", col, b * per_box), row])
 
 
-def tma_store_tile(tmap: TensorMap, buf: Buffer, row, col, *lead) -> None:
+def tma_store_tile(tmap: TensorMapVar, buf: Buffer, row, col, *lead) -> None:
     """Store ``buf[lead...]`` to the global tile at (row, col), box by box."""
     per_box, boxes = _tile_boxes(buf)
     for b in range(boxes):
@@ -424,8 +429,6 @@ def tcgen05_mma(d_tmem, a, b_desc, idesc, *, accumulate=1, cta_group: int = 1) -
     ``d_tmem`` is a TMEM buffer or address; ``a`` is a shared-memory descriptor
     (``T.ptx.tcgen05.desc``) or a TMEM buffer (A read from tensor memory, ``[a]``).
     """
-    from .builder import tmem_addr
-
     if isinstance(d_tmem, Buffer) and d_tmem.scope == TMEM:
         d_tmem = tmem_addr(d_tmem)
     a_in_tmem = isinstance(a, Buffer) and a.scope == TMEM
@@ -455,3 +458,57 @@ def tcgen05_commit(bar, *, cta_group: int = 1) -> None:
         feature="tcgen05",
         instruction="tcgen05.commit",
     )
+
+
+# -- the TMEM protocol (SPEC section 4) ------------------------------------------------------
+
+
+def tmem_alloc_protocol(pool) -> None:
+    """Warp ``alloc_warp`` allocates ``total_cols`` into the pool's slot, then ``__syncwarp``."""
+    builder = current()
+    with builder.frame() as body:
+        tcgen05_alloc(pool.slot, pool.total_cols, cta_group=pool.cta_group)
+        if pool.sync_after_alloc:
+            syncwarp()
+    builder.emit(
+        Comment(
+            f"TMEM: warp {pool.alloc_warp} allocates {pool.total_cols} columns "
+            f"(cta_group::{pool.cta_group}); the base address lands in {pool.slot.name}"
+        )
+    )
+    builder.emit(IfThenElse(warp_id() == pool.alloc_warp, SeqStmt(tuple(body))))
+
+
+def tmem_dealloc_protocol(pool) -> None:
+    """Warp ``dealloc_warp`` relinquishes the allocation permit and frees the columns."""
+    builder = current()
+    with builder.frame() as body:
+        base = Load(builder.smem_vars[id(pool.slot)], convert(0), UINT32)
+        tcgen05_relinquish(cta_group=pool.cta_group)
+        tcgen05_dealloc(base, pool.total_cols, cta_group=pool.cta_group)
+    builder.emit(Comment(f"TMEM: warp {pool.dealloc_warp} gives back {pool.total_cols} columns"))
+    builder.emit(IfThenElse(warp_id() == pool.dealloc_warp, SeqStmt(tuple(body))))
+
+
+def tmem_base(pool) -> Var:
+    """Read the TMEM base that ``tcgen05.alloc`` wrote, after the fence / barrier / fence handshake.
+
+    Every thread of the block must reach this call (it contains ``__syncthreads``).
+    """
+    builder = current()
+    if id(pool) in builder.tmem_bases:
+        return builder.tmem_bases[id(pool)]
+    if not pool.committed:
+        raise PoolStateError(
+            f"TMEM pool {pool.name!r}: commit() it (which emits tcgen05.alloc) before reading its "
+            "base"
+        )
+    builder.emit(Comment(f"TMEM: publish the base address of {pool.name} to every warp"))
+    tcgen05_fence_before()
+    syncthreads()
+    tcgen05_fence_after()
+    var = let(
+        f"{pool.name}_base", Load(builder.smem_vars[id(pool.slot)], convert(0), UINT32), "uint32"
+    )
+    builder.tmem_bases[id(pool)] = var
+    return var

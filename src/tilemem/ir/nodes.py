@@ -1,4 +1,4 @@
-"""The kernel IR: a handful of immutable node types.
+"""The kernel IR: a handful of immutable node types, and their readable text.
 
 Expressions carry a dtype and support Python operators (``a + 1``, ``i < n``,
 ``x ^ y``), each building a new node; ``==`` and ``!=`` build comparisons too,
@@ -65,6 +65,51 @@ def binop(op: str, a, b) -> Expr:
     return BinOp(op, a, b, dtype)
 
 
+def apply_op(op: str, a: int, b: int) -> int:
+    """C semantics on non-negative integers (``//`` and ``%`` as C's / and % for them)."""
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    if op in ("//", "/"):
+        return int(a / b) if (a < 0) != (b < 0) else a // b
+    if op == "%":
+        return a - b * int(a / b) if (a < 0) != (b < 0) else a % b
+    if op == "<<":
+        return a << b
+    if op == ">>":
+        return a >> b
+    if op == "&":
+        return a & b
+    if op == "|":
+        return a | b
+    if op == "^":
+        return a ^ b
+    if op == "<":
+        return int(a < b)
+    if op == "<=":
+        return int(a <= b)
+    if op == ">":
+        return int(a > b)
+    if op == ">=":
+        return int(a >= b)
+    if op == "==":
+        return int(a == b)
+    if op == "!=":
+        return int(a != b)
+    if op == "&&":
+        return int(bool(a) and bool(b))
+    if op == "||":
+        return int(bool(a) or bool(b))
+    if op == "min":
+        return min(a, b)
+    if op == "max":
+        return max(a, b)
+    raise IRError(f"no host semantics for operator {op!r}")
+
+
 def _fold(op: str, a: Expr, b: Expr) -> Expr | None:
     """Constant folding and identities, so layout index arithmetic stays readable."""
     ca = a.value if isinstance(a, Const) else None
@@ -75,8 +120,6 @@ def _fold(op: str, a: Expr, b: Expr) -> Expr | None:
         and not isinstance(ca, float)
         and not isinstance(cb, float)
     ):
-        from .evaluate import apply_op
-
         value = apply_op(op, ca, cb)
         return Const(int(value), BOOL if op in _COMPARE else _result_type(a.dtype, b.dtype))
     if op == "+" and ca == 0:
@@ -194,8 +237,6 @@ class Expr:
         )
 
     def __repr__(self) -> str:
-        from .printer import expr_text
-
         return expr_text(self)
 
 
@@ -281,8 +322,8 @@ class BufferVar:
 
 
 @dataclass(frozen=True, eq=False)
-class TensorMap:
-    """A ``CUtensorMap`` kernel parameter (``const __grid_constant__``)."""
+class TensorMapVar:
+    """A ``CUtensorMap`` kernel parameter (``const __grid_constant__``) inside the IR."""
 
     name: str
 
@@ -301,13 +342,13 @@ class Param:
 
 class Stmt:
     def __repr__(self) -> str:
-        from .printer import stmt_text
-
         return stmt_text(self)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
-class Evaluate(Stmt):
+class ExprStmt(Stmt):
+    """An expression evaluated for its effect (an intrinsic call): ``expr;``."""
+
     expr: Expr
 
 
@@ -376,8 +417,6 @@ class Kernel:
     attrs: tuple = ()
 
     def __repr__(self) -> str:
-        from .printer import kernel_text
-
         return kernel_text(self)
 
     __str__ = __repr__
@@ -391,6 +430,120 @@ def same(a, b) -> bool:
         return all(same(getattr(a, f.name), getattr(b, f.name)) for f in fields(a))
     if isinstance(a, tuple):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    if isinstance(a, (BufferVar, TensorMap)):
+    if isinstance(a, (BufferVar, TensorMapVar)):
         return a is b
     return a == b
+
+
+# -- text: print(kernel.ir) ------------------------------------------------------------
+
+_PREC = {
+    "||": 1,
+    "&&": 2,
+    "|": 3,
+    "^": 4,
+    "&": 5,
+    "==": 6,
+    "!=": 6,
+    "<": 7,
+    "<=": 7,
+    ">": 7,
+    ">=": 7,
+    "<<": 8,
+    ">>": 8,
+    "+": 9,
+    "-": 9,
+    "*": 10,
+    "/": 10,
+    "//": 10,
+    "%": 10,
+}
+
+
+def expr_text(e: Expr, parent: int = 0) -> str:
+    if isinstance(e, Const):
+        return repr(e.value)
+    if isinstance(e, Var):
+        return e.name
+    if isinstance(e, BinOp):
+        if e.op in ("min", "max"):
+            return f"{e.op}({expr_text(e.a)}, {expr_text(e.b)})"
+        p = _PREC[e.op]
+        text = f"{expr_text(e.a, p)} {e.op} {expr_text(e.b, p + 1)}"
+        return f"({text})" if p < parent else text
+    if isinstance(e, UnOp):
+        return f"{e.op}{expr_text(e.a, 11)}"
+    if isinstance(e, Cast):
+        return f"{e.dtype.name}({expr_text(e.a)})"
+    if isinstance(e, Select):
+        return f"select({expr_text(e.cond)}, {expr_text(e.a)}, {expr_text(e.b)})"
+    if isinstance(e, Load):
+        return f"{e.buffer.name}[{expr_text(e.index)}]"
+    if isinstance(e, Call):
+        if e.op in ("cuda.thread_idx", "cuda.block_idx"):
+            base = "threadIdx" if e.op == "cuda.thread_idx" else "blockIdx"
+            return f"{base}.{'xyz'[e.attr('axis')]}"
+        parts = [
+            expr_text(a) if isinstance(a, Expr) else getattr(a, "name", repr(a)) for a in e.args
+        ]
+        parts += [f"{k}={v!r}" for k, v in e.attrs]
+        return f"{e.op}({', '.join(parts)})"
+    return f"<{type(e).__name__}>"
+
+
+def _lines(s: Stmt, depth: int) -> list[str]:
+    pad = "  " * depth
+    if isinstance(s, SeqStmt):
+        return [line for st in s.stmts for line in _lines(st, depth)]
+    if isinstance(s, ExprStmt):
+        return [pad + expr_text(s.expr)]
+    if isinstance(s, Store):
+        return [f"{pad}{s.buffer.name}[{expr_text(s.index)}] = {expr_text(s.value)}"]
+    if isinstance(s, LetStmt):
+        return [f"{pad}let {s.var.name}: {s.var.dtype.name} = {expr_text(s.value)}"]
+    if isinstance(s, DeclBuffer):
+        b = s.buffer
+        where = f" at {b.region}+{b.byte_offset}" if b.scope == "shared.dyn" else ""
+        shape = "x".join(map(str, b.shape))
+        return [
+            f"{pad}buffer {b.name}: {b.scope} {b.dtype.name}[{shape}]{where}"
+            + (f"  # {s.comment}" if s.comment else "")
+        ]
+    if isinstance(s, Comment):
+        return [f"{pad}# {s.text}"]
+    if isinstance(s, IfThenElse):
+        out = [f"{pad}if {expr_text(s.cond)}:"] + _lines(s.then, depth + 1)
+        if s.else_ is not None:
+            out += [f"{pad}else:"] + _lines(s.else_, depth + 1)
+        return out
+    if isinstance(s, For):
+        head = f"{pad}for {s.var.name} in {s.kind}({expr_text(s.start)}, {expr_text(s.extent)}):"
+        return [head] + _lines(s.body, depth + 1)
+    return [f"{pad}<{type(s).__name__}>"]
+
+
+def stmt_text(s: Stmt) -> str:
+    return "\n".join(_lines(s, 0))
+
+
+def kernel_text(k: Kernel) -> str:
+    params = []
+    for p in k.params:
+        if p.kind == "buffer":
+            shape = ", ".join(map(expr_text_or_int, p.value.shape))
+            params.append(f"{p.name}: {p.value.dtype.name}[{shape}]")
+        elif p.kind == "scalar":
+            params.append(f"{p.name}: {p.value.dtype.name}")
+        else:
+            params.append(f"{p.name}: tensormap")
+    head = [
+        f"kernel {k.name}({', '.join(params)})",
+        f"  target={k.target} grid={k.grid} block={k.block}"
+        + (f" cluster={k.cluster}" if k.cluster else "")
+        + f" dynamic_smem={k.dyn_smem_bytes}",
+    ]
+    return "\n".join(head + _lines(k.body, 1))
+
+
+def expr_text_or_int(v) -> str:
+    return expr_text(v) if isinstance(v, Expr) else str(v)

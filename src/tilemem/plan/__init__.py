@@ -1,10 +1,10 @@
-"""Plans as data: targets, placement, capacity checks, reports."""
+"""Plans as data: targets, placement, the plan model, capacity checks, text reports."""
 
 from .advice import best_order, padding_advice
 from .capacity import check_smem_capacity, stages_that_fit
-from .occupancy import Occupancy, check_tmem_residency, occupancy, plan_occupancy
+from .model import MemoryPlan, PlanEntry, PoolPlan
+from .occupancy import Occupancy, check_tmem_residency, occupancy
 from .packing import Placement, align_up, is_power_of_two, place
-from .report import MemoryPlan, PlanEntry, PoolPlan
 from .stages import BufferRequest, StageSolution, smem_limit, solve_stages
 from .target import TARGETS, Target, get_target
 
@@ -27,7 +27,6 @@ __all__ = [
     "occupancy",
     "padding_advice",
     "place",
-    "plan_occupancy",
     "smem_limit",
     "solve_stages",
     "stages_that_fit",

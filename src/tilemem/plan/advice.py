@@ -5,8 +5,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Sequence
 
+from .model import PoolPlan
 from .packing import bump_total
-from .report import PoolPlan
 
 _EXHAUSTIVE_UP_TO = 7  # buffers; 7! = 5040 orders
 
@@ -19,9 +19,9 @@ def best_order(entries) -> tuple[list, int]:
         candidates = itertools.permutations(entries)
     else:  # widest alignment first keeps every cursor aligned for what follows
         candidates = [sorted(entries, key=lambda e: -e.align)]
-    best, best_total = entries, bump_total((e.size, e.align) for e in entries)[0]
+    best, best_total = entries, bump_total((e.length, e.align) for e in entries)[0]
     for order in candidates:
-        total = bump_total((e.size, e.align) for e in order)[0]
+        total = bump_total((e.length, e.align) for e in order)[0]
         if total < best_total:
             best, best_total = list(order), total
     return best, best_total

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from ..errors import CapacityError, TargetError
-from .report import PoolPlan
+from .model import PoolPlan
+from .packing import bump_total
 from .target import Target
 
 
 def _buffer_lines(pool: PoolPlan) -> str:
     width = max((len(e.name) for e in pool.entries), default=4)
     lines = [
-        f"  {e.name:<{width}}  {e.size:>7} B  at {e.offset:>6}"
+        f"  {e.name:<{width}}  {e.length:>7} B  at {e.offset:>6}"
         + (f"  (+{e.padding} B padding before)" if e.padding else "")
         for e in pool.entries
     ]
@@ -44,16 +45,14 @@ def stages_that_fit(pool: PoolPlan, limit: int) -> tuple[int, int] | None:
     None when the pool has no stage-indexed buffers or uses move_base_to (overlays
     make re-placement ambiguous).
     """
-    from .packing import bump_total
-
     stages, staged = staged_entries(pool)
     if not stages or pool.moves:
         return None
     staged_names = {e.name for e in staged}
-    per_stage = sum(e.size // stages for e in staged)
+    per_stage = sum(e.length // stages for e in staged)
     for s in range(stages, 0, -1):
         sizes = [
-            (e.size // stages * s if e.name in staged_names else e.size, e.align)
+            (e.length // stages * s if e.name in staged_names else e.length, e.align)
             for e in pool.entries
         ]
         total, _ = bump_total(sizes)
@@ -64,7 +63,7 @@ def stages_that_fit(pool: PoolPlan, limit: int) -> tuple[int, int] | None:
 
 def check_smem_capacity(pool: PoolPlan, target: Target) -> None:
     """Raise CapacityError when the committed region exceeds the target's per-block maximum."""
-    size = pool.size if pool.size is not None else pool.high_water
+    size = pool.used
     limit = target.max_smem_per_block
     if size <= limit:
         return

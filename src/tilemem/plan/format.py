@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import string
+from typing import TYPE_CHECKING
 
-from .report import MemoryPlan, PoolPlan
+if TYPE_CHECKING:  # the model imports this module to render itself
+    from .model import MemoryPlan, PoolPlan
 
 _MAP_WIDTH = 64  # characters in the TMEM column map
 
@@ -43,7 +45,7 @@ def _pool_lines(pool: PoolPlan) -> list[str]:
                 e.name,
                 e.scope,
                 str(e.offset),
-                str(e.size),
+                str(e.length),
                 str(e.align),
                 str(e.padding),
                 e.dtype,
@@ -55,7 +57,7 @@ def _pool_lines(pool: PoolPlan) -> list[str]:
     if not pool.entries:
         rows.append(["(empty)"] + [""] * (len(header) - 1))
     lines = [f"{pool.name} ({pool.scope})"] + _table(rows, right={2, 3, 4, 5})
-    committed = "not committed" if pool.size is None else f"committed {pool.size} {unit}"
+    committed = "not committed" if pool.committed is None else f"committed {pool.committed} {unit}"
     lines.append(
         f"high-water {pool.high_water} {unit}, {committed}, padding {pool.padding} {unit}"
         + (f", {len(pool.moves)} move_base_to" if pool.moves else "")
@@ -67,7 +69,7 @@ def _pool_lines(pool: PoolPlan) -> list[str]:
 
 def column_map(pool: PoolPlan) -> list[str]:
     """One character per group of columns; each buffer gets a letter, '*' where buffers alias."""
-    total = pool.size or max(32, pool.high_water)
+    total = pool.committed or max(32, pool.high_water)
     per_char = max(1, -(-total // _MAP_WIDTH))
     cells = ["."] * (-(-total // per_char))
     legend = []

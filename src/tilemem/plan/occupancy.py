@@ -13,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import CapacityError
-from .report import MemoryPlan
 from .target import Target, get_target
 
 
@@ -67,18 +66,6 @@ def occupancy(smem_bytes: int, threads: int, target: str | Target, tmem_cols: in
     }
     binding = min(limits, key=limits.__getitem__)
     return Occupancy(target.name, threads, smem_bytes, tmem_cols, limits, limits[binding], binding)
-
-
-def plan_occupancy(plan: MemoryPlan, threads: int, target: str | Target | None = None) -> Occupancy:
-    target = target or plan.target
-    if target is None:
-        raise CapacityError(
-            "occupancy needs a target: pass target= or plan with SMEMPool(target=...)"
-        )
-    smem = plan.smem
-    smem_bytes = 0 if smem is None else (smem.size if smem.size is not None else smem.high_water)
-    tmem_cols = sum(p.size if p.size is not None else p.high_water for p in plan.tmem)
-    return occupancy(smem_bytes, threads, target, tmem_cols)
 
 
 def check_tmem_residency(occ: Occupancy) -> None:

@@ -4,8 +4,8 @@ moves."""
 from __future__ import annotations
 
 from ..errors import AllocationError
+from ..plan.model import PlanEntry
 from ..plan.packing import overlapping_pairs
-from ..plan.report import PlanEntry
 from .buffer import Buffer
 
 
@@ -74,7 +74,7 @@ class BumpPool:
                 name=b.name,
                 scope=b.scope,
                 offset=offset,
-                size=size,
+                length=size,
                 align=align,
                 padding=padding,
                 dtype=b.dtype.name,

@@ -11,8 +11,8 @@ from ..errors import AlignmentError, AllocationError, PoolStateError
 from ..layout import Layout, TileLayout, layout_swizzle_mode, mma_shared_layout, widest_swizzle
 from ..layout.smem import SwizzleMode, SwizzleModeLike, check_mma_tile
 from ..plan.capacity import check_smem_capacity
+from ..plan.model import MemoryPlan, PoolPlan
 from ..plan.packing import Placement, check_align, place
-from ..plan.report import MemoryPlan, PoolPlan
 from ..plan.target import Target, get_target
 from .base import BumpPool
 from .buffer import SMEM, Buffer

@@ -14,9 +14,9 @@ from ..dtype import DTypeLike, as_dtype
 from ..errors import AllocationError, LayoutError, PoolStateError, TMEMOverflowError
 from ..layout import Layout, TileLayout, sf_tmem_layout, tmem_datapath_layout
 from ..plan.capacity import check_tmem_target
+from ..plan.model import PoolPlan
 from ..plan.occupancy import check_tmem_residency, occupancy
 from ..plan.packing import is_power_of_two
-from ..plan.report import PoolPlan
 from .base import BumpPool
 from .buffer import SMEM, TMEM, Buffer
 from .smem import SMEMPool, describe_layout, normalize_shape

@@ -1,19 +1,31 @@
-"""The memory plan as data: entries per buffer, totals, overlaps; dict and table forms."""
+"""The memory plan as data: one entry per buffer, each pool's totals and overlaps.
+
+Rendering lives in :mod:`tilemem.plan.format`, occupancy in :mod:`tilemem.plan.occupancy`;
+both read this model, and this module imports neither.
+"""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..errors import CapacityError
+from .format import format_plan
+from .occupancy import Occupancy, occupancy
+from .target import Target
+
 
 @dataclass(frozen=True)
 class PlanEntry:
-    """One buffer of a pool. SMEM positions are bytes, TMEM positions 32-bit columns."""
+    """One buffer of a pool. SMEM positions are bytes, TMEM positions 32-bit columns.
+
+    ``length`` counts the pool's unit (bytes or columns) from ``offset``.
+    """
 
     name: str
     scope: str
     offset: int
-    size: int
+    length: int
     align: int
     padding: int
     dtype: str
@@ -23,7 +35,7 @@ class PlanEntry:
 
     @property
     def end(self) -> int:
-        return self.offset + self.size
+        return self.offset + self.length
 
 
 @dataclass(frozen=True)
@@ -35,13 +47,18 @@ class PoolPlan:
     unit: str  # "bytes" or "cols"
     entries: tuple[PlanEntry, ...]
     high_water: int
-    size: int | None  # committed size (bytes, or total_cols for TMEM); None before commit
+    committed: int | None  # committed bytes, or total_cols for TMEM; None before commit
     moves: tuple[tuple[int, int], ...] = ()  # (cursor before, cursor after) of each move_base_to
     details: dict[str, Any] = field(default_factory=dict)
 
     @property
     def padding(self) -> int:
         return sum(e.padding for e in self.entries)
+
+    @property
+    def used(self) -> int:
+        """The committed size, or the high-water mark before commit."""
+        return self.committed if self.committed is not None else self.high_water
 
     @property
     def overlaps(self) -> list[tuple[str, str]]:
@@ -81,11 +98,20 @@ class MemoryPlan:
                     return e
         raise KeyError(name)
 
-    def occupancy(self, threads: int, target=None):
-        """CTAs per SM for blocks of ``threads`` threads (see :mod:`tilemem.plan.occupancy`)."""
-        from .occupancy import plan_occupancy
+    def occupancy(self, threads: int, target: str | Target | None = None) -> Occupancy:
+        """CTAs per SM for blocks of ``threads`` threads (see :mod:`tilemem.plan.occupancy`).
 
-        return plan_occupancy(self, threads, target)
+        Uses the committed sizes, or the high-water marks of pools not yet committed.
+        """
+        target = target or self.target
+        if target is None:
+            raise CapacityError(
+                "occupancy needs a target: pass target= or plan with SMEMPool(target=...)"
+            )
+        smem = self.smem
+        smem_bytes = 0 if smem is None else smem.used
+        tmem_cols = sum(p.used for p in self.tmem)
+        return occupancy(smem_bytes, threads, target, tmem_cols)
 
     def with_section(self, title: str, lines) -> MemoryPlan:
         return MemoryPlan(self.pools, self.target, self.sections + ((title, tuple(lines)),))
@@ -98,8 +124,7 @@ class MemoryPlan:
         }
 
     def format(self) -> str:
-        from .format import format_plan
-
+        """The text report: a buffer table per pool, totals, a TMEM column map."""
         return format_plan(self)
 
     def __str__(self) -> str:

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import lang as T
-from .launch import Launcher
-from .tma import TensorMap, plan_tile_map
+from . import lang as T
+from .cuda.launch import Launcher
+from .cuda.tma import EncodedTensorMap, plan_tile_map
 
 MODES = ("none", "32B", "64B", "128B")
 DTYPE_BY_SIZE = {1: "uint8", 2: "uint16", 4: "uint32"}
@@ -52,9 +52,9 @@ def _random_bytes(torch, shape_bytes, seed):
     return torch.randint(0, 256, shape_bytes, dtype=torch.uint8, device="cuda", generator=gen)
 
 
-def _map(tensor2d, buf) -> TensorMap:
+def _map(tensor2d, buf) -> EncodedTensorMap:
     rows, cols = tensor2d.shape
-    return TensorMap(plan_tile_map(buf, tensor2d.data_ptr(), rows, cols))
+    return EncodedTensorMap(plan_tile_map(buf, tensor2d.data_ptr(), rows, cols))
 
 
 def _copy_out_words(raw, out, words: int) -> None:

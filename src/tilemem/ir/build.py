@@ -1,0 +1,149 @@
+"""``build(fn)``: run a kernel function under a builder and return its IR.
+
+The :class:`KernelBuilder` is the pools' emitter: a pool created inside the
+function declares its shared buffers through the builder and, for TMEM, emits
+the ``tcgen05`` alloc / dealloc protocol of :mod:`tilemem.ir.intrinsics`.
+Errors raised inside the function come back as :class:`BuildError` naming the
+user's file and line.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import traceback
+from collections.abc import Callable
+
+from ..errors import TilememError
+from ..plan.occupancy import check_tmem_residency, occupancy
+from ..plan.target import get_target
+from ..pool.emit import emitting
+from .builder import (
+    BufferSpec,
+    Builder,
+    BuildError,
+    GlobalBuffer,
+    ScalarSpec,
+    TensorMapSpec,
+    c_name,
+)
+from .intrinsics import tmem_alloc_protocol, tmem_dealloc_protocol
+from .nodes import INT32, BufferVar, IRError, Kernel, Param, TensorMapVar, Var
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class KernelBuilder(Builder):
+    """A :class:`Builder` that also emits the TMEM protocol: the full pools' emitter."""
+
+    def tmem_commit(self, pool) -> None:
+        tmem_alloc_protocol(pool)
+
+    def tmem_dealloc(self, pool) -> None:
+        tmem_dealloc_protocol(pool)
+
+
+def _dims(value, what: str) -> tuple:
+    value = (value,) if isinstance(value, int) else tuple(value)
+    if not 1 <= len(value) <= 3 or any(not isinstance(v, int) or v < 1 for v in value):
+        raise IRError(f"{what} must be 1 to 3 positive integers, got {value!r}")
+    return value + (1,) * (3 - len(value))
+
+
+def _user_frame(exc: BaseException):
+    frames = traceback.extract_tb(exc.__traceback__)
+    for fs in reversed(frames):
+        if (
+            not os.path.abspath(fs.filename).startswith(_PACKAGE_DIR)
+            and "contextlib" not in fs.filename
+        ):
+            return fs
+    return None
+
+
+def _parameters(fn: Callable):
+    """The function's parameters with annotations evaluated (``from __future__ import annotations``
+    turns them into strings; closure variables are visible too)."""
+    params = inspect.signature(fn).parameters
+    if not any(isinstance(p.annotation, str) for p in params.values()):
+        return params
+    scope = dict(fn.__globals__)
+    if fn.__closure__:
+        scope.update(zip(fn.__code__.co_freevars, (c.cell_contents for c in fn.__closure__)))
+    return {
+        name: p.replace(annotation=eval(p.annotation, scope))
+        if isinstance(p.annotation, str)
+        else p
+        for name, p in params.items()
+    }
+
+
+def build(fn: Callable, *, target, grid, block, cluster=None, name: str | None = None) -> Kernel:
+    """Run ``fn`` under a builder and return its IR :class:`Kernel`."""
+    target = get_target(target)
+    builder = KernelBuilder(
+        name or fn.__name__,
+        target,
+        _dims(grid, "grid"),
+        _dims(block, "block"),
+        _dims(cluster, "cluster") if cluster is not None else None,
+    )
+    args: list[GlobalBuffer | Var | TensorMapVar] = []
+    symbols: dict[str, Var] = {}
+    hints = _parameters(fn)
+    for pname, param in hints.items():
+        spec = param.annotation
+        if isinstance(spec, BufferSpec):
+            shape = []
+            for dim in spec.shape:
+                if isinstance(dim, str):
+                    if dim not in symbols:
+                        symbols[dim] = Var(c_name(dim), INT32)
+                    shape.append(symbols[dim])
+                else:
+                    shape.append(dim)
+            var = BufferVar(builder.fresh(pname), spec.dtype, "global", tuple(shape))
+            builder.params.append(Param(var.name, "buffer", var))
+            args.append(GlobalBuffer(var, tuple(shape)))
+        elif isinstance(spec, ScalarSpec):
+            scalar = Var(builder.fresh(pname), spec.dtype)
+            builder.params.append(Param(scalar.name, "scalar", scalar))
+            args.append(scalar)
+        elif spec is TensorMapSpec or isinstance(spec, TensorMapSpec):
+            tmap = TensorMapVar(builder.fresh(pname))
+            builder.params.append(Param(tmap.name, "tensormap", tmap))
+            args.append(tmap)
+        else:
+            raise BuildError(
+                f"parameter {pname!r} of kernel {builder.name!r} needs an annotation: "
+                "T.Buffer(shape, dtype), a scalar type such as T.int32, or T.TensorMap"
+            )
+    for sym in symbols.values():
+        builder.names.add(sym.name)
+        builder.params.append(Param(sym.name, "scalar", sym))
+    try:
+        with emitting(builder):
+            fn(*args)
+    except BuildError:
+        raise
+    except Exception as exc:
+        where = _user_frame(exc)
+        if where is None:
+            raise
+        raise BuildError(
+            f"{where.filename}:{where.lineno} in {where.name}: {type(exc).__name__}: {exc}\n    "
+            f"{where.line}"
+        ) from exc
+    if builder.tmem_pools:
+        _check_tmem_residency(builder)
+    return builder.kernel()
+
+
+def _check_tmem_residency(builder: KernelBuilder) -> None:
+    """Co-resident CTAs x TMEM columns must stay within 512 (tcgen05.alloc would block)."""
+    threads = builder.block[0] * builder.block[1] * builder.block[2]
+    cols = sum(p.total_cols if p.total_cols != "auto" else p.max_offset for p in builder.tmem_pools)
+    try:
+        check_tmem_residency(occupancy(builder.dyn_smem_bytes, threads, builder.target, cols))
+    except TilememError as exc:
+        raise BuildError(f"kernel {builder.name!r}: {exc}") from None

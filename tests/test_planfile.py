@@ -1,0 +1,217 @@
+"""Plan files: TOML in, the same plan as the Python calls out; errors name the file's line."""
+
+from pathlib import Path
+
+import pytest
+
+from tilemem.errors import AlignmentError, PlanFileError, SwizzleError, TMEMOverflowError
+from tilemem.examples import EXAMPLES
+from tilemem.planfile import load_plan_file, parse_plan_file
+
+EXAMPLE_FILES = Path(__file__).resolve().parents[1] / "examples"
+
+
+@pytest.mark.parametrize("name", list(EXAMPLES))
+def test_shipped_plan_file_gives_the_python_plan(name):
+    loaded = load_plan_file(EXAMPLE_FILES / f"{name}.toml")
+    python = EXAMPLES[name]
+    assert loaded.build().plan() == python.build().plan()
+    assert (loaded.name, loaded.target, loaded.threads, loaded.summary) == (
+        python.name,
+        python.target,
+        python.threads,
+        python.summary,
+    )
+
+
+def test_every_shipped_plan_file_is_a_builtin_example():
+    assert sorted(p.stem for p in EXAMPLE_FILES.glob("*.toml")) == sorted(EXAMPLES)
+
+
+SMEM_ONLY = """\
+target = "sm_90a"
+[smem]
+name = "tiles"
+
+[[smem.buffers]]
+kind = "mma"
+name = "A"
+shape = [2, 64, 64]
+dtype = "bfloat16"
+
+[[smem.buffers]]
+name = "bar"
+shape = [2]
+dtype = "uint64"
+
+[[smem.buffers]]
+move_base_to = 0
+
+[[smem.buffers]]
+name = "C"
+shape = [16]
+dtype = "float32"
+align = 16
+"""
+
+
+def test_smem_operations_replay_in_file_order():
+    plan = parse_plan_file(SMEM_ONLY).build().plan()
+    # A: 2*64*64 bf16 = 16384 bytes at 0; bar 16 bytes at 16384; C over A after move_base_to(0)
+    assert [(e.name, e.offset, e.end) for e in plan.smem.entries] == [
+        ("A", 0, 16384),
+        ("bar", 16384, 16400),
+        ("C", 0, 64),
+    ]
+    assert plan.smem.name == "tiles" and plan.target == "sm_90a"
+    assert plan.smem.entries[2].overlaps == ("A",)
+
+
+def test_tmem_slot_goes_where_the_file_puts_it():
+    text = """\
+target = "sm_100a"
+[smem]
+[[smem.buffers]]
+slot_of = "t"
+[[smem.buffers]]
+name = "bar"
+shape = [1]
+dtype = "uint64"
+[[tmem]]
+name = "t"
+total_cols = 64
+[[tmem.buffers]]
+name = "acc"
+shape = [128, 64]
+"""
+    plan = parse_plan_file(text).build().plan()
+    # the 4-byte slot at 0, the 8-aligned barrier at 8
+    assert [(e.name, e.offset) for e in plan.smem.entries] == [("t_addr", 0), ("bar", 8)]
+    assert [(e.name, e.offset, e.end) for e in plan.tmem[0].entries] == [("acc", 0, 64)]
+
+
+def _error(text, cls=PlanFileError):
+    with pytest.raises(cls) as info:
+        parse_plan_file(text, "k.toml")
+    return str(info.value)
+
+
+def test_toml_syntax_error_names_the_line():
+    message = _error('target = "sm_90a"\n[smem]\nname = \n')
+    assert message.startswith("k.toml:3: not valid TOML")
+
+
+def test_unknown_key_names_its_line_and_the_keys_allowed():
+    message = _error(SMEM_ONLY.replace('name = "bar"\n', 'name = "bar"\nsize = 3\n'))
+    assert message.startswith("k.toml:13: [[smem.buffers]] #2: unknown key 'size'")
+    assert "align, dtype, kind, layout, name, shape, strides" in message
+
+
+def test_pool_error_keeps_its_class_and_gains_the_line():
+    # (64, 32) bfloat16 rows are 64 bytes: no 128B swizzle
+    bad = SMEM_ONLY.replace('dtype = "bfloat16"', 'dtype = "bfloat16"\nswizzle_mode = "128B"')
+    message = _error(bad.replace("[2, 64, 64]", "[2, 64, 32]"), SwizzleError)
+    assert message.startswith("k.toml:5: [[smem.buffers]] #1 'A': ")
+    assert "64-byte rows" in message
+
+
+def test_second_tmem_pool_errors_point_into_that_pool():
+    text = """\
+target = "sm_100a"
+[[tmem]]
+name = "t0"
+total_cols = 32
+[[tmem.buffers]]
+shape = [128, 32]
+[[tmem]]
+name = "t1"
+total_cols = 32
+[[tmem.buffers]]
+shape = [128, 16]
+[[tmem.buffers]]
+shape = [128, 32]
+"""
+    message = _error(text, TMEMOverflowError)
+    assert message.startswith("k.toml:12: [[tmem.buffers]] #2 of 't1': ")
+    assert "32" in message and "48" in message
+
+
+def test_kind_unknown_names_the_kinds():
+    message = _error(SMEM_ONLY.replace('kind = "mma"', 'kind = "swizzled"'))
+    assert message.startswith("k.toml:6: [[smem.buffers]] #1: kind = 'swizzled'")
+    assert "'alloc' or 'mma'" in message
+
+
+def test_stage_view_of_an_unknown_buffer_is_refused():
+    text = """\
+target = "sm_100a"
+[[tmem]]
+total_cols = 32
+[[tmem.buffers]]
+name = "acc"
+shape = [128, 32]
+[[tmem.stages]]
+buffer = "accumulator"
+col_start = 0
+width = 16
+stages = 2
+"""
+    message = _error(text)
+    assert message.startswith("k.toml:7: [[tmem.stages]] #1")
+    assert "'accumulator' names no buffer" in message and "acc" in message
+
+
+def test_stage_views_appear_in_the_plan():
+    text = """\
+target = "sm_100a"
+[[tmem]]
+name = "t"
+total_cols = 64
+[[tmem.buffers]]
+name = "acc"
+shape = [128, 64]
+[[tmem.stages]]
+buffer = "acc"
+col_start = 0
+width = 32
+stages = 2
+"""
+    details = parse_plan_file(text).build().plan().tmem[0].details
+    assert details["stages of acc"] == "[0] cols 0..32, [1] cols 32..64"
+
+
+def test_schema_from_the_future_is_refused():
+    message = _error("schema = 2\n")
+    assert message.startswith("k.toml:1: schema = 2; this tilemem reads schema 1")
+
+
+def test_missing_file_is_a_plan_file_error(tmp_path):
+    with pytest.raises(PlanFileError, match="cannot read plan file"):
+        load_plan_file(tmp_path / "nope.toml")
+
+
+def test_cli_plans_a_file_and_reports_errors_in_one_line(tmp_path, capsys):
+    from tilemem.cli import main
+
+    good = tmp_path / "g.toml"
+    good.write_text(SMEM_ONLY)
+    assert main(["plan", str(good)]) == 0
+    assert "tiles (shared.dyn)" in capsys.readouterr().out
+    bad = tmp_path / "b.toml"
+    bad.write_text(SMEM_ONLY.replace("move_base_to = 0", "move_base_to = -8"))
+    assert main([str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert (
+        err.startswith(f"tilemem: {bad}:16: [[smem.buffers]] #3: move_base_to")
+        and err.count("\n") == 1
+    )
+
+
+def test_move_base_to_takes_no_other_keys():
+    message = _error(SMEM_ONLY.replace("move_base_to = 0", "move_base_to = 0\nname = 'x'"))
+    assert message.startswith("k.toml:18: [[smem.buffers]] #3: unknown key 'name'")
+
+
+def test_alignment_error_class_is_kept_and_points_at_the_buffer():
+    message = _error(SMEM_ONLY.replace("align = 16", "align = 3"), AlignmentError)
+    assert message.startswith("k.toml:19: [[smem.buffers]] #4 'C': align must be a power of two")
