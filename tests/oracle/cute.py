@@ -21,7 +21,7 @@ from pathlib import Path
 SOURCE = Path(__file__).with_name("cute_oracle.cpp")
 
 # (strided extent, contiguous bytes) of the tiles the oracle is compiled for
-SMEM_SHAPES = ((64, 128), (64, 512), (128, 256), (256, 128))
+SMEM_SHAPES = ((64, 128), (64, 512), (128, 128), (128, 256), (256, 128))
 STAGES = 3
 
 

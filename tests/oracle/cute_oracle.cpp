@@ -119,6 +119,7 @@ bool dispatch_shape(SmemQuery const& q, uint64_t& out) {
   // strided extents x contiguous widths, as listed in SMEM_SHAPES (cute.py)
   return try_one<Arch, MN, Swz, Bits, Order, 64, 128>(q, out) ||
          try_one<Arch, MN, Swz, Bits, Order, 64, 512>(q, out) ||
+         try_one<Arch, MN, Swz, Bits, Order, 128, 128>(q, out) ||
          try_one<Arch, MN, Swz, Bits, Order, 128, 256>(q, out) ||
          try_one<Arch, MN, Swz, Bits, Order, 256, 128>(q, out);
 }

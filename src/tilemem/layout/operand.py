@@ -33,7 +33,9 @@ MN         none       dist(8, 0): 8-row K groups  dist(0, e16): MN core mats
 =========  =========  ==========================  ==========================
 
 (CuTe's ``make_gmma_desc`` / ``make_umma_desc`` canonical forms; a distance the
-tile does not have, e.g. a second MN atom of a one-atom tile, is encoded 0.)
+tile does not have, e.g. a second MN atom of a one-atom tile, is encoded 0, and
+so is the K-group pitch of MN-major 32-bit operands, whose 32-byte MMA K is a
+single 8-row group.)
 Instruction descriptors: see :func:`instr_descriptor`.
 """
 
@@ -122,10 +124,14 @@ def operand_geometry(layout: Layout, dtype: DTypeLike, major: str = "K") -> Oper
             lbo = dist(0, per16) if cols > per16 else rows * 16
         else:
             lbo = 16  # unused by K-major swizzled operands; the field holds 1
-    elif mode == SwizzleMode.SWIZZLE_NONE:
-        lbo, sbo = dist(8, 0), dist(0, per16)
     else:
-        lbo, sbo = dist(0, atom), dist(8, 0)
+        # one MMA reads 32 bytes of K = 256 // bits rows: a 32-bit type has a single
+        # 8-row K group, whose pitch is then unused and encoded 0 (as CuTe does)
+        k_pitch = dist(8, 0) if 256 // bits > 8 else 0
+        if mode == SwizzleMode.SWIZZLE_NONE:
+            lbo, sbo = k_pitch, dist(0, per16)
+        else:
+            lbo, sbo = dist(0, atom), k_pitch
     return OperandGeometry(mode, lbo, sbo, major)
 
 

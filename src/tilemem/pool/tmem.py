@@ -13,6 +13,7 @@ import math
 from ..dtype import DTypeLike, as_dtype
 from ..errors import AllocationError, LayoutError, PoolStateError, TMEMOverflowError
 from ..layout import Layout, TileLayout, sf_tmem_layout, tmem_datapath_layout
+from ..layout.tmem import accumulator_columns
 from ..plan.capacity import check_tmem_target
 from ..plan.model import PoolPlan
 from ..plan.occupancy import check_tmem_residency, occupancy
@@ -143,7 +144,7 @@ class TMEMPool(BumpPool):
                 raise AllocationError(
                     f"datapath={datapath!r} needs a 2-D shape (rows, cols), got {shape}"
                 )
-            layout = tmem_datapath_layout(datapath, *shape)
+            layout = tmem_datapath_layout(datapath, *shape, dtype=dtype)
             layout_name = f"datapath {datapath}"
         elif layout is not None:
             if not isinstance(layout, Layout):
@@ -156,8 +157,10 @@ class TMEMPool(BumpPool):
             layout_name = describe_layout(layout)
         else:
             layout, layout_name = self._default_layout(shape)
+        if cols is None and datapath is not None:  # an accumulator: one element per 32-bit cell
+            cols = accumulator_columns(layout, dtype)
         if cols is None:
-            if datapath is not None or layout_name not in ("datapath D", "lane=row"):
+            if layout_name not in ("datapath D", "lane=row"):
                 cols = _whole_columns(
                     layout.span("TCol"), dtype.bits, f"buffer {shape} {dtype.name}"
                 )
