@@ -20,6 +20,7 @@ PACKAGE = "tilemem"
 LAYERS = {
     "dtype": 0,
     "errors": 0,
+    "validate": 0,
     "version": 0,
     "layout": 1,
     "plan": 2,

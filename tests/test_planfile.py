@@ -104,7 +104,7 @@ def test_toml_syntax_error_names_the_line():
 def test_unknown_key_names_its_line_and_the_keys_allowed():
     message = _error(SMEM_ONLY.replace('name = "bar"\n', 'name = "bar"\nsize = 3\n'))
     assert message.startswith("k.toml:13: [[smem.buffers]] #2: unknown key 'size'")
-    assert "align, dtype, kind, layout, name, shape, strides" in message
+    assert "align, dtype, kind, layout, name, scope, shape, strides" in message
 
 
 def test_pool_error_keeps_its_class_and_gains_the_line():

@@ -48,3 +48,7 @@ class PlanFileError(TilememError, ValueError):
 
 class TargetError(TilememError, ValueError):
     """An unknown target, or a feature the target lacks."""
+
+
+class TilememWarning(UserWarning):
+    """A plan that works but not as well as it looks (e.g. CTAs waiting for TMEM columns)."""

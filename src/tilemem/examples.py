@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .pool import SMEMPool, TMEMPool, TMEMStages
+from .pool import SMEMPool, TMEMPool
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ def blackwell_gemm_bf16(stages: int = 4, target: str = "sm_100a") -> SMEMPool:
 
     The fp32 accumulator is 128 x 256 = 256 TMEM columns; two of them (512
     columns, all of TMEM) let the epilogue drain tile i while the MMA warp
-    accumulates tile i+1. ``TMEMStages`` gives the two 256-column views.
+    accumulates tile i+1. ``tmem.stages`` gives the two 256-column views.
     SMEM: the same 48 KiB stages as the Hopper mainloop, a 128 x 64 epilogue
     slice, load barriers per stage and accumulator barriers per TMEM stage.
     """
@@ -61,7 +61,7 @@ def blackwell_gemm_bf16(stages: int = 4, target: str = "sm_100a") -> SMEMPool:
     smem.alloc((2,), "uint64", name="acc_empty_bar")
     tmem = TMEMPool(smem, 512, cta_group=1, alloc_warp=1, name="tmem")
     acc = tmem.alloc((128, 512), "float32", datapath="D", name="acc")
-    TMEMStages(acc, col_start=0, width=256, stages=2)  # acc_stage[i % 2]: a view, no columns
+    tmem.stages(acc, col_start=0, width=256, stages=2)  # acc_stage[i % 2]: a view, no columns
     smem.commit()
     tmem.commit()
     return smem

@@ -27,8 +27,9 @@ serial, unroll = _b.serial, _b.unroll
 evaluate, let, cast, select = _b.evaluate, _b.let, _b.cast, _b.select
 all_of, any_of, min, max = _b.all_of, _b.any_of, _b.min_, _b.max_
 alloc_local = _b.alloc_local
-thread_id, block_id, warp_id, lane_id = _b.thread_id, _b.block_id, _b.warp_id, _b.lane_id
-smem_addr, tmem_base, tmem_addr = _b.smem_addr, _ix.tmem_base, _b.tmem_addr
+thread_id, block_id, warp_id, lane_id = _ix.thread_id, _ix.block_id, _ix.warp_id, _ix.lane_id
+smem_addr, tmem_base, tmem_addr = _ix.smem_addr, _ix.tmem_base, _ix.tmem_addr
+pack_bf16x2 = _ix.pack_bf16x2
 TensorMap = _b.TensorMapSpec
 BuildError = _b.BuildError
 
@@ -63,51 +64,22 @@ def kernel(target: str, grid=1, block=128, cluster=None, name: str | None = None
     return wrap
 
 
-cuda = SimpleNamespace(
-    syncthreads=_ix.syncthreads, syncwarp=_ix.syncwarp, named_barrier=_ix.named_barrier
-)
-pack_bf16x2 = _ix.pack_bf16x2
+def _namespace(prefix: str) -> SimpleNamespace:
+    """``T.<prefix>``: every function declared under that path in the intrinsic registry."""
+    root = SimpleNamespace()
+    for path, fn in sorted(_ix.LANGUAGE.items()):
+        head, _, rest = path.partition(".")
+        if head != prefix:
+            continue
+        *groups, name = rest.split(".")
+        node = root
+        for group in groups:
+            if not hasattr(node, group):
+                setattr(node, group, SimpleNamespace())
+            node = getattr(node, group)
+        setattr(node, name, fn)
+    return root
 
-ptx = SimpleNamespace(
-    elect_sync=_ix.elect_sync,
-    mbarrier=SimpleNamespace(
-        init=_ix.mbarrier_init,
-        arrive=_ix.mbarrier_arrive,
-        arrive_expect_tx=_ix.mbarrier_arrive_expect_tx,
-        try_wait_parity=_ix.mbarrier_try_wait_parity,
-        wait=_ix.mbarrier_wait,
-    ),
-    fence=SimpleNamespace(
-        proxy_async_shared_cta=_ix.fence_proxy_async_shared_cta,
-        mbarrier_init=_ix.fence_mbarrier_init,
-    ),
-    tma=SimpleNamespace(
-        load=_ix.tma_load,
-        store=_ix.tma_store,
-        load_tile=_ix.tma_load_tile,
-        store_tile=_ix.tma_store_tile,
-        commit_group=_ix.bulk_commit_group,
-        wait_group_read=_ix.bulk_wait_group_read,
-    ),
-    wgmma=SimpleNamespace(
-        fence=_ix.wgmma_fence,
-        commit_group=_ix.wgmma_commit_group,
-        wait_group=_ix.wgmma_wait_group,
-        mma_async=_ix.wgmma_mma_async,
-        desc=_ix.wgmma_desc,
-    ),
-    tcgen05=SimpleNamespace(
-        alloc=_ix.tcgen05_alloc,
-        dealloc=_ix.tcgen05_dealloc,
-        relinquish_alloc_permit=_ix.tcgen05_relinquish,
-        fence_before_thread_sync=_ix.tcgen05_fence_before,
-        fence_after_thread_sync=_ix.tcgen05_fence_after,
-        ld=_ix.tcgen05_ld,
-        st=_ix.tcgen05_st,
-        wait_ld=_ix.tcgen05_wait_ld,
-        wait_st=_ix.tcgen05_wait_st,
-        mma=_ix.tcgen05_mma,
-        commit=_ix.tcgen05_commit,
-        desc=_ix.tcgen05_desc,
-    ),
-)
+
+cuda = _namespace("cuda")
+ptx = _namespace("ptx")

@@ -254,7 +254,7 @@ class _Builder:
         if "buffer" not in args:
             raise PlanFileError(f"{where}: needs buffer = the name of the TMEM buffer it views")
         buf = self.buffer_named("buffer", args.pop("buffer"), where)
-        _call(where, TMEMStages, buf, **args)
+        _call(where, buf.pool.stages, buf, **args)  # listed in the TMEM pool's plan
 
 
 def parse_plan_file(text: str, source: str = "<plan>") -> Example:

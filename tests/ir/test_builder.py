@@ -3,7 +3,7 @@ import dataclasses
 import pytest
 
 from tilemem import T
-from tilemem.errors import PoolStateError
+from tilemem.errors import PoolStateError, SwizzleError, TargetError
 from tilemem.ir import BuildError, IRError, same
 from tilemem.ir.nodes import Const, For, IfThenElse, Store
 
@@ -77,7 +77,7 @@ def test_expressions_fold_constants_and_compare_structurally():
 
 
 def test_python_truth_of_an_expression_is_refused():
-    with pytest.raises(BuildError, match=r"T.If"):
+    with pytest.raises(IRError, match=r"T.If"):
 
         @T.kernel(target="sm_80", block=32)
         def k(x: T.Buffer((1,), "int32")):
@@ -86,7 +86,7 @@ def test_python_truth_of_an_expression_is_refused():
 
 
 def test_errors_name_the_users_line():
-    with pytest.raises(BuildError) as exc:
+    with pytest.raises(SwizzleError) as exc:
 
         @T.kernel(target="sm_90a", block=32)
         def k(x: T.Buffer((1,), "int32")):
@@ -111,7 +111,7 @@ def test_missing_annotation_is_explained():
 
 
 def test_instruction_missing_on_target_names_both():
-    with pytest.raises(BuildError) as exc:
+    with pytest.raises(TargetError) as exc:
 
         @T.kernel(target="sm_90a", block=128)
         def k(x: T.Buffer((1,), "int32")):
@@ -119,7 +119,7 @@ def test_instruction_missing_on_target_names_both():
             T.TMEMPool(smem, 32)
 
     assert "sm_90a has no tensor memory" in str(exc.value)
-    with pytest.raises(BuildError) as exc:
+    with pytest.raises(TargetError) as exc:
 
         @T.kernel(target="sm_80", block=128)
         def k2(x: T.Buffer((1,), "int32")):
@@ -129,7 +129,7 @@ def test_instruction_missing_on_target_names_both():
 
 
 def test_direct_tmem_access_points_to_tcgen05():
-    with pytest.raises(BuildError, match=r"tcgen05.ld"):
+    with pytest.raises(PoolStateError, match=r"tcgen05.ld"):
 
         @T.kernel(target="sm_100a", block=128)
         def k(x: T.Buffer((1,), "float32")):
@@ -140,7 +140,7 @@ def test_direct_tmem_access_points_to_tcgen05():
 
 
 def test_tmem_address_needs_the_base_first():
-    with pytest.raises(BuildError, match=r"T.tmem_base"):
+    with pytest.raises(IRError, match=r"T.tmem_base"):
 
         @T.kernel(target="sm_100a", block=128)
         def k(x: T.Buffer((1,), "float32")):

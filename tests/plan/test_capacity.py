@@ -6,13 +6,12 @@ Expected numbers are computed by hand in the comments from HARDWARE.md's table
 
 import pytest
 
-from tilemem import SMEMPool, TMEMPool
+from tilemem import SMEMPool
 from tilemem.errors import CapacityError
 from tilemem.examples import attention_fwd_fa4, hopper_gemm_bf16
 from tilemem.plan import (
     BufferRequest,
     best_order,
-    check_tmem_residency,
     occupancy,
     padding_advice,
     solve_stages,
@@ -121,25 +120,6 @@ def test_occupancy_of_sm86_counts_threads_per_sm_1536():
     assert occ.limits["threads"] == 3 and occ.limits["block slots"] == 16
 
 
-def test_tmem_residency_hazard_is_explained():
-    # 48 KiB blocks of 128 threads on sm_100a: 233,472 // 50,176 = 4 CTAs; 4 x 256 columns > 512.
-    # Two CTAs at most: b + 1,024 > 233,472 / 3 = 77,824, so b >= 76,801.
-    occ = occupancy(48 * 1024, 128, "sm_100a", tmem_cols=256)
-    with pytest.raises(CapacityError) as exc:
-        check_tmem_residency(occ)
-    msg = str(exc.value)
-    for fact in (
-        "4 CTAs",
-        "256 TMEM columns: 1024 > 512",
-        "tcgen05.alloc blocks",
-        "at most 128 columns per CTA",
-        "at most 2 CTA(s) per SM",
-        "76801 bytes",
-    ):
-        assert fact in msg, fact
-    check_tmem_residency(occupancy(48 * 1024, 128, "sm_100a", tmem_cols=128))  # 4 x 128 = 512: fine
-
-
 def test_padding_advice_finds_a_better_order():
     smem = SMEMPool()
     smem.alloc((1,), "uint8", name="flag")  # 1 byte, then 1023 bytes of padding
@@ -172,29 +152,3 @@ def test_plan_prints_occupancy_and_padding(capsys):
         "tmem columns  512 per CTA x 1 = 512 of 512 (ok)" in out
         and "bytes lost to alignment padding" in out
     )
-
-
-def test_plan_only_tmem_pool_plan_feeds_occupancy():
-    smem = SMEMPool(target="sm_100a")
-    tmem = TMEMPool(smem, 256)
-    tmem.alloc((128, 256))
-    smem.commit()
-    tmem.commit()
-    occ = smem.plan().occupancy(128)
-    assert occ.tmem_cols == 256 and occ.ctas_per_sm == 16
-    with pytest.raises(CapacityError, match="16 CTAs"):
-        check_tmem_residency(occ)
-
-
-def test_plan_only_pools_with_threads_check_tmem_at_commit():
-    smem = SMEMPool(target="sm_100a", threads=128)
-    tmem = TMEMPool(smem, 256)
-    smem.commit(100_000)  # 233,472 // 101,024 = 2 CTAs x 256 = 512: fine
-    assert tmem.commit() == 256
-    smem = SMEMPool(target="sm_100a", threads=128)
-    tmem = TMEMPool(smem, 512)
-    smem.commit(100_000)
-    with pytest.raises(
-        CapacityError, match=r"2 CTAs of this kernel .* 512 TMEM columns: 1024 > 512"
-    ):
-        tmem.commit()

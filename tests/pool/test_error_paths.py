@@ -51,7 +51,7 @@ CASES = [
         "tmem cols",
         lambda: tmem_pool().alloc((128, 32), cols=0),
         AllocationError,
-        "cols must be a positive",
+        "cols (32-bit TMEM columns) must be an integer in [1, 512], got 0",
     ),
     (
         "tmem layout type",

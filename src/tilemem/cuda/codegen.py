@@ -6,6 +6,7 @@ import math
 
 from ..dtype import DataType
 from ..errors import TilememError
+from ..ir.intrinsics import INTRINSICS
 from ..ir.nodes import (
     BinOp,
     Call,
@@ -28,8 +29,7 @@ from ..ir.nodes import (
     Var,
 )
 from ..version import __version__
-from .intrinsics import LOWER
-from .prelude import HELPERS, PRELUDE
+from .prelude import PRELUDE
 
 _C_OPS = {"//": "/", "&&": "&&", "||": "||"}
 _FLOAT16 = {
@@ -46,10 +46,6 @@ class CudaCodegen:
     def __init__(self, kernel: Kernel):
         self.kernel = kernel
         self.helpers: list[str] = []
-
-    def need(self, helper: str) -> None:
-        if helper not in self.helpers:
-            self.helpers.append(helper)
 
     # -- expressions ---------------------------------------------------------------
     def expr(self, e: Expr) -> str:
@@ -98,9 +94,12 @@ class CudaCodegen:
         return f"(({e.dtype.cuda_type})({inner}))"
 
     def _call(self, call: Call) -> str:
-        if call.op not in LOWER:
+        intrinsic = INTRINSICS.get(call.op)
+        if intrinsic is None:
             raise CodegenError(f"no CUDA lowering for intrinsic {call.op!r}")
-        return LOWER[call.op](call, self)
+        if intrinsic.helper and intrinsic.helper not in self.helpers:
+            self.helpers.append(intrinsic.helper)
+        return intrinsic.lower(call, self)
 
     # -- statements -------------------------------------------------------------------
     def stmt(self, s: Stmt, depth: int) -> list[str]:
@@ -169,7 +168,7 @@ class CudaCodegen:
             + f", {k.dyn_smem_bytes} bytes of dynamic shared memory",
             PRELUDE,
         ]
-        head += [HELPERS[h] for h in self.helpers]
+        head += self.helpers
         sig = f'extern "C" __global__ void {attrs}{k.name}({", ".join(self.params())}) {{'
         region = []
         if k.regions:

@@ -1,7 +1,9 @@
-"""The fixed top of every generated source: integer types, float storage types, helpers.
+"""The fixed top of every generated source: integer types, float storage types, conversions.
 
 Generated kernels include no CUDA headers (pip's NVRTC ships none), so 16-bit
-and 8-bit floats are storage structs-free typedefs converted with PTX ``cvt``.
+and 8-bit floats are storage structs-free typedefs converted with PTX ``cvt``. Device
+helpers that belong to one instruction are declared with it (``ir/intrinsics``) and
+included only by kernels that use it.
 """
 
 PRELUDE = r"""// NVRTC has no C library headers; nvcc includes the host's <stdint.h>, whose int64_t
@@ -48,41 +50,3 @@ __device__ __forceinline__ uint32_t tm_smem_addr(const void* p) {
   return (uint32_t)__cvta_generic_to_shared(p);
 }
 """
-
-# helpers a kernel pulls in only when it uses them (key -> C++ text)
-HELPERS = {
-    "mbarrier_wait": r"""__device__ __forceinline__ void
-tm_mbarrier_wait(uint32_t bar, uint32_t parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "TM_WAIT:\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra TM_WAIT;\n"
-      "}\n" :: "r"(bar), "r"(parity) : "memory");
-}
-""",
-    "mbarrier_try_wait": r"""__device__ __forceinline__ bool
-tm_mbarrier_try_wait(uint32_t bar, uint32_t parity) {
-  uint32_t ok;
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-      "selp.u32 %0, 1, 0, p;\n"
-      "}\n" : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
-  return ok != 0;
-}
-""",
-    "elect_sync": r"""__device__ __forceinline__ bool tm_elect_sync() {
-  uint32_t elected;
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "elect.sync _|p, 0xffffffff;\n"
-      "selp.u32 %0, 1, 0, p;\n"
-      "}\n" : "=r"(elected));
-  return elected != 0;
-}
-""",
-}

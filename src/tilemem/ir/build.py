@@ -3,8 +3,8 @@
 The :class:`KernelBuilder` is the pools' emitter: a pool created inside the
 function declares its shared buffers through the builder and, for TMEM, emits
 the ``tcgen05`` alloc / dealloc protocol of :mod:`tilemem.ir.intrinsics`.
-Errors raised inside the function come back as :class:`BuildError` naming the
-user's file and line.
+tilemem errors raised inside the function keep their class, with the user's file and
+line added to the message; other exceptions come back as :class:`BuildError`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import traceback
 from collections.abc import Callable
 
 from ..errors import TilememError
-from ..plan.occupancy import check_tmem_residency, occupancy
 from ..plan.target import get_target
 from ..pool.emit import emitting
 from .builder import (
@@ -124,9 +123,14 @@ def build(fn: Callable, *, target, grid, block, cluster=None, name: str | None =
     try:
         with emitting(builder):
             fn(*args)
-    except BuildError:
+    except TilememError as exc:  # keeps its class (SPEC 10); the user's line joins the message
+        where = _user_frame(exc)
+        if where is not None and not isinstance(exc, BuildError):
+            exc.args = (
+                f"{where.filename}:{where.lineno} in {where.name}: {exc}\n    {where.line}",
+            )
         raise
-    except Exception as exc:
+    except Exception as exc:  # a mistake in the kernel's own Python code
         where = _user_frame(exc)
         if where is None:
             raise
@@ -134,16 +138,4 @@ def build(fn: Callable, *, target, grid, block, cluster=None, name: str | None =
             f"{where.filename}:{where.lineno} in {where.name}: {type(exc).__name__}: {exc}\n    "
             f"{where.line}"
         ) from exc
-    if builder.tmem_pools:
-        _check_tmem_residency(builder)
     return builder.kernel()
-
-
-def _check_tmem_residency(builder: KernelBuilder) -> None:
-    """Co-resident CTAs x TMEM columns must stay within 512 (tcgen05.alloc would block)."""
-    threads = builder.block[0] * builder.block[1] * builder.block[2]
-    cols = sum(p.total_cols if p.total_cols != "auto" else p.max_offset for p in builder.tmem_pools)
-    try:
-        check_tmem_residency(occupancy(builder.dyn_smem_bytes, threads, builder.target, cols))
-    except TilememError as exc:
-        raise BuildError(f"kernel {builder.name!r}: {exc}") from None

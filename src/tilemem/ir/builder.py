@@ -9,6 +9,8 @@ emit the TMEM alloc/dealloc protocol here.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -16,14 +18,12 @@ from dataclasses import dataclass
 from ..dtype import DataType, as_dtype
 from ..errors import TilememError
 from ..plan.target import Target
-from ..pool import SMEM, TMEM, Buffer
+from ..pool import SMEM, Buffer
 from ..pool.emit import current_emitter
 from .index import layout_index
 from .nodes import (
     INT32,
-    UINT32,
     BufferVar,
-    Call,
     Cast,
     Comment,
     DeclBuffer,
@@ -132,6 +132,7 @@ class Builder:
     def __init__(self, name: str, target: Target, grid, block, cluster):
         self.name, self.target = name, target
         self.grid, self.block, self.cluster = grid, block, cluster
+        self.threads = math.prod(block)  # pools read it for the TMEM residency rule
         self.frames: list[list[Stmt]] = [[]]
         self.params: list[Param] = []
         self.region: str | None = None
@@ -218,11 +219,24 @@ class Builder:
         self.emit(Store(var, self._element(buf, index), _as_value(value, buf.dtype)))
 
     def tmem_stage(self, stages, stage, start: int, stop: int):
-        raise IRError(
-            "a TMEM stage picked by a run-time index has no static column offset: address it with "
-            "T.tmem_addr(stages.buf, col=(stages.col_start + stage * stages.stride) * bits // 32), "
-            "columns being 32-bit there"
+        """A stage picked by a run-time index: stage 0's view whose column offset becomes
+        ``col_offset + stage * (stride * bits / 32)``; every stage must be that shift of it."""
+        stage = convert(stage)
+        if stage.dtype.name not in ("int32", "int64", "uint32"):
+            raise IRError(f"a TMEM stage index must be an integer expression, got {stage!r}")
+        first = stages.view(0, start, stop)
+        step_bits = stages.step * stages.buf.dtype.bits
+        shifted = all(
+            stages.view(s, start, stop).layout == first.layout for s in range(stages.stages)
         )
+        if step_bits % 32 or not shifted:
+            raise IRError(
+                f"stages of {stages.buf.name!r} are not whole-column shifts of each other (stride "
+                f"{stages.step} x {stages.buf.dtype.bits} bits, or the layout moves between lane "
+                "blocks), so a run-time stage index has no column arithmetic: use a constant index"
+            )
+        col = binop("+", convert(first.col_offset), binop("*", stage, step_bits // 32))
+        return dataclasses.replace(first, name=f"{stages.buf.name}[stage]", col_offset=col)
 
     def _smem_var(self, buf: Buffer) -> BufferVar:
         if id(buf) not in self.smem_vars:
@@ -391,57 +405,3 @@ def min_(a, b) -> Expr:
 
 def max_(a, b) -> Expr:
     return binop("max", a, b)
-
-
-def thread_id(axis: int = 0) -> Expr:
-    return Call("cuda.thread_idx", (), INT32, (("axis", axis),))
-
-
-def block_id(axis: int = 0) -> Expr:
-    return Call("cuda.block_idx", (), INT32, (("axis", axis),))
-
-
-def warp_id() -> Expr:
-    """Warp index within the block (``threadIdx.x / 32``; 1-D blocks)."""
-    return binop("//", thread_id(), 32)
-
-
-def lane_id() -> Expr:
-    return binop("%", thread_id(), 32)
-
-
-def smem_addr(buf: Buffer, *coords) -> Expr:
-    """32-bit shared-window address of ``buf`` (at ``coords``, through its layout) for PTX operands.
-
-    Sub-byte elements are addressed by the byte that holds them.
-    """
-    builder = current()
-    if not isinstance(buf, Buffer) or buf.scope != SMEM:
-        raise IRError(f"smem_addr takes a shared-memory buffer, got {buf!r}")
-    var = builder._smem_var(buf)
-    if not coords:
-        return Call("cuda.smem_addr", (var, convert(0)), UINT32)
-    element = layout_index(buf.layout, coords)["m"]
-    bits = buf.dtype.bits
-    byte = (
-        binop("*", element, bits // 8)
-        if bits % 8 == 0
-        else binop("//", binop("*", element, bits), 8)
-    )
-    return Call("cuda.smem_addr", (var, byte), UINT32)
-
-
-def tmem_addr(buf: Buffer, lane=0, col=0) -> Expr:
-    """``base + (lane << 16) + col_offset + col``; ``col`` counts 32-bit columns from the buffer's
-    start."""
-    if not isinstance(buf, Buffer) or buf.scope != TMEM:
-        raise IRError(f"tmem_addr takes a TMEM buffer, got {buf!r}")
-    builder = current()
-    if id(buf.pool) not in builder.tmem_bases:
-        raise IRError(
-            f"TMEM buffer {buf.name!r}: read the pool's base first with T.tmem_base(pool) "
-            "(after its commit), so addresses use what tcgen05.alloc returned rather than 0"
-        )
-    base = builder.tmem_bases[id(buf.pool)]
-    lane_part = binop("<<", lane, 16)
-    return binop("+", binop("+", base, lane_part), binop("+", convert(buf.col_offset), col))

@@ -9,11 +9,21 @@ from .smem import (
     swizzle_for,
     widest_swizzle,
 )
-from .tmem import DATAPATH_ROWS, sf_tmem_layout, tmem_datapath_layout
+from .tmem import (
+    DATAPATH_ROWS,
+    TMEM_COLS,
+    TMEM_LANES,
+    TMEM_MIN_ALLOC_COLS,
+    sf_tmem_layout,
+    tmem_datapath_layout,
+)
 
 __all__ = [
     "AXES",
     "DATAPATH_ROWS",
+    "TMEM_COLS",
+    "TMEM_LANES",
+    "TMEM_MIN_ALLOC_COLS",
     "ComposeLayout",
     "Iter",
     "Layout",

@@ -6,12 +6,11 @@ buffer's dtype; a 32-bit physical column holds ``32 // bits`` of them.
 
 MMA accumulators are the exception: every accumulator element takes a whole
 32-bit cell, so a 16-bit (f16) accumulator sits at every other TCol and a
-128 x N f16 accumulator takes N columns, not N/2. Sources: CuTe's accumulator
-fragments (``UMMA::tmem_frg_1sm<c_type>`` stores C with ``StorageType =
-uint32_t``: one value per 32-bit column, while A operands in TMEM use
-``StorageType = a_type``, packed) and the PTX ISA tcgen05 "Matrix fragments"
-(D elements are 32-bit cells; tcgen05.ld of an f16 accumulator returns one
-value per 32-bit register).
+128 x N f16 accumulator takes N columns, not N/2. Source: CuTe's accumulator
+fragments (cute/atom/mma_traits_sm100.hpp: every tcgen05 MMA's C is
+``UMMA::tmem_frg_1sm<c_type>``, whose ``StorageType`` defaults to ``uint32_t``,
+one value per 32-bit column, while A operands kept in TMEM use ``StorageType =
+a_type``, packed); HARDWARE.md says the same.
 """
 
 from __future__ import annotations
@@ -19,6 +18,12 @@ from __future__ import annotations
 from ..dtype import DTypeLike, as_dtype
 from ..errors import LayoutError
 from .core import Iter, TileLayout
+
+# Tensor memory of one CTA (PTX ISA 9.0, "Tensor Memory"; HARDWARE.md): 128 lanes x 512
+# columns of 32-bit cells; tcgen05.alloc grants a power of two of columns in [32, 512].
+TMEM_LANES = 128
+TMEM_COLS = 512
+TMEM_MIN_ALLOC_COLS = 32
 
 # data-path letter -> rows (the CTA's share of M) and the MMA shape it serves
 DATAPATH_ROWS = {"A": 128, "B": 64, "C": 64, "D": 128, "E": 64, "F": 64, "G": 32}
@@ -47,13 +52,6 @@ def accumulator_cell(dtype: DTypeLike | None) -> int:
             f"{dtype.name}"
         )
     return 32 // dtype.bits
-
-
-def accumulator_columns(layout: TileLayout, dtype: DTypeLike) -> int:
-    """32-bit columns an accumulator laid out by ``tmem_datapath_layout(..., dtype=dtype)``
-    takes: ``ceil(span(TCol) / cell)``, e.g. N for a 128 x N f16 or f32 accumulator."""
-    cell = accumulator_cell(dtype)
-    return -(-layout.span("TCol") // cell)
 
 
 def tmem_datapath_layout(
@@ -97,13 +95,14 @@ def tmem_datapath_layout(
         parts = 4 if letter == "G" else 2
         if cols % parts:
             raise LayoutError(
-                f"data path {letter} folds {parts} column blocks onto lanes {128 // parts} apart: "
+                f"data path {letter} folds {parts} column blocks onto lanes "
+                f"{TMEM_LANES // parts} apart: "
                 f"cols must be a multiple of {parts}, got {cols}"
             )
         return TileLayout(
             [
                 Iter(rows, 1, "TLane"),
-                Iter(parts, 128 // parts, "TLane"),
+                Iter(parts, TMEM_LANES // parts, "TLane"),
                 Iter(cols // parts, cell, "TCol"),
             ],
             shape=shape,

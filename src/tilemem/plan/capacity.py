@@ -50,15 +50,23 @@ def stages_that_fit(pool: PoolPlan, limit: int) -> tuple[int, int] | None:
         return None
     staged_names = {e.name for e in staged}
     per_stage = sum(e.length // stages for e in staged)
-    for s in range(stages, 0, -1):
+
+    def total(s: int) -> int:
         sizes = [
             (e.length // stages * s if e.name in staged_names else e.length, e.align)
             for e in pool.entries
         ]
-        total, _ = bump_total(sizes)
-        if total <= limit:
-            return s, per_stage
-    return 0, per_stage
+        return bump_total(sizes)[0]
+
+    # bump placement only grows with each size, so the total grows with s: bisect
+    low, high = 0, stages  # total(low) fits (0 stages: by convention), total(high + 1) does not
+    while low < high:
+        mid = (low + high + 1) // 2
+        if total(mid) <= limit:
+            low = mid
+        else:
+            high = mid - 1
+    return low, per_stage
 
 
 def check_smem_capacity(pool: PoolPlan, target: Target) -> None:
@@ -87,10 +95,16 @@ def check_smem_capacity(pool: PoolPlan, target: Target) -> None:
 
 
 def check_tmem_target(target: Target, pool_name: str) -> None:
-    if not target.has_tmem:
+    """TargetError unless code built for ``target`` may use TMEM (plan-only and kernels alike)."""
+    if target.has_tmem:
+        return
+    if target.tmem_cols:
         raise TargetError(
-            f"TMEM pool {pool_name!r}: {target.name} has no tensor memory; TMEM and tcgen05 exist "
-            "on "
-            "sm_100a (Blackwell datacenter). Keep accumulators in registers on this target, or "
-            "target sm_100a"
+            f"TMEM pool {pool_name!r}: code built for {target.name} cannot use tensor memory; "
+            "tcgen05 exists only in arch-specific code (HARDWARE.md): target sm_100a"
         )
+    raise TargetError(
+        f"TMEM pool {pool_name!r}: {target.name} has no tensor memory; TMEM and tcgen05 exist on "
+        "sm_100a (Blackwell datacenter). Keep accumulators in registers on this target, or "
+        "target sm_100a"
+    )

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..errors import AlignmentError
+from ..validate import is_int
 
 
 def is_power_of_two(n: int) -> bool:
@@ -17,18 +18,18 @@ def align_up(value: int, align: int) -> int:
 
 
 def check_align(align, what: str = "align") -> int:
-    if (
-        isinstance(align, bool)
-        or not isinstance(align, int)
-        or (align != 0 and not is_power_of_two(align))
-    ):
+    """``align`` as an int: 0 (natural alignment) or a power of two up to 2**30."""
+    if not is_int(align) or (align != 0 and not is_power_of_two(int(align))) or align > 1 << 30:
         hint = (
-            f"; use {1 << (align - 1).bit_length()}" if isinstance(align, int) and align > 0 else ""
+            f"; use {1 << (int(align) - 1).bit_length()}"
+            if is_int(align) and 0 < align < 1 << 30
+            else ""
         )
         raise AlignmentError(
-            f"{what} must be a power of two (or 0 for natural alignment), got {align!r}{hint}"
+            f"{what} must be a power of two up to {1 << 30} (or 0 for natural alignment), got "
+            f"{align!r}{hint}"
         )
-    return align
+    return int(align)
 
 
 @dataclass(frozen=True)

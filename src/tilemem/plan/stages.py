@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ..dtype import DTypeLike, as_dtype
 from ..errors import CapacityError
 from ..layout.smem import SwizzleMode, SwizzleModeLike, check_mma_tile, widest_swizzle
+from ..validate import check_int, check_name, is_int
 from .packing import bump_total, check_align
 from .target import Target, get_target
 
@@ -31,6 +32,25 @@ class BufferRequest:
     swizzle: SwizzleModeLike | None = None
     align: int = 0
     per_stage: bool = False
+
+    def __post_init__(self) -> None:
+        """Checked here, so a bad request fails where it is written, not inside a solver."""
+        check_name(self.name, "BufferRequest name", error=CapacityError)
+        shape = self.shape
+        if not isinstance(shape, tuple | list) or any(not is_int(s) or s < 1 for s in shape):
+            raise CapacityError(
+                f"BufferRequest {self.name!r}: shape must be a tuple of positive integers "
+                f"(() for one element per stage), got {shape!r}"
+            )
+        object.__setattr__(self, "shape", tuple(int(s) for s in shape))
+        as_dtype(self.dtype)
+        check_align(self.align)
+        if not isinstance(self.per_stage, bool):
+            raise CapacityError(
+                f"BufferRequest per_stage must be True or False, got {self.per_stage!r}"
+            )
+        if self.swizzle is not None and self.swizzle != "auto":
+            SwizzleMode.parse(self.swizzle)
 
     def placement(self, stages: int) -> tuple[int, int]:
         """(bytes, alignment) of this request for ``stages`` pipeline stages."""
@@ -67,8 +87,9 @@ class StageSolution:
 def smem_limit(target: str | Target, ctas_per_sm: int = 1) -> int:
     """Bytes of dynamic shared memory one CTA may use so that ``ctas_per_sm`` CTAs are resident."""
     target = get_target(target)
-    if ctas_per_sm < 1:
-        raise CapacityError(f"ctas_per_sm must be >= 1, got {ctas_per_sm}")
+    ctas_per_sm = check_int(
+        ctas_per_sm, "ctas_per_sm", minimum=1, maximum=target.max_blocks_per_sm, error=CapacityError
+    )
     share = target.smem_per_sm // ctas_per_sm - target.reserved_smem_per_block
     return min(target.max_smem_per_block, share)
 
@@ -82,6 +103,11 @@ def solve_stages(
 ) -> StageSolution:
     """The most stages (up to ``max_stages``) whose buffers fit ``ctas_per_sm`` CTAs on one SM."""
     requests = list(requests)
+    if not all(isinstance(r, BufferRequest) for r in requests):
+        raise CapacityError(f"solve_stages takes BufferRequest objects, got {requests!r}")
+    max_stages = check_int(
+        max_stages, "max_stages", minimum=1, maximum=1 << 20, error=CapacityError
+    )
     if not any(r.per_stage for r in requests):
         raise CapacityError("solve_stages needs at least one per_stage=True buffer")
     limit = smem_limit(target, ctas_per_sm)
@@ -92,9 +118,14 @@ def solve_stages(
             "CTA(s) per SM "
             f"allows {limit} per CTA: remove at least {used - limit} bytes"
         )
-    stages = 1
-    while stages < max_stages and bytes_for(requests, stages + 1) <= limit:
-        stages += 1
+    low, high = 1, max_stages  # bytes grow with the stage count: bisect for the last that fits
+    while low < high:
+        mid = (low + high + 1) // 2
+        if bytes_for(requests, mid) <= limit:
+            low = mid
+        else:
+            high = mid - 1
+    stages = low
     used = bytes_for(requests, stages)
     per_stage = sum(r.placement(1)[0] for r in requests if r.per_stage)
     return StageSolution(stages, used, limit - used, limit, per_stage)

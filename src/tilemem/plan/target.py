@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import TargetError
+from ..layout.tmem import TMEM_COLS
 
 KB = 1024
 
@@ -29,7 +30,9 @@ class Target:
 
     @property
     def has_tmem(self) -> bool:
-        return self.tmem_cols > 0
+        """Whether code built for this target may use TMEM: the SM has it and the target has
+        tcgen05 (plain sm_100 has the memory but only arch-specific sm_100a code reaches it)."""
+        return self.tmem_cols > 0 and "tcgen05" in self.instructions
 
     @property
     def arch(self) -> str:
@@ -73,8 +76,18 @@ TARGETS: dict[str, Target] = {
         Target("sm_89", 100 * KB, 99 * KB, 1536, 24, instructions=_AMPERE),
         Target("sm_90", 228 * KB, 227 * KB, 2048, 32, instructions=_HOPPER_BASE),
         Target("sm_90a", 228 * KB, 227 * KB, 2048, 32, instructions=_HOPPER),
-        Target("sm_100", 228 * KB, 227 * KB, 2048, 32, tmem_cols=512, instructions=_BLACKWELL_BASE),
-        Target("sm_100a", 228 * KB, 227 * KB, 2048, 32, tmem_cols=512, instructions=_BLACKWELL),
+        Target(
+            "sm_100",
+            228 * KB,
+            227 * KB,
+            2048,
+            32,
+            tmem_cols=TMEM_COLS,
+            instructions=_BLACKWELL_BASE,
+        ),
+        Target(
+            "sm_100a", 228 * KB, 227 * KB, 2048, 32, tmem_cols=TMEM_COLS, instructions=_BLACKWELL
+        ),
         Target("sm_120", 100 * KB, 99 * KB, 1536, 32, instructions=_HOPPER_BASE),
     )
 }

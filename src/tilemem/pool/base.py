@@ -1,24 +1,31 @@
 """Bookkeeping shared by SMEMPool and TMEMPool: a cursor, a high-water mark, buffers in order,
-moves."""
+moves, and the names of one CTA's buffers."""
 
 from __future__ import annotations
 
 from ..errors import AllocationError
 from ..plan.model import PlanEntry
 from ..plan.packing import overlapping_pairs
+from ..validate import check_name
 from .buffer import Buffer
 
 
 class BumpPool:
-    """A bump allocator's state. Positions are bytes (SMEM) or 32-bit columns (TMEM)."""
+    """A bump allocator's state. Positions are bytes (SMEM) or 32-bit columns (TMEM).
+
+    ``_names`` is shared by an SMEM pool and the TMEM pools whose slots it holds: a
+    plan names each buffer of a CTA once, whichever memory it lives in.
+    """
 
     name: str
+    _names: set[str]
 
-    def _init_bump(self) -> None:
+    def _init_bump(self, names: set[str]) -> None:
         self._cursor = 0
         self._high_water = 0
         self._buffers: list[Buffer] = []
         self._moves: list[tuple[int, int]] = []
+        self._names = names
 
     @property
     def offset(self) -> int:
@@ -39,20 +46,35 @@ class BumpPool:
         for buf in self._buffers:
             if buf.name == name:
                 return buf
-        raise KeyError(
+        raise AllocationError(
             f"pool {self.name!r} has no buffer {name!r}; it has {[b.name for b in self._buffers]}"
         )
 
-    def _unique_name(self, name: str | None, stem: str) -> str:
-        taken = {b.name for b in self._buffers}
-        if name is not None:
-            if name in taken:
-                raise AllocationError(f"pool {self.name!r} already has a buffer named {name!r}")
-            return name
+    def _check_new_name(self, name: str | None) -> None:
+        """Raise before any state changes when ``name`` is unusable or taken in this CTA."""
+        if name is None:
+            return
+        check_name(name, "buffer name")
+        if name in self._names:
+            raise AllocationError(
+                f"this CTA already has a buffer named {name!r}: SMEM and TMEM buffers (and the "
+                "generated TMEM address slots) share one namespace, so pick another name"
+            )
+
+    def _free_name(self, stem: str, numbered: bool = True) -> str:
+        """``stem`` + the first free number from len(buffers), or bare ``stem`` while free."""
         n = len(self._buffers)
-        while f"{stem}{n}" in taken:
+        name = stem if not numbered and stem not in self._names else f"{stem}{n}"
+        while name in self._names:
             n += 1
-        return f"{stem}{n}"
+            name = f"{stem}{n}"
+        return name
+
+    def _unique_name(self, name: str | None, stem: str) -> str:
+        """``name`` (already checked) or a generated free one; taken from now on."""
+        name = self._free_name(stem) if name is None else name
+        self._names.add(name)
+        return name
 
     def _record(self, buf: Buffer, end: int) -> None:
         self._buffers.append(buf)
@@ -60,15 +82,20 @@ class BumpPool:
         self._high_water = max(self._high_water, end)
 
     def _move(self, position: int) -> None:
+        """Set the cursor; like TIRx, a move beyond the high-water mark raises it (SPEC 3)."""
         self._moves.append((self._cursor, position))
         self._cursor = position
+        self._high_water = max(self._high_water, position)
 
     def _entries(self, spots) -> tuple[PlanEntry, ...]:
         """Plan entries from ``(buffer, offset, size, align, padding)`` rows, overlaps included."""
         spots = list(spots)
-        overlaps = overlapping_pairs(
+        partners: dict[str, list[str]] = {b.name: [] for b, *_ in spots}
+        for a, b in overlapping_pairs(
             [(b.name, offset, offset + size) for b, offset, size, _, _ in spots]
-        )
+        ):
+            partners[a].append(b)
+            partners[b].append(a)
         return tuple(
             PlanEntry(
                 name=b.name,
@@ -80,9 +107,7 @@ class BumpPool:
                 dtype=b.dtype.name,
                 shape=b.shape,
                 layout=b.layout_name,
-                overlaps=tuple(
-                    x for pair in overlaps if b.name in pair for x in pair if x != b.name
-                ),
+                overlaps=tuple(partners[b.name]),
             )
             for b, offset, size, align, padding in spots
         )

@@ -6,33 +6,55 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ..dtype import DTypeLike, as_dtype
+from ..dtype import DataType, DTypeLike, as_dtype
 from ..errors import AlignmentError, AllocationError, PoolStateError
-from ..layout import Layout, TileLayout, layout_swizzle_mode, mma_shared_layout, widest_swizzle
+from ..layout import (
+    ComposeLayout,
+    Layout,
+    SwizzleLayout,
+    TileLayout,
+    layout_swizzle_mode,
+    mma_shared_layout,
+    widest_swizzle,
+)
 from ..layout.smem import SwizzleMode, SwizzleModeLike, check_mma_tile
 from ..plan.capacity import check_smem_capacity
 from ..plan.model import MemoryPlan, PoolPlan
-from ..plan.packing import Placement, check_align, place
+from ..plan.occupancy import check_tmem_residency
+from ..plan.packing import Placement, check_align, is_power_of_two, place
 from ..plan.target import Target, get_target
+from ..validate import check_int, check_name, check_shape
 from .base import BumpPool
 from .buffer import SMEM, Buffer
 from .emit import current_emitter
 
-
-def normalize_shape(shape) -> tuple[int, ...]:
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
-    if not shape or any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in shape):
-        raise AllocationError(
-            f"shape must be a non-empty tuple of positive integers, got {shape!r}"
-        )
-    return shape
+SCOPES = (SMEM, "shared")  # TIRx's positional alloc names the scope; both mean this region
 
 
 def describe_layout(layout: Layout) -> str:
     mode = layout_swizzle_mode(layout)
-    tile = getattr(layout, "tile", layout)
+    tile = layout.tile if isinstance(layout, ComposeLayout) else layout
     text = repr(tile).removeprefix("TileLayout")
     return f"swizzle {mode.label} {text}" if mode else text
+
+
+def swizzle_period_bytes(layout: Layout, dtype: DataType) -> int:
+    """Bytes after which a layout's XOR pattern repeats; 1 for layouts without a swizzle.
+
+    The swizzle acts on offsets relative to the buffer start while the hardware
+    swizzles absolute addresses (HARDWARE.md, "Swizzle modes"), so the buffer
+    must start on a multiple of this period.
+    """
+    swizzle = layout.swizzle if isinstance(layout, ComposeLayout) else layout
+    if not isinstance(swizzle, SwizzleLayout) or swizzle.swizzle_len == 0:
+        return 1
+    period_bits = swizzle.period * dtype.bits
+    if period_bits % 8 or not is_power_of_two(period_bits // 8):
+        raise AllocationError(
+            f"a swizzle of period {swizzle.period} {dtype.name} elements spans {period_bits} "
+            "bits, not a power-of-two number of bytes, so no buffer start keeps it aligned"
+        )
+    return period_bits // 8
 
 
 class SMEMPool(BumpPool):
@@ -42,9 +64,8 @@ class SMEMPool(BumpPool):
     with a ``ptr`` (an existing shared-memory pointer inside a kernel) the
     caller owns the storage and ``commit()`` only checks. ``target`` (plan-only
     use) enables the capacity check at commit; inside a kernel the kernel's
-    target is used. ``threads`` (threads per CTA, plan-only) lets TMEM pools
-    check at commit that co-resident CTAs cannot block each other in
-    ``tcgen05.alloc``; a kernel checks that with its own block size.
+    target is used. ``threads`` (threads per CTA) sharpens the TMEM residency
+    check (SPEC section 5); a kernel supplies its own block size.
     """
 
     def __init__(
@@ -55,14 +76,20 @@ class SMEMPool(BumpPool):
         target: str | Target | None = None,
         threads: int | None = None,
     ):
-        self.name = name or "smem"
-        self.ptr = ptr
-        self.emitter = current_emitter()
-        if target is None and self.emitter is not None:
-            target = getattr(self.emitter, "target", None)
+        name = "smem" if name is None else check_name(name, "SMEM pool name")
+        if threads is not None:
+            threads = check_int(threads, "threads", minimum=1, maximum=1024)
+        emitter = current_emitter()
+        if target is None and emitter is not None:
+            target = getattr(emitter, "target", None)
         self.target: Target | None = get_target(target) if target is not None else None
+        if threads is None and emitter is not None:
+            threads = getattr(emitter, "threads", None)
+        self.name = name
+        self.ptr = ptr
+        self.emitter = emitter
         self.threads = threads
-        self._init_bump()
+        self._init_bump(set())
         self._spots: list[Placement] = []
         self._size: int | None = None
         self.tmem_pools: list = []  # TMEMPools whose address slot lives here
@@ -84,41 +111,32 @@ class SMEMPool(BumpPool):
         self,
         shape,
         dtype: DTypeLike = "float32",
-        *,
         strides: Sequence | None = None,
+        scope: str = SMEM,
         align: int = 0,
+        *,
         layout: Layout | str = "default",
         name: str | None = None,
     ) -> Buffer:
         """Place a buffer at the cursor rounded up to ``max(align, natural alignment)``.
 
-        Size is ``ceil(elements * bits / 8)`` bytes, where elements covers the
-        layout's span on ``m`` (``prod(shape)`` for dense layouts). Sub-byte
-        dtypes are counted in bits and rounded up once.
+        Also TIRx's positional form ``alloc(shape, dtype, strides, scope, align)``
+        with scope ``"shared.dyn"`` or ``"shared"``. Size is ``ceil(elements *
+        bits / 8)`` bytes, where elements covers the layout's span on ``m``
+        (``prod(shape)`` for dense layouts). Sub-byte dtypes are counted in bits
+        and rounded up once. A swizzled ``layout`` also aligns the buffer to its
+        swizzle period.
         """
-        shape, dtype = normalize_shape(shape), as_dtype(dtype)
-        if strides is not None and not (isinstance(layout, str) and layout == "default"):
-            raise AllocationError("pass either strides or layout, not both")
-        if strides is not None:
-            layout = TileLayout.of(shape, strides)
-            name_of_layout = f"strided {tuple(strides)}"
-        elif isinstance(layout, str):
-            if layout != "default":
-                raise AllocationError(f"layout must be a Layout or 'default', got {layout!r}")
-            layout = TileLayout.row_major(shape)
-            name_of_layout = "row-major"
-        elif isinstance(layout, Layout):
-            name_of_layout = describe_layout(layout)
-        else:
-            raise AllocationError(f"layout must be a Layout or 'default', got {layout!r}")
-        if layout.size() != math.prod(shape):
+        self._check_open("alloc")
+        shape, dtype = check_shape(shape), as_dtype(dtype)
+        if scope not in SCOPES:
             raise AllocationError(
-                f"layout holds {layout.size()} elements but shape {shape} has {math.prod(shape)}"
+                f"SMEMPool.alloc places shared memory: scope must be one of {SCOPES}, got {scope!r}"
             )
-        if set(layout.axes) - {"m"}:
-            raise AllocationError(
-                f"a shared-memory layout maps to axis 'm' only, got axes {layout.axes}"
-            )
+        align = check_align(align)
+        self._check_new_name(name)
+        layout, name_of_layout = self._layout(shape, strides, layout)
+        align = max(align, swizzle_period_bytes(layout, dtype))
         return self._place(shape, dtype, layout, align, name, name_of_layout)
 
     def alloc_mma(
@@ -136,19 +154,16 @@ class SMEMPool(BumpPool):
         the tile's row. The buffer must start on a multiple of the swizzle period
         (256/512/1024 bytes), because the hardware swizzles absolute addresses.
         """
-        dtype = as_dtype(dtype)
-        shape = tuple(shape) if not isinstance(shape, int) else (shape,)
+        self._check_open("alloc_mma")
+        shape, dtype = check_shape(shape), as_dtype(dtype)
+        align = check_align(align)
+        self._check_new_name(name)
         if isinstance(swizzle_mode, str) and swizzle_mode == "auto":
-            mode = (
-                widest_swizzle(dtype, shape[-1])
-                if shape and isinstance(shape[-1], int)
-                else SwizzleMode.SWIZZLE_NONE
-            )
+            mode = widest_swizzle(dtype, shape[-1])
         else:
             mode = SwizzleMode.parse(swizzle_mode)
         check_mma_tile(shape, dtype, mode)
         layout = mma_shared_layout(dtype, mode, shape)
-        check_align(align)
         spot = place(self._cursor, 0, max(align, dtype.natural_align))
         if spot.offset % mode.period_bytes:
             raise AlignmentError(
@@ -156,14 +171,15 @@ class SMEMPool(BumpPool):
                 f"{spot.offset}, not a multiple of the {mode.period_bytes}-byte {mode.name} period "
                 f"(the hardware swizzles absolute addresses): pass align={mode.period_bytes}"
             )
+        align = max(align, mode.period_bytes)  # the plan (and padding advice) must keep it
         return self._place(shape, dtype, layout, align, name, f"mma {mode.label}")
 
     def move_base_to(self, offset: int) -> None:
         """Set the cursor; buffers placed after this may overlay earlier ones (recorded in the
-        plan)."""
+        plan). Beyond the high-water mark it raises the mark: ``move_base_to(end); commit()``
+        reserves ``end`` bytes (SPEC section 3)."""
         self._check_open("move_base_to")
-        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-            raise AllocationError(f"move_base_to needs a byte offset >= 0, got {offset!r}")
+        offset = check_int(offset, "move_base_to offset (bytes)", minimum=0, maximum=1 << 40)
         self._move(offset)
 
     def commit(self, size: int | None = None) -> int:
@@ -171,18 +187,45 @@ class SMEMPool(BumpPool):
         self._check_open("commit")
         if size is None:
             size = self._high_water
-        elif size < self._high_water:
+        else:
+            size = check_int(size, "commit size (bytes)", minimum=0, maximum=1 << 40)
+        if size < self._high_water:
             raise AllocationError(
                 f"commit(size={size}) is below the high-water mark {self._high_water} bytes of "
-                "pool "
-                f"{self.name!r}: pass size >= {self._high_water} or omit it"
+                f"pool {self.name!r}: pass size >= {self._high_water} or omit it"
             )
         if self.target is not None:
             check_smem_capacity(self._pool_plan(size), self.target)
         self._size = size
         if self.emitter is not None:
             self.emitter.smem_commit(self, size)
+        self.check_tmem_residency()
         return size
+
+    def check_tmem_residency(self) -> None:
+        """SPEC section 5 over every TMEM pool of this CTA, once all of them and this pool are
+        committed (so the verdict does not depend on the order of commits)."""
+        if self.target is None or self._size is None or not self.tmem_pools:
+            return
+        if not all(t.committed for t in self.tmem_pools):
+            return
+        lowest_threads = 32 * (1 + max(max(t.alloc_warp, t.dealloc_warp) for t in self.tmem_pools))
+        check_tmem_residency(
+            [(t.name, t.total_cols) for t in self.tmem_pools],
+            smem_bytes=self._size,
+            threads=self.threads,
+            target=self.target,
+            cooperative=self.cooperative,
+            lowest_threads=lowest_threads,
+        )
+
+    @property
+    def cooperative(self) -> bool:
+        """Whether CTAs wait on each other (cluster launch or cta_group::2 TMEM)."""
+        cluster = getattr(self.emitter, "cluster", None)
+        return bool(cluster and math.prod(cluster) > 1) or any(
+            t.cta_group == 2 for t in self.tmem_pools
+        )
 
     # -- plan -------------------------------------------------------------------
     def plan(self) -> MemoryPlan:
@@ -206,9 +249,38 @@ class SMEMPool(BumpPool):
                 f"{self._size} bytes; allocate everything before commit"
             )
 
+    @staticmethod
+    def _layout(shape, strides, layout) -> tuple[Layout, str]:
+        """The buffer's layout and its name in the plan, from ``strides=`` or ``layout=``."""
+        if strides is not None and not (isinstance(layout, str) and layout == "default"):
+            raise AllocationError("pass either strides or layout, not both")
+        if strides is not None:
+            if isinstance(strides, str | bytes) or not hasattr(strides, "__iter__"):
+                raise AllocationError(f"strides must be a sequence, got {strides!r}")
+            strides = tuple(check_int(s, "stride", minimum=0) for s in strides)
+            if len(strides) != len(shape):
+                raise AllocationError(
+                    f"shape {shape} has {len(shape)} dimensions but strides {strides} has "
+                    f"{len(strides)}"
+                )
+            return TileLayout.of(shape, strides), f"strided {strides}"
+        if isinstance(layout, str):
+            if layout != "default":
+                raise AllocationError(f"layout must be a Layout or 'default', got {layout!r}")
+            return TileLayout.row_major(shape), "row-major"
+        if not isinstance(layout, Layout):
+            raise AllocationError(f"layout must be a Layout or 'default', got {layout!r}")
+        if layout.size() != math.prod(shape):
+            raise AllocationError(
+                f"layout holds {layout.size()} elements but shape {shape} has {math.prod(shape)}"
+            )
+        if set(layout.axes) - {"m"}:
+            raise AllocationError(
+                f"a shared-memory layout maps to axis 'm' only, got axes {layout.axes}"
+            )
+        return layout, describe_layout(layout)
+
     def _place(self, shape, dtype, layout: Layout, align: int, name, layout_name: str) -> Buffer:
-        self._check_open("alloc")
-        check_align(align)
         align = max(align, dtype.natural_align)
         elements = max(math.prod(shape), layout.span("m"))
         nbytes = dtype.storage_bytes(elements)

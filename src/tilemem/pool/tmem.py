@@ -8,40 +8,41 @@ address is ``base + (lane << 16) + column``.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from ..dtype import DTypeLike, as_dtype
 from ..errors import AllocationError, LayoutError, PoolStateError, TMEMOverflowError
 from ..layout import Layout, TileLayout, sf_tmem_layout, tmem_datapath_layout
-from ..layout.tmem import accumulator_columns
+from ..layout.tmem import TMEM_COLS, TMEM_LANES, TMEM_MIN_ALLOC_COLS
 from ..plan.capacity import check_tmem_target
 from ..plan.model import PoolPlan
-from ..plan.occupancy import check_tmem_residency, occupancy
+from ..plan.occupancy import check_tmem_per_cta
 from ..plan.packing import is_power_of_two
+from ..validate import check_int, check_name, check_shape, is_int
 from .base import BumpPool
 from .buffer import SMEM, TMEM, Buffer
-from .smem import SMEMPool, describe_layout, normalize_shape
+from .smem import SMEMPool, describe_layout
 
-TMEM_LANES = 128
-TMEM_MAX_COLS = 512
-TMEM_MIN_COLS = 32
+MAX_WARPS = 32  # 1024 threads per block (CUDA C++ Programming Guide, compute capabilities)
 
 
-def _check_total_cols(total_cols) -> None:
-    if total_cols == "auto":
-        return
-    if (
-        isinstance(total_cols, bool)
-        or not isinstance(total_cols, int)
-        or not (TMEM_MIN_COLS <= total_cols <= TMEM_MAX_COLS and is_power_of_two(total_cols))
+def _check_total_cols(total_cols) -> int | str:
+    if isinstance(total_cols, str) and total_cols == "auto":
+        return total_cols
+    if not (
+        is_power_of_two(total_cols)
+        and not isinstance(total_cols, bool)
+        and TMEM_MIN_ALLOC_COLS <= total_cols <= TMEM_COLS
     ):
         hint = ""
-        if isinstance(total_cols, int) and 0 < total_cols <= TMEM_MAX_COLS:
-            hint = f": use {max(TMEM_MIN_COLS, 1 << (total_cols - 1).bit_length())}"
+        if isinstance(total_cols, int) and 0 < total_cols <= TMEM_COLS:
+            hint = f": use {max(TMEM_MIN_ALLOC_COLS, 1 << (total_cols - 1).bit_length())}"
         raise AllocationError(
             f"total_cols={total_cols!r}: tcgen05.alloc takes a power of two of columns in "
-            f"[{TMEM_MIN_COLS}, {TMEM_MAX_COLS}]{hint}, or 'auto'"
+            f"[{TMEM_MIN_ALLOC_COLS}, {TMEM_COLS}]{hint}, or 'auto'"
         )
+    return total_cols
 
 
 def _whole_columns(elements: int, bits: int, what: str) -> int:
@@ -53,13 +54,19 @@ def _whole_columns(elements: int, bits: int, what: str) -> int:
     return elements * bits // 32
 
 
+def column_footprint(layout: Layout, bits: int) -> int:
+    """32-bit columns from the buffer's first column to the last one its layout touches:
+    ``ceil(span(TCol) * bits / 32)``, ``TCol`` counting elements of the dtype."""
+    return -(-layout.span("TCol") * bits // 32)
+
+
 class TMEMPool(BumpPool):
     """Bump allocator over TMEM columns; owns the alloc/dealloc protocol of one CTA."""
 
     def __init__(
         self,
         pool: SMEMPool,
-        total_cols: int | str = 512,
+        total_cols: int | str = TMEM_COLS,
         *,
         cta_group: int = 1,
         alloc_warp: int = 0,
@@ -72,39 +79,82 @@ class TMEMPool(BumpPool):
             raise AllocationError(
                 f"TMEMPool needs the SMEMPool that holds its address slot, got {pool!r}"
             )
-        _check_total_cols(total_cols)
-        if cta_group not in (1, 2):
+        total_cols = _check_total_cols(total_cols)
+        if cta_group not in (1, 2) or isinstance(cta_group, bool):
             raise AllocationError(f"cta_group must be 1 or 2, got {cta_group!r}")
-        for label, warp in (("alloc_warp", alloc_warp), ("dealloc_warp", dealloc_warp)):
-            if warp is not None and (
-                isinstance(warp, bool) or not isinstance(warp, int) or warp < 0
-            ):
-                raise AllocationError(f"{label} must be a warp index >= 0, got {warp!r}")
-        self.name = name or ("tmem" if not pool.tmem_pools else f"tmem{len(pool.tmem_pools)}")
+        alloc_warp = check_int(alloc_warp, "alloc_warp", minimum=0, maximum=MAX_WARPS - 1)
+        if dealloc_warp is not None:
+            dealloc_warp = check_int(dealloc_warp, "dealloc_warp", minimum=0, maximum=MAX_WARPS - 1)
+        self._check_warps_in_block(pool, alloc_warp, dealloc_warp)
+        if not isinstance(sync_after_alloc, bool):
+            raise AllocationError(
+                f"sync_after_alloc must be True or False, got {sync_after_alloc!r}"
+            )
+        if name is None:
+            name = "tmem" if not pool.tmem_pools else f"tmem{len(pool.tmem_pools)}"
+        name = check_name(name, "TMEM pool name")
         if pool.target is not None:
-            check_tmem_target(pool.target, self.name)
+            check_tmem_target(pool.target, name)
+        if tmem_addr is not None:
+            self._check_slot(pool, tmem_addr)
+        if isinstance(total_cols, int):  # the pools of one CTA must fit together
+            check_tmem_per_cta(
+                [(t.name, t.capacity) for t in pool.tmem_pools] + [(name, total_cols)]
+            )
+        if tmem_addr is None:  # the last check: after it, the SMEM pool has changed
+            tmem_addr = pool.alloc(
+                (1,), "uint32", align=4, name=pool._free_name(f"{name}_addr", numbered=False)
+            )
+        self.name = name
         self.smem_pool = pool
         self.total_cols = total_cols
         self.cta_group = cta_group
         self.alloc_warp = alloc_warp
         self.dealloc_warp = alloc_warp if dealloc_warp is None else dealloc_warp
         self.sync_after_alloc = sync_after_alloc
-        if tmem_addr is None:
-            tmem_addr = pool.alloc((1,), "uint32", align=4, name=f"{self.name}_addr")
-        elif tmem_addr.scope != SMEM or tmem_addr.dtype.bits != 32:
-            raise AllocationError(
-                "tmem_addr must be a 32-bit shared-memory buffer (the slot tcgen05.alloc writes), "
-                f"got {tmem_addr!r}"
-            )
         self.slot = tmem_addr
         self.emitter = pool.emitter
-        self._init_bump()
-        self.stage_views: list[TMEMStages] = []
+        self._init_bump(pool._names)
+        self._stage_views: list[TMEMStages] = []
         self._committed = False
         self._deallocated = False
         pool.tmem_pools.append(self)
         if self.emitter is not None:
             self.emitter.tmem_pool(self)
+
+    @staticmethod
+    def _check_slot(pool: SMEMPool, slot) -> None:
+        if (
+            not isinstance(slot, Buffer)
+            or slot.scope != SMEM
+            or slot.dtype.bits != 32
+            or slot.size < 1
+        ):
+            raise AllocationError(
+                "tmem_addr must be a 32-bit shared-memory buffer (the slot tcgen05.alloc writes), "
+                f"got {slot!r}"
+            )
+        same_kernel = (
+            pool.emitter is not None and getattr(slot.pool, "emitter", None) is pool.emitter
+        )
+        if slot.pool is not pool and not same_kernel:
+            raise AllocationError(
+                f"tmem_addr {slot.name!r} belongs to another CTA's shared memory; pass a slot "
+                f"of pool {pool.name!r} (or of a pool carved out of it)"
+            )
+
+    @staticmethod
+    def _check_warps_in_block(pool: SMEMPool, alloc_warp: int, dealloc_warp: int | None) -> None:
+        if pool.threads is None:
+            return
+        warps = -(-pool.threads // 32)
+        for label, warp in (("alloc_warp", alloc_warp), ("dealloc_warp", dealloc_warp)):
+            if warp is not None and warp >= warps:
+                raise AllocationError(
+                    f"{label}={warp} is outside the block: {pool.threads} threads are warps 0.."
+                    f"{warps - 1}, so that warp would never run tcgen05."
+                    f"{'alloc' if label == 'alloc_warp' else 'dealloc'}"
+                )
 
     # -- state (offset, max_offset, buffers, buffer(name): BumpPool) ---------------
     @property
@@ -112,9 +162,18 @@ class TMEMPool(BumpPool):
         return self._committed
 
     @property
+    def deallocated(self) -> bool:
+        return self._deallocated
+
+    @property
     def capacity(self) -> int:
         """Columns available to buffers: total_cols, or 512 while 'auto' is unresolved."""
-        return self.total_cols if isinstance(self.total_cols, int) else TMEM_MAX_COLS
+        return self.total_cols if isinstance(self.total_cols, int) else TMEM_COLS
+
+    @property
+    def stage_views(self) -> tuple[TMEMStages, ...]:
+        """The views made with :meth:`stages`, in order, listed in the plan."""
+        return tuple(self._stage_views)
 
     # -- allocation ----------------------------------------------------------------
     def alloc(
@@ -129,11 +188,16 @@ class TMEMPool(BumpPool):
     ) -> Buffer:
         """Columns ``[offset, offset + cols)`` for a buffer.
 
-        ``cols``: as given; else from ``layout``/``datapath``: ``span(TCol) *
-        bits / 32``; else ``prod(shape) * bits / (32 * shape[0])``. The default
-        layout is data path D for 128 rows, ``lane = r, col = c`` otherwise.
+        The layout is ``layout``, ``tmem_datapath_layout(datapath, *shape)``, or the
+        default (data path D for 128 rows, ``lane = row, col = column`` otherwise,
+        leading dimensions laid out along the columns). It must map to ``TLane`` and
+        ``TCol`` only, within the 128 lanes. Columns used: the layout's footprint
+        ``ceil(span(TCol) * bits / 32)`` (whole columns unless ``cols`` is given), or
+        ``cols`` when given, which must cover the footprint.
         """
-        shape, dtype = normalize_shape(shape), as_dtype(dtype)
+        self._check_open("alloc")
+        shape, dtype = check_shape(shape), as_dtype(dtype)
+        self._check_new_name(name)
         if layout is not None and datapath is not None:
             raise AllocationError(
                 "pass layout= or datapath= to TMEMPool.alloc, not both: datapath=X means "
@@ -147,35 +211,23 @@ class TMEMPool(BumpPool):
             layout = tmem_datapath_layout(datapath, *shape, dtype=dtype)
             layout_name = f"datapath {datapath}"
         elif layout is not None:
-            if not isinstance(layout, Layout):
-                raise AllocationError(f"layout must be a Layout, got {layout!r}")
-            if layout.size() != math.prod(shape):
-                raise AllocationError(
-                    f"layout holds {layout.size()} elements but shape {shape} has "
-                    f"{math.prod(shape)}"
-                )
-            layout_name = describe_layout(layout)
+            layout_name = self._check_layout(layout, shape)
         else:
             layout, layout_name = self._default_layout(shape)
-        if cols is None and datapath is not None:  # an accumulator: one element per 32-bit cell
-            cols = accumulator_columns(layout, dtype)
-        if cols is None:
-            if layout_name not in ("datapath D", "lane=row"):
-                cols = _whole_columns(
-                    layout.span("TCol"), dtype.bits, f"buffer {shape} {dtype.name}"
+        footprint = column_footprint(layout, dtype.bits)
+        if cols is None and datapath is not None:
+            cols = footprint  # an accumulator: one element per 32-bit cell (16-bit ones too)
+        elif cols is None:
+            cols = _whole_columns(layout.span("TCol"), dtype.bits, f"buffer {shape} {dtype.name}")
+        else:
+            cols = check_int(cols, "cols (32-bit TMEM columns)", minimum=1, maximum=TMEM_COLS)
+            if cols < footprint:
+                raise AllocationError(
+                    f"cols={cols} but the layout of buffer {shape} {dtype.name} spans "
+                    f"{footprint} columns (span(TCol) = {layout.span('TCol')} elements): a "
+                    f"smaller cols would let the next buffer land inside it; pass cols >= "
+                    f"{footprint} or omit it"
                 )
-            else:
-                cols = _whole_columns(
-                    math.prod(shape) // shape[0], dtype.bits, f"buffer {shape} {dtype.name}"
-                )
-        elif isinstance(cols, bool) or not isinstance(cols, int) or cols < 1:
-            raise AllocationError(f"cols must be a positive number of 32-bit columns, got {cols!r}")
-        lanes = layout.span("TLane")
-        if lanes > TMEM_LANES:
-            raise AllocationError(
-                f"buffer {shape} reaches TMEM lane {lanes - 1}; tensor memory has {TMEM_LANES} "
-                "lanes"
-            )
         return self._place(shape, dtype, layout, cols, name, layout_name)
 
     def alloc_sf(
@@ -189,7 +241,9 @@ class TMEMPool(BumpPool):
     ) -> Buffer:
         """Block-scale factors: shape ``(rows, SF_K * sf_reuse)`` or ``(pipe_depth, rows, SF_K *
         sf_reuse)``."""
-        shape, dtype = normalize_shape(shape), as_dtype(dtype)
+        self._check_open("alloc_sf")
+        shape, dtype = check_shape(shape), as_dtype(dtype)
+        self._check_new_name(name)
         if dtype.bits != 8:
             raise AllocationError(
                 "scale factors are 8-bit (float8_e8m0fnu for MX, float8_e4m3fn for NVFP4), got "
@@ -202,12 +256,8 @@ class TMEMPool(BumpPool):
             )
         pipe_depth = shape[0] if len(shape) == 3 else None
         rows, width = shape[-2:]
-        if (
-            isinstance(sf_reuse, bool)
-            or not isinstance(sf_reuse, int)
-            or sf_reuse < 1
-            or width % sf_reuse
-        ):
+        sf_reuse = check_int(sf_reuse, "sf_reuse", minimum=1)
+        if width % sf_reuse:
             raise AllocationError(
                 f"sf_reuse={sf_reuse!r} must be a positive divisor of shape[-1]={width}"
             )
@@ -219,12 +269,26 @@ class TMEMPool(BumpPool):
         return self._place(shape, dtype, layout, cols, name, f"sf x{sf_per_mma}/mma")
 
     def move_base_to(self, col: int) -> None:
-        """Set the column cursor; later buffers alias earlier ones (recorded in the plan)."""
-        if isinstance(col, bool) or not isinstance(col, int) or not 0 <= col <= self.capacity:
+        """Set the column cursor; later buffers alias earlier ones (recorded in the plan).
+        Beyond the high-water mark it raises the mark, as in SMEMPool."""
+        self._check_open("move_base_to")
+        if not is_int(col) or not 0 <= col <= self.capacity:
             raise AllocationError(
                 f"move_base_to needs a column in [0, {self.capacity}], got {col!r}"
             )
-        self._move(col)
+        self._move(int(col))
+
+    def stages(
+        self, buf: Buffer, col_start: int, width: int, stages: int = 1, stride: int | None = None
+    ) -> TMEMStages:
+        """:class:`TMEMStages` over ``buf``, listed in this pool's plan."""
+        if buf.pool is not self:
+            raise AllocationError(
+                f"TMEMPool {self.name!r} lists views of its own buffers; {buf.name!r} is not one"
+            )
+        views = TMEMStages(buf, col_start, width, stages, stride)
+        self._stage_views.append(views)
+        return views
 
     # -- protocol --------------------------------------------------------------------
     def commit(self) -> int:
@@ -234,21 +298,17 @@ class TMEMPool(BumpPool):
             raise PoolStateError(
                 f"TMEM pool {self.name!r} is already committed; commit() runs once"
             )
-        if not isinstance(self.total_cols, int):  # 'auto'
-            need = max(TMEM_MIN_COLS, self._high_water)
-            self.total_cols = 1 << (need - 1).bit_length()
-        pool = self.smem_pool
-        if (
-            self.emitter is None
-            and pool.target is not None
-            and pool.threads
-            and pool.committed
-            and pool.size is not None
-        ):
-            check_tmem_residency(occupancy(pool.size, pool.threads, pool.target, self.total_cols))
+        total_cols = self.total_cols
+        if not isinstance(total_cols, int):  # 'auto'
+            need = max(TMEM_MIN_ALLOC_COLS, self._high_water)
+            total_cols = 1 << (need - 1).bit_length()
+        others = [(t.name, t.capacity) for t in self.smem_pool.tmem_pools if t is not self]
+        check_tmem_per_cta(others + [(self.name, total_cols)])
+        self.total_cols = total_cols
         self._committed = True
         if self.emitter is not None:
             self.emitter.tmem_commit(self)
+        self.smem_pool.check_tmem_residency()
         return self.total_cols
 
     def dealloc(self) -> None:
@@ -277,20 +337,52 @@ class TMEMPool(BumpPool):
                 f"slot {self.slot.name}@{self.slot.byte_offset}"
             ),
         }
-        for views in self.stage_views:
-            spans = []
-            for s in range(views.stages):
-                v = views.view(s)
-                assert v.col_offset is not None and v.cols is not None
-                spans.append(f"[{s}] cols {v.col_offset}..{v.col_offset + v.cols}")
-            details[f"stages of {views.buf.name}"] = ", ".join(spans)
+        for views in self._stage_views:  # a second view of one buffer gets "#2", and so on
+            key = f"stages of {views.buf.name}"
+            n = sum(k == key or k.startswith(key + " #") for k in details)
+            details[key if n == 0 else f"{key} #{n + 1}"] = views.describe()
         return PoolPlan(
             self.name, TMEM, "cols", entries, self._high_water, size, tuple(self._moves), details
         )
 
     # -- internals -----------------------------------------------------------------------
+    def _check_open(self, action: str) -> None:
+        if self._deallocated:
+            raise PoolStateError(
+                f"{action} on TMEM pool {self.name!r} after dealloc(): its columns are given "
+                "back and the CTA relinquished the right to allocate again"
+            )
+        if self._committed:
+            raise PoolStateError(
+                f"{action} on TMEM pool {self.name!r} after commit(): tcgen05.alloc already "
+                f"took {self.total_cols} columns; allocate everything before commit"
+            )
+
+    @staticmethod
+    def _check_layout(layout, shape) -> str:
+        if not isinstance(layout, TileLayout):
+            raise AllocationError(f"layout must be a TileLayout on axes TLane/TCol, got {layout!r}")
+        if layout.size() != math.prod(shape):
+            raise AllocationError(
+                f"layout holds {layout.size()} elements but shape {shape} has {math.prod(shape)}"
+            )
+        if set(layout.axes) - {"TLane", "TCol"}:
+            raise AllocationError(
+                f"a TMEM layout maps to axes 'TLane' and 'TCol' only, got axes {layout.axes}: "
+                "write strides as '1@TLane' / '1@TCol'"
+            )
+        lanes = layout.span("TLane")
+        if lanes > TMEM_LANES:
+            raise AllocationError(
+                f"buffer {shape} reaches TMEM lane {lanes - 1}; tensor memory has {TMEM_LANES} "
+                "lanes"
+            )
+        return describe_layout(layout)
+
     def _default_layout(self, shape) -> tuple[TileLayout, str]:
-        if len(shape) == 2 and shape[0] == 128:
+        """Data path D for ``(128, cols)``; else ``lane = row, col = column`` with leading
+        dimensions (stages) placed one after another along the columns."""
+        if len(shape) == 2 and shape[0] == TMEM_LANES:
             return tmem_datapath_layout("D", *shape), "datapath D"
         if len(shape) < 2:
             raise AllocationError(
@@ -312,8 +404,7 @@ class TMEMPool(BumpPool):
         if end > self.capacity:
             raise TMEMOverflowError(
                 f"TMEM overflow in pool {self.name!r}: buffer {name or ''} {shape} {dtype.name} "
-                "needs "
-                f"columns [{self._cursor}, {end}) but total_cols is {self.capacity}; "
+                f"needs columns [{self._cursor}, {end}) but total_cols is {self.capacity}; "
                 f"free {end - self.capacity} columns, alias with move_base_to, or raise total_cols"
             )
         buf = Buffer(
@@ -335,82 +426,100 @@ class TMEMPool(BumpPool):
         return buf
 
 
+@dataclasses.dataclass(frozen=True)
 class TMEMStages:
-    """Pipeline-stage views over a 2-D TMEM buffer; allocates nothing.
+    """Pipeline-stage views over a 2-D TMEM buffer; allocates nothing and changes nothing.
 
     ``view[s]`` is ``buf[:, col_start + s*stride : col_start + s*stride + width]``;
     ``view[s, a:b]`` narrows within the stage. Columns here are logical columns
-    of the buffer (elements of its dtype).
+    of the buffer (elements of its dtype). Every stage is checked when the view is
+    made, so a view that exists answers for every stage. ``TMEMPool.stages``
+    makes one that the pool's plan lists.
     """
 
-    def __init__(
-        self, buf: Buffer, col_start: int, width: int, stages: int = 1, stride: int | None = None
-    ):
+    buf: Buffer
+    col_start: int
+    width: int
+    stages: int = 1
+    stride: int | None = None
+
+    def __post_init__(self) -> None:
+        buf = self.buf
         if not isinstance(buf, Buffer) or buf.scope != TMEM or len(buf.shape) != 2:
             raise AllocationError(f"TMEMStages views a 2-D TMEM buffer, got {buf!r}")
-        stride = width if stride is None else stride
-        for label, value, low in (
-            ("col_start", col_start, 0),
-            ("width", width, 1),
-            ("stages", stages, 1),
-            ("stride", stride, 0),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < low:
-                raise AllocationError(
-                    f"TMEMStages {label} must be an integer >= {low}, got {value!r}"
-                )
-        last = col_start + (stages - 1) * stride + width
-        if last > buf.shape[1]:
+        columns = buf.shape[1]
+        set_ = object.__setattr__
+        set_(self, "col_start", check_int(self.col_start, "TMEMStages col_start", minimum=0))
+        set_(self, "width", check_int(self.width, "TMEMStages width", minimum=1))
+        most = TMEM_COLS * 32 // buf.dtype.bits  # element columns of all tensor memory
+        set_(self, "stages", check_int(self.stages, "TMEMStages stages", minimum=1, maximum=most))
+        stride = self.width if self.stride is None else self.stride
+        set_(self, "stride", check_int(stride, "TMEMStages stride", minimum=0))
+        if self.stages > 1 and self.stride == 0:
             raise AllocationError(
-                f"TMEMStages over {buf.name!r}: {stages} stages of {width} columns, stride "
-                f"{stride}, "
-                f"from column {col_start} reach column {last}, beyond the buffer's {buf.shape[1]} "
-                "columns"
+                f"TMEMStages over {buf.name!r}: stride=0 makes all {self.stages} stages the same "
+                "columns; pass stride >= 1 (default: width) or stages=1"
             )
-        self.buf, self.col_start, self.width, self.stages, self.stride = (
-            buf,
-            col_start,
-            width,
-            stages,
-            stride,
-        )
-        if isinstance(buf.pool, TMEMPool):
-            buf.pool.stage_views.append(self)
+        last = self.col_start + (self.stages - 1) * self.step + self.width
+        if last > columns:
+            raise AllocationError(
+                f"TMEMStages over {buf.name!r}: {self.stages} stages of {self.width} columns, "
+                f"stride {self.step}, from column {self.col_start} reach column {last}, beyond "
+                f"the buffer's {columns} columns"
+            )
+        for stage in range(self.stages):  # at most `columns` stages: stride >= 1
+            self.view(stage)
+
+    @property
+    def step(self) -> int:
+        """The stride between stages, in the buffer's columns (elements)."""
+        assert self.stride is not None  # set in __post_init__
+        return self.stride
 
     def __len__(self) -> int:
         return self.stages
 
     def __getitem__(self, key) -> Buffer:
-        stage, window = key if isinstance(key, tuple) else (key, slice(None))
+        stage, window = key if isinstance(key, tuple) and len(key) == 2 else (key, slice(None))
         if not isinstance(window, slice) or window.step not in (None, 1):
             raise AllocationError(f"narrow a stage with a slice a:b, got {window!r}")
         start = 0 if window.start is None else window.start
         stop = self.width if window.stop is None else window.stop
-        if not 0 <= start < stop <= self.width:
+        if not (is_int(start) and is_int(stop) and 0 <= start < stop <= self.width):
             raise AllocationError(
                 f"slice [{start}:{stop}] of a stage of {self.buf.name!r} must lie within its "
                 f"{self.width} columns"
             )
-        if isinstance(stage, bool) or not isinstance(stage, int):
-            emitter = self.buf.pool.emitter if self.buf.pool is not None else None
+        start, stop = int(start), int(stop)
+        if not is_int(stage):
+            emitter = getattr(self.buf.pool, "emitter", None)
             if emitter is None:
-                raise AllocationError(f"stage index must be an int in plan-only use, got {stage!r}")
+                raise AllocationError(
+                    f"stage index must be an int (or a kernel expression inside @T.kernel), got "
+                    f"{stage!r}"
+                )
             return emitter.tmem_stage(self, stage, start, stop)
         if not 0 <= stage < self.stages:
             raise AllocationError(
                 f"stage {stage} out of range for {self.stages} stages over {self.buf.name!r} "
                 f"(0..{self.stages - 1})"
             )
-        return self.view(stage, start, stop)
+        return self.view(int(stage), start, stop)
 
     def view(self, stage: int, start: int = 0, stop: int | None = None) -> Buffer:
         """The Buffer for ``stage`` narrowed to ``[start, stop)``; its layout is exact."""
         stop = self.width if stop is None else stop
         buf = self.buf
         if not isinstance(buf.layout, TileLayout) or buf.col_offset is None:
-            raise LayoutError(f"TMEMStages needs a TMEM buffer with a TileLayout, got {buf!r}")
-        first = self.col_start + stage * self.stride + start
-        layout = buf.layout.window(1, first, stop - start)
+            raise AllocationError(f"TMEMStages needs a TMEM buffer with a TileLayout, got {buf!r}")
+        first = self.col_start + stage * self.step + start
+        try:
+            layout = buf.layout.window(1, first, stop - start)
+        except LayoutError as exc:
+            raise AllocationError(
+                f"TMEMStages over {buf.name!r}: stage {stage} columns [{first}, "
+                f"{first + stop - start}) are not one strided window of its layout: {exc}"
+            ) from None
         offset = layout.offset
         col_shift = 0
         if offset.get("TCol", 0) * buf.dtype.bits % 32 == 0:
@@ -418,7 +527,7 @@ class TMEMStages:
             layout = TileLayout(
                 layout.shard, layout.replica, offset, shape=layout.shape, axes=layout.axes
             )
-        cols = -(-layout.span("TCol") * buf.dtype.bits // 32)
+        cols = column_footprint(layout, buf.dtype.bits)
         return Buffer(
             name=f"{buf.name}[{stage}]"
             + ("" if (start, stop) == (0, self.width) else f"[{start}:{stop}]"),
@@ -433,3 +542,12 @@ class TMEMStages:
             layout_name=f"{buf.layout_name} stage {stage}",
             pool=buf.pool,
         )
+
+    def describe(self) -> str:
+        """The stages' column ranges, for the plan."""
+        spans = []
+        for s in range(self.stages):
+            v = self.view(s)
+            assert v.col_offset is not None and v.cols is not None
+            spans.append(f"[{s}] cols {v.col_offset}..{v.col_offset + v.cols}")
+        return ", ".join(spans)

@@ -1,0 +1,112 @@
+"""Instructions a kernel can issue, one declaration each (see :mod:`.registry`), grouped by
+hardware feature: threads and barriers, mbarriers, TMA, wgmma (sm_90a), tcgen05 (sm_100a).
+
+Importing this package registers every instruction: :data:`INTRINSICS` is the lowering
+table the CUDA backend reads, :data:`LANGUAGE` the ``T.cuda`` / ``T.ptx`` namespaces.
+"""
+
+from .mbarrier import (
+    fence_mbarrier_init,
+    fence_proxy_async_shared_cta,
+    mbarrier_arrive,
+    mbarrier_arrive_expect_tx,
+    mbarrier_init,
+    mbarrier_try_wait_parity,
+    mbarrier_wait,
+)
+from .registry import INTRINSICS, LANGUAGE, Intrinsic
+from .tcgen05 import (
+    tcgen05_alloc,
+    tcgen05_commit,
+    tcgen05_dealloc,
+    tcgen05_desc,
+    tcgen05_fence_after,
+    tcgen05_fence_before,
+    tcgen05_ld,
+    tcgen05_mma,
+    tcgen05_relinquish,
+    tcgen05_st,
+    tcgen05_wait_ld,
+    tcgen05_wait_st,
+    tmem_addr,
+    tmem_alloc_protocol,
+    tmem_base,
+    tmem_dealloc_protocol,
+)
+from .thread import (
+    block_id,
+    elect_sync,
+    lane_id,
+    named_barrier,
+    pack_bf16x2,
+    smem_addr,
+    syncthreads,
+    syncwarp,
+    thread_id,
+    warp_id,
+)
+from .tma import (
+    bulk_commit_group,
+    bulk_wait_group_read,
+    tma_load,
+    tma_load_tile,
+    tma_store,
+    tma_store_tile,
+)
+from .wgmma import (
+    wgmma_commit_group,
+    wgmma_desc,
+    wgmma_fence,
+    wgmma_mma_async,
+    wgmma_wait_group,
+)
+
+__all__ = [
+    "INTRINSICS",
+    "LANGUAGE",
+    "Intrinsic",
+    "block_id",
+    "bulk_commit_group",
+    "bulk_wait_group_read",
+    "elect_sync",
+    "fence_mbarrier_init",
+    "fence_proxy_async_shared_cta",
+    "lane_id",
+    "mbarrier_arrive",
+    "mbarrier_arrive_expect_tx",
+    "mbarrier_init",
+    "mbarrier_try_wait_parity",
+    "mbarrier_wait",
+    "named_barrier",
+    "pack_bf16x2",
+    "smem_addr",
+    "syncthreads",
+    "syncwarp",
+    "tcgen05_alloc",
+    "tcgen05_commit",
+    "tcgen05_dealloc",
+    "tcgen05_desc",
+    "tcgen05_fence_after",
+    "tcgen05_fence_before",
+    "tcgen05_ld",
+    "tcgen05_mma",
+    "tcgen05_relinquish",
+    "tcgen05_st",
+    "tcgen05_wait_ld",
+    "tcgen05_wait_st",
+    "thread_id",
+    "tma_load",
+    "tma_load_tile",
+    "tma_store",
+    "tma_store_tile",
+    "tmem_addr",
+    "tmem_alloc_protocol",
+    "tmem_base",
+    "tmem_dealloc_protocol",
+    "warp_id",
+    "wgmma_commit_group",
+    "wgmma_desc",
+    "wgmma_fence",
+    "wgmma_mma_async",
+    "wgmma_wait_group",
+]

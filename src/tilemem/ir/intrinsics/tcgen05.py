@@ -1,0 +1,301 @@
+"""Blackwell tensor memory and MMA (PTX ISA 9.0: "tcgen05"), and the TMEM pool protocol.
+
+A TMEM address is ``base + (lane << 16) + column`` where ``base`` is what
+``tcgen05.alloc`` wrote to the pool's shared-memory slot (SPEC section 4).
+"""
+
+from __future__ import annotations
+
+from ...errors import PoolStateError
+from ...layout.operand import tcgen05_descriptor_high
+from ...pool import TMEM, Buffer
+from ..builder import LocalArray, current, let
+from ..nodes import (
+    UINT32,
+    Comment,
+    Const,
+    Expr,
+    IfThenElse,
+    IRError,
+    Load,
+    SeqStmt,
+    Var,
+    binop,
+    convert,
+)
+from .descriptor import shared_descriptor
+from .registry import asm, expose, intrinsic
+from .thread import shared_operand, syncthreads, syncwarp, warp_id
+
+_LD_NUMS = (1, 2, 4, 8, 16, 32, 64, 128)
+
+
+def _cta_group(n: int) -> tuple:
+    if n not in (1, 2):
+        raise IRError(f"cta_group must be 1 or 2, got {n!r}")
+    return ("cta_group", n)
+
+
+@intrinsic(
+    "ptx.tcgen05.alloc",
+    feature="tcgen05",
+    lower=lambda call, gen: asm(
+        f"tcgen05.alloc.cta_group::{call.attr('cta_group')}.sync.aligned.shared::cta.b32 [%0], %1;",
+        "",
+        f'"r"({gen.expr(call.args[0])}), "r"({gen.expr(call.args[1])})',
+    ),
+)
+def tcgen05_alloc(slot, ncols: int, *, cta_group: int = 1):
+    return (shared_operand(slot), Const(int(ncols), UINT32)), (_cta_group(cta_group),)
+
+
+@intrinsic(
+    "ptx.tcgen05.dealloc",
+    feature="tcgen05",
+    lower=lambda call, gen: asm(
+        f"tcgen05.dealloc.cta_group::{call.attr('cta_group')}.sync.aligned.b32 %0, %1;",
+        "",
+        f'"r"({gen.expr(call.args[0])}), "r"({gen.expr(call.args[1])})',
+    ),
+)
+def tcgen05_dealloc(taddr, ncols: int, *, cta_group: int = 1):
+    return (convert(taddr), Const(int(ncols), UINT32)), (_cta_group(cta_group),)
+
+
+@intrinsic(
+    "ptx.tcgen05.relinquish_alloc_permit",
+    feature="tcgen05",
+    lower=lambda call, gen: asm(
+        f"tcgen05.relinquish_alloc_permit.cta_group::{call.attr('cta_group')}.sync.aligned;"
+    ),
+)
+def tcgen05_relinquish(*, cta_group: int = 1):
+    return (), (_cta_group(cta_group),)
+
+
+@intrinsic(
+    "ptx.tcgen05.fence_before_thread_sync",
+    feature="tcgen05",
+    instruction="tcgen05.fence::before_thread_sync",
+    ptx="tcgen05.fence::before_thread_sync;",
+)
+def tcgen05_fence_before():
+    return (), ()
+
+
+@intrinsic(
+    "ptx.tcgen05.fence_after_thread_sync",
+    feature="tcgen05",
+    instruction="tcgen05.fence::after_thread_sync",
+    ptx="tcgen05.fence::after_thread_sync;",
+)
+def tcgen05_fence_after():
+    return (), ()
+
+
+def _lower_ld(call, gen) -> str:
+    dst, taddr = call.args
+    num = call.attr("num")
+    regs = ", ".join(f"%{i}" for i in range(num))
+    kind = "f" if dst.dtype.name == "float32" else "r"
+    outs = ", ".join(f'"={kind}"({dst.name}[{i}])' for i in range(num))
+    return asm(
+        f"tcgen05.ld.sync.aligned.32x32b.x{num}.b32 {{{regs}}}, [%{num}];",
+        outs,
+        f'"r"({gen.expr(taddr)})',
+    )
+
+
+@intrinsic("ptx.tcgen05.ld", feature="tcgen05", lower=_lower_ld)
+def tcgen05_ld(dst: LocalArray, taddr, *, num: int):
+    """``tcgen05.ld.sync.aligned.32x32b.x{num}.b32``: ``num`` consecutive columns of this thread's
+    lane."""
+    if (
+        num not in _LD_NUMS
+        or not isinstance(dst, LocalArray)
+        or dst.shape[0] < num
+        or dst.dtype.bits != 32
+    ):
+        raise IRError(
+            f"tcgen05.ld .32x32b.x{num}: num in {_LD_NUMS} into a 32-bit T.alloc_local of >= num "
+            "elements"
+        )
+    return (dst.var, convert(taddr)), (("num", num),)
+
+
+def _lower_st(call, gen) -> str:
+    taddr, src = call.args
+    num = call.attr("num")
+    regs = ", ".join(f"%{i + 1}" for i in range(num))
+    kind = "f" if src.dtype.name == "float32" else "r"
+    ins = f'"r"({gen.expr(taddr)}), ' + ", ".join(f'"{kind}"({src.name}[{i}])' for i in range(num))
+    return asm(f"tcgen05.st.sync.aligned.32x32b.x{num}.b32 [%0], {{{regs}}};", "", ins)
+
+
+@intrinsic("ptx.tcgen05.st", feature="tcgen05", lower=_lower_st)
+def tcgen05_st(taddr, src: LocalArray, *, num: int):
+    if (
+        num not in _LD_NUMS
+        or not isinstance(src, LocalArray)
+        or src.shape[0] < num
+        or src.dtype.bits != 32
+    ):
+        raise IRError(
+            f"tcgen05.st .32x32b.x{num}: num in {_LD_NUMS} from a 32-bit T.alloc_local of >= num "
+            "elements"
+        )
+    return (convert(taddr), src.var), (("num", num),)
+
+
+@intrinsic(
+    "ptx.tcgen05.wait_ld",
+    feature="tcgen05",
+    instruction="tcgen05.wait::ld",
+    ptx="tcgen05.wait::ld.sync.aligned;",
+)
+def tcgen05_wait_ld():
+    return (), ()
+
+
+@intrinsic(
+    "ptx.tcgen05.wait_st",
+    feature="tcgen05",
+    instruction="tcgen05.wait::st",
+    ptx="tcgen05.wait::st.sync.aligned;",
+)
+def tcgen05_wait_st():
+    return (), ()
+
+
+@expose("ptx.tcgen05.desc")
+def tcgen05_desc(buf: Buffer, *coords) -> Expr:
+    """tcgen05 shared-memory descriptor of ``buf`` starting at ``coords`` (stage..., row, k)."""
+    current().require("tcgen05", "tcgen05 shared-memory descriptor")
+    return shared_descriptor(buf, coords, tcgen05_descriptor_high)
+
+
+def _lower_mma(call, gen) -> str:
+    d, a, b, idesc, acc = call.args
+    g = call.attr("cta_group")
+    a_operand, a_input = (
+        ("[%1]", f'"r"({gen.expr(a)})')
+        if call.attr("a_tmem")
+        else ("%1", f'"l"((uint64_t)({gen.expr(a)}))')
+    )
+    text = (
+        "{\\n.reg .pred p;\\n"
+        "setp.ne.b32 p, %4, 0;\\n"
+        f"tcgen05.mma.cta_group::{g}.kind::f16 [%0], {a_operand}, %2, %3, p;\\n}}"
+    )
+    ins = (
+        f'"r"({gen.expr(d)}), {a_input}, "l"((uint64_t)({gen.expr(b)})), '
+        f'"r"({gen.expr(idesc)}), "r"((int32_t)({gen.expr(acc)}))'
+    )
+    return asm(text, "", ins)
+
+
+@intrinsic("ptx.tcgen05.mma", feature="tcgen05", lower=_lower_mma)
+def tcgen05_mma(d_tmem, a, b_desc, idesc, *, accumulate=1, cta_group: int = 1):
+    """``tcgen05.mma.cta_group::N.kind::f16 [d], a, bdesc, idesc, enable_input_d``.
+
+    ``d_tmem`` is a TMEM buffer or address; ``a`` is a shared-memory descriptor
+    (``T.ptx.tcgen05.desc``) or a TMEM buffer (A read from tensor memory, ``[a]``).
+    """
+    if isinstance(d_tmem, Buffer) and d_tmem.scope == TMEM:
+        d_tmem = tmem_addr(d_tmem)
+    a_in_tmem = isinstance(a, Buffer) and a.scope == TMEM
+    if a_in_tmem:
+        a = tmem_addr(a)
+    args = (
+        convert(d_tmem),
+        convert(a),
+        convert(b_desc),
+        Const(int(idesc), UINT32),
+        convert(accumulate),
+    )
+    return args, (_cta_group(cta_group), ("a_tmem", a_in_tmem))
+
+
+@intrinsic(
+    "ptx.tcgen05.commit",
+    feature="tcgen05",
+    lower=lambda call, gen: asm(
+        f"tcgen05.commit.cta_group::{call.attr('cta_group')}.mbarrier::arrive::one"
+        ".shared::cluster.b64 [%0];",
+        "",
+        f'"r"({gen.expr(call.args[0])})',
+    ),
+)
+def tcgen05_commit(bar, *, cta_group: int = 1):
+    """``tcgen05.commit...mbarrier::arrive::one``: arrive on ``bar`` when prior MMAs complete."""
+    return (shared_operand(bar),), (_cta_group(cta_group),)
+
+
+# -- TMEM addresses and the pool protocol (SPEC section 4) ------------------------------------
+
+
+def tmem_addr(buf: Buffer, lane=0, col=0) -> Expr:
+    """``base + (lane << 16) + col_offset + col``; ``col`` counts 32-bit columns from the buffer's
+    start."""
+    if not isinstance(buf, Buffer) or buf.scope != TMEM:
+        raise IRError(f"tmem_addr takes a TMEM buffer, got {buf!r}")
+    builder = current()
+    if id(buf.pool) not in builder.tmem_bases:
+        raise IRError(
+            f"TMEM buffer {buf.name!r}: read the pool's base first with T.tmem_base(pool) "
+            "(after its commit), so addresses use what tcgen05.alloc returned rather than 0"
+        )
+    base = builder.tmem_bases[id(buf.pool)]
+    lane_part = binop("<<", lane, 16)
+    return binop("+", binop("+", base, lane_part), binop("+", convert(buf.col_offset), col))
+
+
+def tmem_alloc_protocol(pool) -> None:
+    """Warp ``alloc_warp`` allocates ``total_cols`` into the pool's slot, then ``__syncwarp``."""
+    builder = current()
+    with builder.frame() as body:
+        tcgen05_alloc(pool.slot, pool.total_cols, cta_group=pool.cta_group)
+        if pool.sync_after_alloc:
+            syncwarp()
+    builder.emit(
+        Comment(
+            f"TMEM: warp {pool.alloc_warp} allocates {pool.total_cols} columns "
+            f"(cta_group::{pool.cta_group}); the base address lands in {pool.slot.name}"
+        )
+    )
+    builder.emit(IfThenElse(warp_id() == pool.alloc_warp, SeqStmt(tuple(body))))
+
+
+def tmem_dealloc_protocol(pool) -> None:
+    """Warp ``dealloc_warp`` relinquishes the allocation permit and frees the columns."""
+    builder = current()
+    with builder.frame() as body:
+        base = Load(builder.smem_vars[id(pool.slot)], convert(0), UINT32)
+        tcgen05_relinquish(cta_group=pool.cta_group)
+        tcgen05_dealloc(base, pool.total_cols, cta_group=pool.cta_group)
+    builder.emit(Comment(f"TMEM: warp {pool.dealloc_warp} gives back {pool.total_cols} columns"))
+    builder.emit(IfThenElse(warp_id() == pool.dealloc_warp, SeqStmt(tuple(body))))
+
+
+def tmem_base(pool) -> Var:
+    """Read the TMEM base that ``tcgen05.alloc`` wrote, after the fence / barrier / fence handshake.
+
+    Every thread of the block must reach this call (it contains ``__syncthreads``).
+    """
+    builder = current()
+    if id(pool) in builder.tmem_bases:
+        return builder.tmem_bases[id(pool)]
+    if not pool.committed:
+        raise PoolStateError(
+            f"TMEM pool {pool.name!r}: commit() it (which emits tcgen05.alloc) before reading its "
+            "base"
+        )
+    builder.emit(Comment(f"TMEM: publish the base address of {pool.name} to every warp"))
+    tcgen05_fence_before()
+    syncthreads()
+    tcgen05_fence_after()
+    var = let(
+        f"{pool.name}_base", Load(builder.smem_vars[id(pool.slot)], convert(0), UINT32), "uint32"
+    )
+    builder.tmem_bases[id(pool)] = var
+    return var

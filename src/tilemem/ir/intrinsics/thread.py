@@ -1,0 +1,160 @@
+"""Threads and the block: indices, barriers, warp election, shared-memory addresses.
+
+PTX ISA 9.0: ``bar.sync``, ``elect.sync``; CUDA C++: ``__syncthreads``, ``__syncwarp``,
+``__cvta_generic_to_shared``.
+"""
+
+from __future__ import annotations
+
+from ...pool import SMEM, Buffer
+from ..builder import current
+from ..index import layout_index
+from ..nodes import BOOL, INT32, UINT32, Const, Expr, IRError, binop, convert
+from .registry import asm, intrinsic
+
+
+@intrinsic(
+    "cuda.thread_idx",
+    lower=lambda call, gen: f"(int)threadIdx.{'xyz'[call.attr('axis')]}",
+    value=INT32,
+    public=False,
+)
+def _thread_idx(axis: int):
+    return (), (("axis", axis),)
+
+
+@intrinsic(
+    "cuda.block_idx",
+    lower=lambda call, gen: f"(int)blockIdx.{'xyz'[call.attr('axis')]}",
+    value=INT32,
+    public=False,
+)
+def _block_idx(axis: int):
+    return (), (("axis", axis),)
+
+
+def thread_id(axis: int = 0) -> Expr:
+    """``threadIdx.{x,y,z}``."""
+    return _thread_idx(axis)
+
+
+def block_id(axis: int = 0) -> Expr:
+    """``blockIdx.{x,y,z}``."""
+    return _block_idx(axis)
+
+
+def warp_id() -> Expr:
+    """Warp index within the block (``threadIdx.x / 32``; 1-D blocks)."""
+    return binop("//", thread_id(), 32)
+
+
+def lane_id() -> Expr:
+    return binop("%", thread_id(), 32)
+
+
+@intrinsic("cuda.syncthreads", lower=lambda call, gen: "__syncthreads()")
+def syncthreads():
+    return (), ()
+
+
+@intrinsic("cuda.syncwarp", lower=lambda call, gen: f"__syncwarp({gen.expr(call.args[0])})")
+def syncwarp(mask: int = 0xFFFFFFFF):
+    return (Const(mask, UINT32),), ()
+
+
+@intrinsic(
+    "cuda.named_barrier",
+    lower=lambda call, gen: asm(f"bar.sync {call.attr('id')}, {call.attr('threads')};"),
+)
+def named_barrier(barrier_id: int, threads: int):
+    """``bar.sync id, threads``: synchronise a subset of warps (``threads`` a multiple of 32)."""
+    if not 0 <= barrier_id < 16 or threads % 32 or threads <= 0:
+        raise IRError(
+            "bar.sync takes an id in [0, 16) and a positive multiple of 32 threads, got "
+            f"{barrier_id}, {threads}"
+        )
+    return (), (("id", barrier_id), ("threads", threads))
+
+
+@intrinsic(
+    "cuda.pack_bf16x2",
+    lower=lambda call, gen: (
+        f"((uint32_t)tm_f32_to_bf16({gen.expr(call.args[0])}) | "
+        f"((uint32_t)tm_f32_to_bf16({gen.expr(call.args[1])}) << 16))"
+    ),
+    value=UINT32,
+    public=False,
+)
+def pack_bf16x2(lo, hi):
+    """Two floats rounded to bfloat16 and packed into one 32-bit word (``lo`` in the low half)."""
+    return (convert(lo), convert(hi)), ()
+
+
+_ELECT_SYNC = r"""__device__ __forceinline__ bool tm_elect_sync() {
+  uint32_t elected;
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "elect.sync _|p, 0xffffffff;\n"
+      "selp.u32 %0, 1, 0, p;\n"
+      "}\n" : "=r"(elected));
+  return elected != 0;
+}
+"""
+
+
+@intrinsic(
+    "ptx.elect_sync",
+    feature="elect.sync",
+    instruction="elect.sync",
+    lower=lambda call, gen: "tm_elect_sync()",
+    helper=_ELECT_SYNC,
+    value=BOOL,
+)
+def elect_sync():
+    """True in exactly one lane of the (fully active) warp."""
+    return (), ()
+
+
+@intrinsic(
+    "cuda.smem_addr",
+    # the index counts bytes from the buffer's first element
+    lower=lambda call, gen: (
+        f"tm_smem_addr((uint8_t*){call.args[0].name} + {gen.expr(call.args[1])})"
+    ),
+    value=UINT32,
+    public=False,
+)
+def _smem_addr(var, byte):
+    return (var, convert(byte)), ()
+
+
+def smem_addr(buf: Buffer, *coords) -> Expr:
+    """32-bit shared-window address of ``buf`` (at ``coords``, through its layout) for PTX operands.
+
+    Sub-byte elements are addressed by the byte that holds them.
+    """
+    builder = current()
+    if not isinstance(buf, Buffer) or buf.scope != SMEM:
+        raise IRError(f"smem_addr takes a shared-memory buffer, got {buf!r}")
+    var = builder._smem_var(buf)
+    if not coords:
+        return _smem_addr(var, 0)
+    element = layout_index(buf.layout, coords)["m"]
+    bits = buf.dtype.bits
+    byte = (
+        binop("*", element, bits // 8)
+        if bits % 8 == 0
+        else binop("//", binop("*", element, bits), 8)
+    )
+    return _smem_addr(var, byte)
+
+
+def shared_operand(x) -> Expr:
+    """A shared-memory operand: a pool Buffer (its first element), ``(buffer, *coords)``, or a
+    32-bit address expression."""
+    if isinstance(x, Buffer):
+        return smem_addr(x)
+    if isinstance(x, tuple) and x and isinstance(x[0], Buffer):
+        return smem_addr(x[0], *x[1:])
+    return convert(x)
