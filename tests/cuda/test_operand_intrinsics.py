@@ -200,3 +200,69 @@ def test_runtime_stage_descriptor_every_swizzle(mode, major, arch):
         start = base + operand_byte_offset(layout, "bfloat16", (s, row, col))
         want = smem_descriptor(layout, "bfloat16", arch=arch, major=major, start_address=start)
         assert interpret(_at_base(exprs["runtime"], base), {"stage": s}) == want
+
+
+def _mma_calls(kernel, op):
+    from tilemem.ir.nodes import Call
+
+    found = []
+
+    def walk(node):
+        if isinstance(node, Call) and node.op == op:
+            found.append(node)
+        if isinstance(node, (tuple, list)):
+            for x in node:
+                walk(x)
+        elif hasattr(node, "__dataclass_fields__"):
+            for name in node.__dataclass_fields__:
+                walk(getattr(node, name))
+
+    walk(kernel.ir)
+    return found
+
+
+def test_nvfp4_example_is_a_block_scaled_gemm():
+    """Per K tile: 4 kind::mxf4nvf4 MMAs (K=64 each over a 256-wide tile) and the scale
+    factors of each step copied to TMEM (1 copy for SFA's 128 rows, 2 for SFB's 256)."""
+    from tilemem.kernels import nvfp4_gemm
+
+    k = nvfp4_gemm()
+    mmas = _mma_calls(k, "ptx.tcgen05.mma_block_scale")
+    assert len(mmas) == 4 and {m.attr("kind") for m in mmas} == {"mxf4nvf4"}
+    assert len(_mma_calls(k, "ptx.tcgen05.cp")) == 4 * 3
+    assert "kind::mxf4nvf4.block_scale.scale_vec::4X" in k.source
+    k.compile()
+
+
+def test_nvfp4_scale_factor_columns_follow_alloc_sf():
+    """The copies land where sf_tmem_layout puts each row's factors: SFA row 32g + l of MMA
+    step ko, stage t is in column g + 4 ko + 16 t of SFA (SPEC 2.1 formula, M = 4 groups,
+    Ko = 4: TCol = 4 g + 16 ko + j in 8-bit units, 64 per stage)."""
+    from tilemem.examples import blockscaled_nvfp4_gemm
+    from tilemem.kernels import _sf_col
+
+    sfa = blockscaled_nvfp4_gemm().tmem_pools[0].buffer("SFA")
+    for t, ko, g in [(0, 0, 0), (1, 2, 3), (0, 3, 1)]:
+        assert _sf_col(sfa, t, 32 * g, 4 * ko) == g + 4 * ko + 16 * t
+
+
+def test_attention_pv_reads_v_mn_major_in_eight_k_steps():
+    """O_i += P_i V over 128 KV rows: eight K=16 MMAs per Q tile, P stepping 8 TMEM columns,
+    V through an MN-major descriptor whose LBO is one 128 x 64 bf16 swizzle-atom column
+    (16384 bytes, CuTe's value for head_dim 128)."""
+    from tilemem.ir.nodes import BinOp, Const
+    from tilemem.kernels import attention_fwd
+
+    k = attention_fwd()
+    pv = [m for m in _mma_calls(k, "ptx.tcgen05.mma") if m.attr("a_tmem")]
+    assert len(pv) == 2 * 8
+    highs = {
+        m.args[2].a.value
+        for m in pv
+        if isinstance(m.args[2], BinOp) and isinstance(m.args[2].a, Const)
+    }
+    assert len(highs) == 1
+    (high,) = highs
+    assert ((high >> 16) & 0x3FFF) << 4 == 16384  # LBO
+    assert ((high >> 32) & 0x3FFF) << 4 == 1024  # SBO: 8 rows of 128 bytes
+    assert (pv[0].args[3].value >> 16) & 1 == 1  # instruction descriptor: B MN-major

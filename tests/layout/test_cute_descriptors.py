@@ -128,7 +128,9 @@ def dense_cases():
             for (am, bm), (m, n) in itertools.product(majors(a, b), shapes):
                 yield kind, a, b, d, am, bm, m, n, cta_group, False, False, False
         a, b, d = types[0]
-        flags = [(False, False, True)] if kind == "i8" else [(True, False, False), (False, True, False)]
+        flags = (
+            [(False, False, True)] if kind == "i8" else [(True, False, False), (False, True, False)]
+        )
         for na, nb, sat in flags:
             yield kind, a, b, d, "K", "K", 128, 64, 1, na, nb, sat
 
@@ -222,3 +224,133 @@ def test_block_scaled_instr_descriptors_match_cute(oracle):
     assert not mismatches, f"{len(mismatches)} of {len(cases)} differ:\n" + "\n".join(
         mismatches[:20]
     )
+
+
+# -- the constants in every example kernel ------------------------------------------------------
+
+MMA_OPS = ("ptx.wgmma.mma_async", "ptx.tcgen05.mma", "ptx.tcgen05.mma_block_scale")
+
+
+def _calls(node, found):
+    """Every intrinsic Call under ``node`` (the IR is frozen dataclasses and tuples)."""
+    from tilemem.ir.nodes import Call
+
+    if isinstance(node, Call):
+        found.append(node)
+    if isinstance(node, (tuple, list)):
+        for x in node:
+            _calls(x, found)
+    elif hasattr(node, "__dataclass_fields__"):
+        for name in node.__dataclass_fields__:
+            _calls(getattr(node, name), found)
+    return found
+
+
+def _kernel_constants(name: str):
+    """(descriptor high parts, instruction descriptors) the example kernel's MMAs use."""
+    from tilemem.ir.nodes import BinOp, Const
+    from tilemem.kernels import KERNELS
+
+    highs, idescs = set(), set()
+    for call in _calls(KERNELS[name]().ir, []):
+        if call.op not in MMA_OPS:
+            continue
+        for arg in call.args:
+            if isinstance(arg, BinOp) and arg.op == "|" and isinstance(arg.a, Const):
+                highs.add(arg.a.value)
+        if call.op != "ptx.wgmma.mma_async":
+            idescs.add(call.args[3].value)
+    return highs, idescs
+
+
+# per example: the MMA operand tiles as oracle queries (arch, major, bits, rows, contig bytes;
+# a 4-bit tile is byte for byte an 8-bit one of half the columns) and its instruction
+# descriptors; the oracle's tiles have 3 stages, which the high fields do not depend on
+EXAMPLE_OPERANDS = {
+    "hopper-gemm": ([(90, "K", 16, 128, 128), (90, "K", 16, 256, 128)], []),
+    "blackwell-gemm": (
+        [(100, "K", 16, 128, 128), (100, "K", 16, 256, 128)],
+        ["instr f16 bfloat16 bfloat16 float32 0 0 128 256 0 0 0"],
+    ),
+    "attention-fwd": (
+        [(100, "K", 16, 128, 256), (100, "MN", 16, 128, 256)],
+        [
+            "instr f16 bfloat16 bfloat16 float32 0 0 128 128 0 0 0",
+            "instr f16 bfloat16 bfloat16 float32 0 1 128 128 0 0 0",
+        ],
+    ),
+    "nvfp4-gemm": (
+        [(100, "K", 8, 128, 128), (100, "K", 8, 256, 128)],
+        ["bs mxf4nvf4 float4_e2m1fn float4_e2m1fn float8_e4m3fn 0 0 128 256 0 0"],
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLE_OPERANDS))
+def test_example_kernel_constants_match_cute(oracle, name):
+    pytest.importorskip("cuda.core", reason="building example kernels needs the cuda extra")
+    tiles, instrs = EXAMPLE_OPERANDS[name]
+    queries = [f"smem {a} {mj} 3 {b} 0 {r} {cb} 0 0 0 0" for a, mj, b, r, cb in tiles]
+    golden = oracle(queries + instrs)
+    want_highs = {v & ~0x3FFF for v in golden[: len(tiles)]}
+    want_idescs = {v >> 32 for v in golden[len(tiles) :]}
+    highs, idescs = _kernel_constants(name)
+    assert highs == want_highs
+    assert idescs == want_idescs
+
+
+# -- user errors (no oracle needed) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"kind": "f32"}, "unknown tcgen05 kind 'f32'"),
+        ({"m": 256}, "M=256 N=128 is not a legal shape"),  # M=256 needs cta_group::2
+        ({"n": 12}, "M=128 N=12 is not a legal shape"),
+        ({"a_dtype": "float8_e4m3fn"}, "kind::f16 takes A in float16, bfloat16"),
+        ({"d_dtype": "int32"}, "accumulates into float16 or float32, got int32"),
+        ({"saturate": True}, "saturate exists only for kind::i8"),
+        ({"sfa_id": 1}, "kind::f16 is not block-scaled"),
+        ({"a_major": "M"}, "a_major must be 'K' or 'MN'"),
+    ],
+)
+def test_instr_descriptor_errors(kwargs, match):
+    from tilemem.errors import LayoutError
+    from tilemem.layout.operand import instr_descriptor
+
+    args = {"kind": "f16", "m": 128, "n": 128, "a_dtype": "bfloat16", "b_dtype": "bfloat16"}
+    args.update(kwargs)
+    with pytest.raises(LayoutError, match=match):
+        instr_descriptor(**args)
+
+
+def test_block_scaled_errors():
+    from tilemem.errors import LayoutError
+    from tilemem.layout.operand import instr_descriptor
+
+    fp4 = "float4_e2m1fn"
+    with pytest.raises(LayoutError, match="uses scale_vec::2X, got scale_vec::4X"):
+        instr_descriptor("mxf4", 128, 128, fp4, fp4, sf_dtype="float8_e8m0fnu", scale_vec=4)
+    with pytest.raises(LayoutError, match="takes scale factors in float8_e8m0fnu"):
+        instr_descriptor("mxf8f6f4", 128, 128, fp4, fp4, sf_dtype="float8_e4m3fn")
+    with pytest.raises(LayoutError, match="can only be read K-major"):
+        instr_descriptor("mxf4nvf4", 128, 128, fp4, fp4, b_major="MN")
+    with pytest.raises(LayoutError, match=r"sfb_id selects one of 4 .* got 4"):
+        instr_descriptor("mxf4", 128, 128, fp4, fp4, sfb_id=4)
+    with pytest.raises(LayoutError, match="M=64"):  # block-scaled MMAs are M=128 on one CTA
+        instr_descriptor("mxf4", 64, 128, fp4, fp4)
+
+
+def test_smem_descriptor_errors():
+    from tilemem.errors import LayoutError
+
+    layout = mma_shared_layout("bfloat16", "128B", (64, 64))
+    with pytest.raises(LayoutError, match="arch 'sm_80'"):
+        smem_descriptor(layout, "bfloat16", arch="sm_80")
+    with pytest.raises(LayoutError, match="start_address 24 must be a multiple of 16"):
+        smem_descriptor(layout, "bfloat16", arch="sm_90a", start_address=24)
+    with pytest.raises(LayoutError, match="major must be 'K' or 'MN'"):
+        smem_descriptor(layout, "bfloat16", arch="sm_90a", major="k")
+    with pytest.raises(LayoutError, match="row 4, column 0"):
+        operand_byte_offset(layout, "bfloat16", (4, 0))

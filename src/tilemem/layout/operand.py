@@ -320,8 +320,9 @@ def instr_descriptor(
     mxf4, mxf4nvf4): 4-5 B scale-factor id, 7-16 as above, 23 scale format (0
     UE4M3, 1 UE8M0), 29-30 A scale-factor id (PTX ISA "Instruction descriptor";
     CuTe ``UMMA::InstrDescriptor`` / ``InstrDescriptorBlockScaled``).
-    ``scale_vec`` (factors per 32-element... block: 1X, 2X, 4X) is checked
-    against the kind and scale type; it is an instruction qualifier, not a field.
+    ``scale_vec`` (``scale_vec::1X/2X/4X``: scale factors per row of one MMA's K) is
+    checked against the kind and scale type; it is an instruction qualifier, not a
+    field. ``sf_dtype`` defaults to UE8M0 (UE4M3 for mxf4nvf4 with ``scale_vec=4``).
     """
     if kind not in KINDS:
         raise LayoutError(f"unknown tcgen05 kind {kind!r}; known: {', '.join(KINDS)}")
@@ -391,15 +392,6 @@ def _block_scale_fields(
         if not isinstance(sf_id, int) or isinstance(sf_id, bool) or not 0 <= sf_id < 4:
             raise LayoutError(f"{name} selects one of 4 scale-factor slots (0..3), got {sf_id!r}")
     return (sfb_id << 4) | (_SCALE_FORMATS[sf] << 23) | (sfa_id << 29)
-
-
-def scale_vec_size(kind: str, sf_dtype: DTypeLike) -> int:
-    """Scale factors per 32 K elements... i.e. the ``scale_vec::NX`` the kind uses with
-    ``sf_dtype``: mxf8f6f4 1X, mxf4 2X, mxf4nvf4 2X (UE8M0) or 4X (UE4M3)."""
-    sf = as_dtype(sf_dtype).name
-    if (kind, sf) not in _SCALE_VEC:
-        raise LayoutError(f"kind::{kind} has no scale_vec for {sf} scale factors")
-    return _SCALE_VEC[(kind, sf)][0]
 
 
 def tcgen05_instr_descriptor(

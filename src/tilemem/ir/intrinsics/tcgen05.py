@@ -202,12 +202,24 @@ def _lower_mma(call, gen) -> str:
 
 
 @intrinsic("ptx.tcgen05.mma", feature="tcgen05", lower=_lower_mma)
-def tcgen05_mma(d_tmem, a, b_desc, idesc, *, accumulate=1, cta_group: int = 1, kind: str = "f16"):
+def tcgen05_mma(
+    d_tmem,
+    a,
+    b_desc,
+    idesc,
+    *,
+    accumulate=1,
+    cta_group: int = 1,
+    kind: str = "f16",
+    a_col=0,
+):
     """``tcgen05.mma.cta_group::N.kind::{kind} [d], a, bdesc, idesc, enable_input_d``.
 
     ``d_tmem`` is a TMEM buffer or address; ``a`` is a shared-memory descriptor
-    (``T.ptx.tcgen05.desc``) or a TMEM buffer (A read from tensor memory, ``[a]``);
-    ``idesc`` is :func:`tilemem.layout.operand.instr_descriptor` of the same kind.
+    (``T.ptx.tcgen05.desc``) or a TMEM buffer (A read from tensor memory, ``[a]``,
+    starting ``a_col`` 32-bit columns into it: K step k of packed 16-bit A is at
+    ``a_col = k * K / 2``); ``idesc`` is :func:`tilemem.layout.operand.instr_descriptor`
+    of the same kind.
     """
     if kind not in _DENSE_KINDS:
         raise IRError(
@@ -218,7 +230,11 @@ def tcgen05_mma(d_tmem, a, b_desc, idesc, *, accumulate=1, cta_group: int = 1, k
         d_tmem = tmem_addr(d_tmem)
     a_in_tmem = isinstance(a, Buffer) and a.scope == TMEM
     if a_in_tmem:
-        a = tmem_addr(a)
+        a = tmem_addr(a, col=a_col)
+    elif not (isinstance(a_col, int) and a_col == 0):
+        raise IRError(
+            "a_col offsets an A operand in TMEM; a shared-memory A moves by its descriptor"
+        )
     args = (
         convert(d_tmem),
         convert(a),

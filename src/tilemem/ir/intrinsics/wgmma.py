@@ -116,7 +116,7 @@ def wgmma_mma_async(
         if name not in _WGMMA_TYPES:
             raise IRError(f"wgmma inputs are {', '.join(_WGMMA_TYPES)}; got {name}")
     a_ptx, k, acc_type = _WGMMA_TYPES[a_name]
-    b_ptx, b_k, b_acc = _WGMMA_TYPES[b_name]
+    _, b_k, b_acc = _WGMMA_TYPES[b_name]
     if (k, acc_type) != (b_k, b_acc) or (k != 32 and a_name != b_name):
         raise IRError(f"wgmma cannot multiply {a_name} by {b_name}")
     trans = []
