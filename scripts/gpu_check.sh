@@ -9,7 +9,10 @@ mkdir -p "$out"
 status=0
 echo "== device"; nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader | tee "$out/device.txt"
 python3 -c "import cuda.core, cuda.bindings, torch; print('cuda-core', cuda.core.__version__, 'cuda-bindings', cuda.bindings.__version__, 'torch', torch.__version__)" | tee -a "$out/device.txt"
+echo "== TMA fills a row-major buffer and every swizzle mode"
+python3 -m pytest -q tests/cuda/test_gpu.py -k round_trips -p no:cacheprovider 2>&1 | tee "$out/tma_fill.txt" | tail -3 || status=1
 echo "== GPU tests"
+# includes tests/cuda/test_gpu_cpp_header.py: a CUDA C++ kernel TMA-loads into a plan header's buffer
 python3 -m pytest -q -m gpu tests -p no:cacheprovider 2>&1 | tee "$out/gpu_tests.txt" | tail -15 || status=1
 echo "== tilemem verify"
 python3 -m tilemem.cli verify 2>&1 | tee "$out/verify.txt" || status=1

@@ -134,3 +134,11 @@ def test_verify_without_cuda_bindings_names_the_missing_package(monkeypatch, cap
     err = capsys.readouterr().err
     assert "cuda-bindings not installed" in err and "pip install 'tilemem[cuda]'" in err
     assert "no CUDA GPU" not in err
+
+
+def test_plan_writes_a_cpp_header(tmp_path, capsys):
+    header = tmp_path / "plan.h"
+    assert main(["plan", "-e", "blackwell-gemm", "--header", str(header)]) == 0
+    text = header.read_text()
+    assert "namespace blackwell_gemm {" in text and "constexpr unsigned total_cols = 512;" in text
+    assert "blackwell-gemm" in capsys.readouterr().out  # the report still goes to stdout

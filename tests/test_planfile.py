@@ -176,8 +176,8 @@ col_start = 0
 width = 32
 stages = 2
 """
-    details = parse_plan_file(text).build().plan().tmem[0].details
-    assert details["stages of acc"] == "[0] cols 0..32, [1] cols 32..64"
+    stages = parse_plan_file(text).build().plan().tmem[0].stages
+    assert [(v.buffer, v.spans) for v in stages] == [("acc", ((0, 32), (32, 64)))]
 
 
 def test_schema_from_the_future_is_refused():

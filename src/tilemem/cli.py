@@ -81,15 +81,12 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         lines = [f"{e.name:<{width}}  {e.target:<8} {e.summary}" for e in EXAMPLES.values()]
         _output("\n".join(lines) + "\n", args.output)
         return 0
-    from .plan import padding_advice
-
     example = _example(args)
-    plan = example.build().plan()
+    plan = example.build().plan().with_advice()
     if example.threads and plan.target:
-        occ = plan.occupancy(example.threads)
-        plan = plan.with_section(f"occupancy ({example.threads} threads per CTA)", occ.lines())
-    if plan.smem is not None:
-        plan = plan.with_section("padding", padding_advice(plan.smem))
+        plan = plan.with_threads(example.threads)
+    if args.header:
+        write_file(args.header, plan.to_cpp_header(namespace=example.name.replace("-", "_")))
     if args.json:
         text = json.dumps({"example": example.name, **plan.to_dict()}, indent=2) + "\n"
     else:
@@ -176,6 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--list", action="store_true", help="list the built-in examples")
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
     plan.add_argument("-o", "--output", help="file to write (default: standard output)")
+    plan.add_argument("--header", metavar="FILE", help="also write the plan as a C++ header")
     plan.set_defaults(run=_cmd_plan)
     emit = sub.add_parser(
         "emit",

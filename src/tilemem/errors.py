@@ -43,11 +43,16 @@ class TMEMOverflowError(CapacityError):
 
 
 class PlanFileError(TilememError, ValueError):
-    """A plan file that cannot be read: TOML syntax, an unknown key, a name defined nowhere."""
+    """A plan in a file form (TOML, JSON, C++ header) that cannot be read or written: syntax,
+    an unknown key, a value of the wrong type, a name defined nowhere or unusable in C++."""
 
 
 class TargetError(TilememError, ValueError):
     """An unknown target, or a feature the target lacks."""
+
+
+class TMAError(TilememError, ValueError):
+    """A buffer or tensor map that breaks a TMA rule; the message says which and how to fix it."""
 
 
 class TilememWarning(UserWarning):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .gemm.plan import hopper_gemm_persistent_bf16
 from .pool import SMEMPool, TMEMPool
 
 
@@ -140,6 +141,14 @@ EXAMPLES: dict[str, Example] = {
             384,
             "Hopper bf16 GEMM mainloop, 128x256x64 tiles, 4 stages, TMA + wgmma",
             hopper_gemm_bf16,
+        ),
+        Example(
+            "hopper-gemm-persistent",
+            "sm_90a",
+            384,
+            "Persistent warp-specialised Hopper bf16 GEMM, 128x256x64 tiles, solved stage ring "
+            "beside the C staging tiles",
+            hopper_gemm_persistent_bf16,
         ),
         Example(
             "blackwell-gemm",

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from . import examples
 from . import lang as T
 from .cuda.kernel import KernelProgram
+from .gemm.hopper import hopper_gemm_persistent
 from .layout.operand import instr_descriptor
 
 
@@ -404,6 +405,7 @@ def attention_fwd() -> KernelProgram:
 
 KERNELS: dict[str, Callable[[], KernelProgram]] = {
     "hopper-gemm": hopper_gemm,
+    "hopper-gemm-persistent": hopper_gemm_persistent,
     "blackwell-gemm": blackwell_gemm,
     "nvfp4-gemm": nvfp4_gemm,
     "attention-fwd": attention_fwd,

@@ -18,9 +18,7 @@ from .ir import intrinsics as _ix
 from .ir.build import build as _build
 
 # pools: the same classes as plan-only use; inside a kernel they emit
-from .pool import SMEMPool as SMEMPool
-from .pool import TMEMPool as TMEMPool
-from .pool import TMEMStages as TMEMStages
+from .pool import SMEMPool, TMEMPool, TMEMStages
 
 If, Then, Else = _b.If, _b.Then, _b.Else
 serial, unroll = _b.serial, _b.unroll
@@ -28,6 +26,7 @@ evaluate, let, cast, select = _b.evaluate, _b.let, _b.cast, _b.select
 all_of, any_of, min, max = _b.all_of, _b.any_of, _b.min_, _b.max_
 alloc_local = _b.alloc_local
 thread_id, block_id, warp_id, lane_id = _ix.thread_id, _ix.block_id, _ix.warp_id, _ix.lane_id
+grid_dim = _ix.grid_dim
 smem_addr, tmem_base, tmem_addr = _ix.smem_addr, _ix.tmem_base, _ix.tmem_addr
 pack_bf16x2 = _ix.pack_bf16x2
 TensorMap = _b.TensorMapSpec
@@ -83,3 +82,42 @@ def _namespace(prefix: str) -> SimpleNamespace:
 
 cuda = _namespace("cuda")
 ptx = _namespace("ptx")
+
+__all__ = [
+    "Buffer",
+    "BuildError",
+    "Else",
+    "If",
+    "SMEMPool",
+    "TMEMPool",
+    "TMEMStages",
+    "TensorMap",
+    "Then",
+    "all_of",
+    "alloc_local",
+    "any_of",
+    "block_id",
+    "cast",
+    "cuda",
+    "evaluate",
+    "float32",
+    "int32",
+    "int64",
+    "kernel",
+    "lane_id",
+    "let",
+    "max",
+    "min",
+    "pack_bf16x2",
+    "ptx",
+    "select",
+    "serial",
+    "smem_addr",
+    "thread_id",
+    "tmem_addr",
+    "tmem_base",
+    "uint32",
+    "uint64",
+    "unroll",
+    "warp_id",
+]

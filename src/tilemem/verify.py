@@ -3,8 +3,9 @@
 Each check returns a :class:`CheckResult`. ``tilemem verify`` runs them all.
 
 - ``tma_load``: TMA loads random bytes into a pool buffer placed after other
-  allocations; the raw SMEM bytes are copied out and every element must sit
-  where ``buffer.layout`` says.
+  allocations (a row-major ``alloc`` or an ``alloc_mma`` tile of each swizzle
+  mode); the raw SMEM bytes are copied out and every element must sit where
+  ``buffer.layout`` says.
 - ``tma_store``: threads write a tile through tilemem's index arithmetic, TMA
   stores it; the global result must be in logical order.
 - ``wgmma``: m64nNk16 bf16 with A and B in pool buffers, descriptors built from
@@ -24,8 +25,12 @@ import numpy as np
 from . import lang as T
 from .cuda.launch import Launcher
 from .cuda.tma import EncodedTensorMap, plan_tile_map
+from .intmath import ceil_div
+from .text import table
 
 MODES = ("none", "32B", "64B", "128B")
+ROW_MAJOR = "row-major"  # a plain alloc(): one TMA box per tile, as wide as its rows
+TMA_LAYOUTS = (ROW_MAJOR, *MODES)
 DTYPE_BY_SIZE = {1: "uint8", 2: "uint16", 4: "uint32"}
 THREADS = 128
 
@@ -59,7 +64,7 @@ def _map(tensor2d, buf) -> EncodedTensorMap:
 
 def _copy_out_words(raw, out, words: int) -> None:
     """Every thread copies words tid, tid + THREADS, ... of ``raw`` to ``out``."""
-    for it in T.serial(math.ceil(words / THREADS), name="it"):
+    for it in T.serial(ceil_div(words, THREADS), name="it"):
         idx = T.let("idx", it * THREADS + T.thread_id())
         with T.If(idx < words):
             out[idx] = raw[idx]
@@ -75,6 +80,20 @@ def _expected_image(layout, values: np.ndarray, esize: int, nbytes: int) -> np.n
     return image
 
 
+def _tile(smem, mode: str, shape: tuple, dtype: str):
+    """The buffer under test: row-major (128-byte aligned, as TMA needs) or an MMA tile."""
+    if mode == ROW_MAJOR:
+        return smem.alloc(shape, dtype, align=128, name="tile")
+    return smem.alloc_mma(shape, dtype, mode, name="tile")
+
+
+def _row_elems(mode: str, esize: int) -> int:
+    """Elements of one box row: a swizzle row, a 16-byte core-matrix column, or 64 bytes."""
+    if mode == ROW_MAJOR:
+        return 64 // esize
+    return (16 << MODES.index(mode)) // esize if mode != "none" else 16 // esize
+
+
 def tma_load_kernel(mode: str, esize: int, shape: tuple, pad: int = 100):
     """(kernel, tile buffer): TMA-load a tile placed after ``pad`` bytes, copy its raw bytes out."""
     dtype = DTYPE_BY_SIZE[esize]
@@ -82,12 +101,12 @@ def tma_load_kernel(mode: str, esize: int, shape: tuple, pad: int = 100):
     stages = math.prod(lead) if lead else 1
     info = {}
 
-    @T.kernel(target="sm_90a", block=THREADS, name=f"tma_load_{mode}_{esize}B")
+    @T.kernel(target="sm_90a", block=THREADS, name=f"tma_load_{mode.replace('-', '_')}_{esize}B")
     def kernel(tmap: T.TensorMap, out: T.Buffer(("words",), "uint32")):
         smem = T.SMEMPool()
         smem.alloc((pad,), "uint8", name="before")  # push the cursor off every period
         bar = smem.alloc((1,), "uint64", name="bar")
-        tile = smem.alloc_mma(shape, dtype, mode, name="tile")
+        tile = _tile(smem, mode, shape, dtype)
         smem.commit()
         info["tile"] = tile
         raw = T.SMEMPool(ptr=tile).alloc((tile.nbytes // 4,), "uint32", name="raw")
@@ -145,14 +164,14 @@ def tma_store_kernel(mode: str, esize: int, shape: tuple):
     stages = lead[0] if lead else 1
     info = {}
 
-    @T.kernel(target="sm_90a", block=THREADS, name=f"tma_store_{mode}_{esize}B")
+    @T.kernel(target="sm_90a", block=THREADS, name=f"tma_store_{mode.replace('-', '_')}_{esize}B")
     def kernel(tmap: T.TensorMap, src: T.Buffer((stages * rows, cols), dtype)):
         smem = T.SMEMPool()
         smem.alloc((3,), "uint64", name="before")
-        tile = smem.alloc_mma(shape, dtype, mode, name="tile")
+        tile = _tile(smem, mode, shape, dtype)
         smem.commit()
         info["tile"] = tile
-        per_thread = math.ceil(stages * rows * cols / THREADS)
+        per_thread = ceil_div(stages * rows * cols, THREADS)
         for it in T.serial(per_thread, name="it"):
             idx = T.let("idx", it * THREADS + T.thread_id())
             with T.If(idx < stages * rows * cols):
@@ -261,10 +280,10 @@ def check_wgmma(mode: str, n: int, k_tile: int = 64, seed: int = 2) -> CheckResu
 def all_checks(quick: bool = False):
     """(name, thunk) for every check; ``quick`` keeps one shape per mode."""
     checks: list[tuple[str, Callable[[], CheckResult]]] = []
-    for mode in MODES:
+    for mode in TMA_LAYOUTS:
         for esize in (1, 2, 4):
-            row_elems = (16 << MODES.index(mode)) // esize if mode != "none" else 16 // esize
-            k = 2 * row_elems if mode != "none" else 4 * row_elems
+            row_elems = _row_elems(mode, esize)
+            k = 4 * row_elems if mode == "none" else 2 * row_elems if mode in MODES else row_elems
             shapes = [(64, k)] if quick else [(64, k), (3, 32, k), (2, 2, 16, k)]
             for n, shape in enumerate(shapes):
                 pad = (100, 1500, 3100)[n]  # lands the tile at bytes 1024, 2048, 4096
@@ -282,6 +301,8 @@ def all_checks(quick: bool = False):
                         functools.partial(check_tma_store, mode, esize, shape),
                     )
                 )
+        if mode == ROW_MAJOR:
+            continue  # wgmma reads MMA layouts only
         for n in (64, 128, 256):
             checks.append((f"wgmma {mode} n{n}", functools.partial(check_wgmma, mode, n)))
     return checks
@@ -311,12 +332,7 @@ def format_results(results: list[CheckResult], device: str) -> str:
         (r.check, r.params, "ok" if r.ok else "FAIL", f"{r.seconds:.2f}s", r.detail)
         for r in results
     ]
-    widths = [max(len(row[i]) for row in rows) for i in range(5)]
-    lines = [f"tilemem verify on {device}"]
-    for n, row in enumerate(rows):
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
+    lines = [f"tilemem verify on {device}", *table(rows)]
     passed = sum(r.ok for r in results)
     lines.append(f"{passed}/{len(results)} checks passed")
     return "\n".join(lines)

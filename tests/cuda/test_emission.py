@@ -36,7 +36,8 @@ def test_committed_size_is_the_kernels_dynamic_smem():
 def test_swizzle_xor_appears_in_the_store_index():
     src = simple_smem_kernel().source
     store = next(line for line in src.splitlines() if line.strip().startswith("tile["))
-    assert "^" in store and "& 56" in store
+    # 128B swizzle on bf16 element offsets: bits [3, 6) of the 16-byte chunk index, 0b111000
+    assert "^" in store and "& 0x38" in store
 
 
 def tmem_kernel(cta_group=1, sync=True, total=128):
@@ -102,10 +103,12 @@ def test_tmem_base_is_read_after_fence_barrier_fence_and_added_to_addresses():
 
 
 @pytest.mark.parametrize("cta_group", [1, 2])
+@pytest.mark.nvrtc
 def test_tmem_kernels_compile_for_sm100a(cta_group):
     assert len(tmem_kernel(cta_group).compile()) > 1000
 
 
+@pytest.mark.nvrtc
 def test_smem_kernel_compiles_for_sm90a():
     assert simple_smem_kernel().compile()[:4] == b"\x7fELF"
 
@@ -139,3 +142,20 @@ def test_tmem_oversubscription_in_a_cluster_is_refused_with_its_class():
     msg = str(exc.value)
     assert "test_emission.py:" in msg and "16 x 256 = 4096 > 512" in msg
     assert "wait on each other" in msg and "at most 32 columns per CTA" in msg
+
+
+def test_descriptors_and_masks_print_in_hex():
+    # sm_90a wgmma descriptor of a 128B-swizzled K-major bf16 tile: layout type 1 (128B) in
+    # bits 62-63, stride byte offset 1024 >> 4 = 64 in bits 32-45, leading byte offset 1 in
+    # bits 16-29 (PTX ISA "Matrix Descriptor Format"): 0x4000004000010000
+    @T.kernel(target="sm_90a", grid=1, block=128)
+    def k():
+        smem = T.SMEMPool()
+        a = smem.alloc_mma((64, 64), "bfloat16", "128B")
+        smem.commit()
+        T.cuda.syncwarp()
+        T.evaluate(T.ptx.wgmma.desc(a))
+
+    assert "0x4000004000010000ull |" in k.source
+    assert "__syncwarp(0xffffffffu);" in k.source
+    assert "& 0x3fffu" in k.source  # the 14-bit start-address field

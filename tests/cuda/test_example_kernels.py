@@ -11,6 +11,7 @@ def test_every_plan_example_has_a_kernel():
 
 
 @pytest.mark.parametrize("name", list(KERNELS))
+@pytest.mark.nvrtc
 def test_example_kernel_compiles_for_its_target(name):
     program = KERNELS[name]()
     assert program.target == EXAMPLES[name].target

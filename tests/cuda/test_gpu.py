@@ -4,9 +4,16 @@ device."""
 import pytest
 
 from tilemem import T
-from tilemem.verify import MODES, check_tma_load, check_tma_store, check_wgmma
+from tilemem.verify import (
+    MODES,
+    TMA_LAYOUTS,
+    check_tma_load,
+    check_tma_store,
+    check_wgmma,
+)
+from tilemem.verify import _row_elems as row_elems
 
-pytestmark = pytest.mark.gpu
+pytestmark = [pytest.mark.gpu, pytest.mark.nvrtc]
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +42,17 @@ def test_threads_write_through_the_layout_and_tma_stores_logical_order(torch, mo
     row = (16 << MODES.index(mode)) // 2 if mode != "none" else 8
     result = check_tma_store(mode, 2, (2, 32, 2 * row), seed=11)
     assert result.ok, result.detail
+
+
+@pytest.mark.parametrize("mode", TMA_LAYOUTS)
+def test_tma_round_trips_a_row_major_buffer_and_every_swizzle_mode(torch, mode):
+    """Load: the raw SMEM bytes sit where the layout says. Store: threads write through the
+    layout and TMA brings back the logical tile. Both follow tma_fill's boxes."""
+    k = 2 * row_elems(mode, 2)
+    loaded = check_tma_load(mode, 2, (2, 32, k), pad=1500, seed=21 + TMA_LAYOUTS.index(mode))
+    assert loaded.ok, loaded.detail
+    stored = check_tma_store(mode, 2, (2, 32, k), seed=31 + TMA_LAYOUTS.index(mode))
+    assert stored.ok, stored.detail
 
 
 @pytest.mark.parametrize("mode", MODES)

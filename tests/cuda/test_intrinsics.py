@@ -7,6 +7,8 @@ from tilemem import T
 from tilemem.cuda import CompileError
 from tilemem.layout.operand import tcgen05_instr_descriptor
 
+pytestmark = pytest.mark.nvrtc
+
 
 def compile_body(target, body, block=128):
     @T.kernel(target=target, block=block, name="probe")

@@ -8,6 +8,8 @@ import pytest
 from tilemem.cuda.compile import compile_cubin
 from tilemem.kernels import KERNELS
 
+pytestmark = pytest.mark.nvrtc
+
 NVCC = shutil.which("nvcc") or shutil.which("/usr/local/bin/nvcc")
 
 

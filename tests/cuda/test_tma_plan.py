@@ -1,10 +1,14 @@
 """Host-side TMA rules (HARDWARE.md "TMA"), checked without a GPU."""
 
+import struct
+
 import pytest
 
 from tilemem import SMEMPool
+from tilemem.cuda.launch import LaunchError, scalar_argument
 from tilemem.cuda.tma import TensorMapPlan, TMAError, check_plan, plan_tile_map
 from tilemem.dtype import DataType
+from tilemem.layout import TileLayout
 from tilemem.layout.smem import SwizzleMode
 
 
@@ -70,3 +74,58 @@ def test_each_tma_rule_has_a_clear_error(change, fact):
 def test_tile_map_rejects_unsupported_dtypes_and_tmem():
     with pytest.raises(TMAError, match="no element type for float4_e2m1fn"):
         plan_tile_map(tile((64, 256), "float4_e2m1fn", "128B"), 0, 64, 256)
+
+
+def test_a_row_major_buffer_maps_to_one_box_as_wide_as_its_rows():
+    # 64 bf16 = 128-byte rows: one 64 x 64 box, no swizzle (not eight 16-byte boxes)
+    smem = SMEMPool()
+    smem.alloc((3,), "uint64")
+    buf = smem.alloc((64, 64), "bfloat16", align=128)
+    plan = plan_tile_map(buf, 0x1000, 1024, 4096)
+    assert plan.box == (64, 64) and plan.boxes_per_tile == 1
+    assert plan.swizzle == SwizzleMode.SWIZZLE_NONE
+
+
+def test_a_layout_tma_cannot_fill_is_refused_before_any_map_exists():
+    smem = SMEMPool()
+    buf = smem.alloc((64, 64), "bfloat16", align=128, layout=TileLayout.of((64, 64), (1, 64)))
+    with pytest.raises(TMAError, match="TMA cannot fill"):
+        plan_tile_map(buf, 0x1000, 1024, 4096)
+
+
+@pytest.mark.parametrize(
+    "dtype,value,fmt",
+    [
+        ("int32", -5, "<i"),
+        ("uint32", 2**32 - 1, "<I"),
+        ("float32", 1.5, "<f"),
+        ("int64", -(2**40), "<q"),
+        ("uint8", 200, "<B"),
+    ],
+)
+def test_scalar_arguments_are_the_bytes_of_their_c_type(dtype, value, fmt):
+    # golden bytes from Python's struct (little-endian C types), independent of tilemem
+    assert bytes(scalar_argument(DataType(dtype), value, "k")) == struct.pack(fmt, value)
+
+
+def test_a_scalar_that_does_not_fit_is_a_launch_error():
+    with pytest.raises(LaunchError, match="takes an integer"):
+        scalar_argument(DataType("int32"), 2.5, "k")
+    with pytest.raises(LaunchError, match="does not fit int8"):
+        scalar_argument(DataType("int8"), 300, "k")
+    with pytest.raises(LaunchError, match="bfloat16 scalar cannot be passed"):
+        scalar_argument(DataType("bfloat16"), 1.0, "k")
+
+
+def test_tma_element_codes_are_cuda_h_enumerators():
+    # CUtensorMapDataType in cuda.h: UINT8 0, UINT16 1, UINT32 2, INT32 3, UINT64 4, INT64 5,
+    # FLOAT16 6, FLOAT32 7, FLOAT64 8, BFLOAT16 9
+    codes = {n: DataType(n).tma_code for n in ("uint8", "uint16", "uint32", "int32", "uint64")}
+    assert codes == {"uint8": 0, "uint16": 1, "uint32": 2, "int32": 3, "uint64": 4}
+    assert [DataType(n).tma_code for n in ("int64", "float16", "float32", "float64")] == [
+        5,
+        6,
+        7,
+        8,
+    ]
+    assert DataType("bfloat16").tma_code == 9 and DataType("float4_e2m1fn").tma_code is None

@@ -268,6 +268,7 @@ def _kernel_constants(name: str):
 # descriptors; the oracle's tiles have 3 stages, which the high fields do not depend on
 EXAMPLE_OPERANDS = {
     "hopper-gemm": ([(90, "K", 16, 128, 128), (90, "K", 16, 256, 128)], []),
+    "hopper-gemm-persistent": ([(90, "K", 16, 128, 128), (90, "K", 16, 256, 128)], []),
     "blackwell-gemm": (
         [(100, "K", 16, 128, 128), (100, "K", 16, 256, 128)],
         ["instr f16 bfloat16 bfloat16 float32 0 0 128 256 0 0 0"],
@@ -284,6 +285,12 @@ EXAMPLE_OPERANDS = {
         ["bs mxf4nvf4 float4_e2m1fn float4_e2m1fn float8_e4m3fn 0 0 128 256 0 0"],
     ),
 }
+
+
+def test_every_example_kernel_is_checked():
+    from tilemem.kernels import KERNELS
+
+    assert set(EXAMPLE_OPERANDS) == set(KERNELS)
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLE_OPERANDS))

@@ -32,6 +32,7 @@ from ..version import __version__
 from .prelude import PRELUDE
 
 _C_OPS = {"//": "/", "&&": "&&", "||": "||"}
+_BITWISE = {"&", "|", "^"}
 _FLOAT16 = {
     "bfloat16": ("tm_bf16_to_f32", "tm_f32_to_bf16"),
     "float16": ("tm_f16_to_f32", "tm_f32_to_f16"),
@@ -50,21 +51,19 @@ class CudaCodegen:
     # -- expressions ---------------------------------------------------------------
     def expr(self, e: Expr) -> str:
         if isinstance(e, Const):
-            if e.dtype == DataType("bool"):
-                return "true" if e.value else "false"
-            if isinstance(e.value, float):
-                return f"{e.value!r}f"
-            suffix = {"uint32": "u", "uint64": "ull", "int64": "ll"}.get(e.dtype.name, "")
-            return f"{e.value}{suffix}"
+            return self._const(e)
         if isinstance(e, Var):
             return e.name
         if isinstance(e, BinOp):
-            a, b = self._operand(e.a), self._operand(e.b)
+            if e.op in _BITWISE:
+                a, b = self._bits(e.a), self._bits(e.b)
+            else:
+                a, b = self._operand(e.a), self._operand(e.b)
             if e.op in ("min", "max"):
                 return f"{e.op}({a}, {b})"
             return f"({a} {_C_OPS.get(e.op, e.op)} {b})"
         if isinstance(e, UnOp):
-            return f"({'!' if e.op == '!' else e.op}{self.expr(e.a)})"
+            return f"({e.op}{self.expr(e.a)})"
         if isinstance(e, Cast):
             return self._cast(e)
         if isinstance(e, Select):
@@ -74,6 +73,21 @@ class CudaCodegen:
         if isinstance(e, Call):
             return self._call(e)
         raise CodegenError(f"cannot lower expression {type(e).__name__}")
+
+    def _const(self, e: Const, bits: bool = False) -> str:
+        """A literal. Bit patterns print in hex: unsigned constants of 2**16 and up
+        (descriptors, masks) and every integer operand of ``&``, ``|``, ``^``."""
+        if e.dtype == DataType("bool"):
+            return "true" if e.value else "false"
+        if isinstance(e.value, float):
+            return f"{e.value!r}f"
+        unsigned = e.dtype.name.startswith("uint")
+        if e.value >= 0 and (bits or (unsigned and e.value >= 1 << 16)):
+            return f"{e.value:#x}{e.dtype.literal_suffix}"
+        return f"{e.value}{e.dtype.literal_suffix}"
+
+    def _bits(self, e: Expr) -> str:
+        return self._const(e, bits=True) if isinstance(e, Const) else self._operand(e)
 
     def _operand(self, e: Expr) -> str:
         """16-bit floats are storage types in C++: arithmetic happens on their float value."""

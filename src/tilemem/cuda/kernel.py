@@ -13,9 +13,8 @@ class KernelProgram:
     """What ``@T.kernel`` returns: ``.ir`` (printable), ``.source`` (CUDA C++), ``.compile()``
     (cubin)."""
 
-    def __init__(self, ir: Kernel, pools=()):
+    def __init__(self, ir: Kernel):
         self.ir = ir
-        self.pools = tuple(pools)
 
     @property
     def name(self) -> str:

@@ -14,25 +14,29 @@ from __future__ import annotations
 import ctypes
 from typing import Any
 
+import numpy as np
+
+from ..dtype import DataType
 from ..ir.nodes import Var
 from .device import LaunchError, array_shape, check, device_pointer, driver, element_bytes
 from .tma import EncodedTensorMap
 
 STATIC_SMEM_LIMIT = 48 * 1024
 
-_CTYPES = {
-    "int8": ctypes.c_int8,
-    "int16": ctypes.c_int16,
-    "int32": ctypes.c_int32,
-    "int64": ctypes.c_int64,
-    "uint8": ctypes.c_uint8,
-    "uint16": ctypes.c_uint16,
-    "uint32": ctypes.c_uint32,
-    "uint64": ctypes.c_uint64,
-    "float32": ctypes.c_float,
-    "float64": ctypes.c_double,
-    "bool": ctypes.c_bool,
-}
+
+def scalar_argument(dtype: DataType, value, where: str) -> ctypes.Array:
+    """A scalar kernel argument as the bytes the kernel reads (its dtype's host numpy type)."""
+    if dtype.host_dtype is None:
+        raise LaunchError(f"{where}: a {dtype.name} scalar cannot be passed from the host")
+    value = value.item() if hasattr(value, "item") else value
+    kind = np.dtype(dtype.host_dtype).kind
+    if kind in "iub" and not isinstance(value, (int, np.integer, bool)):
+        raise LaunchError(f"{where}: a {dtype.name} parameter takes an integer, got {value!r}")
+    try:
+        data = np.asarray(value, dtype=dtype.host_dtype).tobytes()
+    except (OverflowError, ValueError, TypeError) as exc:
+        raise LaunchError(f"{where}: {value!r} does not fit {dtype.name}: {exc}") from None
+    return (ctypes.c_char * len(data)).from_buffer_copy(data)
 
 
 class Launcher:
@@ -103,9 +107,7 @@ class Launcher:
                 self._bind_shape(p, arg, bound)
                 keep.append(ctypes.c_void_p(device_pointer(arg)))
             elif p.kind == "scalar":
-                keep.append(
-                    _CTYPES[p.value.dtype.name](arg.item() if hasattr(arg, "item") else arg)
-                )
+                keep.append(scalar_argument(p.value.dtype, arg, f"kernel {self.name!r}: {p.name}"))
             else:
                 if not isinstance(arg, EncodedTensorMap):
                     raise LaunchError(

@@ -1,11 +1,9 @@
 """TMA tensor maps between a global tensor and a pool buffer (HARDWARE.md, "TMA").
 
-A K-major operand tile ``(..., R, K)`` is laid out as ``K / C`` column blocks
-of ``R x C`` elements, ``C`` one swizzle row (for no swizzle: one 16-byte core
-matrix column). A swizzled TMA box may be at most one swizzle row wide, so a
-tile is copied as ``K / C`` boxes of ``C x R``, box ``b`` landing at the
-tile's column block ``b`` (``T.ptx.tma.load_tile`` issues them). The map's
-swizzle is read from the buffer's layout.
+How a buffer is filled (box width, boxes per tile, swizzle) is decided from its
+layout by :func:`tilemem.layout.tma.tma_fill`, the rule ``T.ptx.tma.load_tile``
+follows too; this module turns it into a ``cuTensorMapEncodeTiled`` call for a
+row-major global matrix and checks the map against the TMA limits.
 """
 
 from __future__ import annotations
@@ -13,34 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..dtype import DataType
-from ..errors import TilememError
-from ..layout import ComposeLayout, layout_swizzle_mode
+from ..errors import TMAError
 from ..layout.smem import SwizzleMode
+from ..layout.tma import MAX_BOX, tma_fill
 from ..pool import SMEM, Buffer
 from .device import array_shape, device_pointer, driver
 
-MAX_BOX = 256
 MAX_RANK = 5
 
-# CUtensorMapDataType enumerators (cuda.h)
-_DTYPE_CODES = {
-    "uint8": 0,
-    "int8": 0,
-    "float8_e4m3fn": 0,
-    "float8_e5m2": 0,
-    "float8_e8m0fnu": 0,
-    "bool": 0,
-    "uint16": 1,
-    "int16": 1,
-    "uint32": 2,
-    "int32": 3,
-    "uint64": 4,
-    "int64": 5,
-    "float16": 6,
-    "float32": 7,
-    "float64": 8,
-    "bfloat16": 9,
-}
 _SWIZZLE_CODES = {
     SwizzleMode.SWIZZLE_NONE: 0,
     SwizzleMode.SWIZZLE_32B_ATOM: 1,
@@ -49,8 +27,7 @@ _SWIZZLE_CODES = {
 }
 
 
-class TMAError(TilememError, ValueError):
-    """A tensor map that breaks a TMA rule; the message says which and how to fix it."""
+_L2_PROMOTION_CODES = {0: 0, 64: 1, 128: 2, 256: 3}  # CUtensorMapL2promotion (cuda.h)
 
 
 @dataclass(frozen=True)
@@ -85,33 +62,22 @@ def plan_tile_map(
     if not isinstance(buf, Buffer) or buf.scope != SMEM:
         raise TMAError(f"a TMA map copies into a shared-memory pool buffer, got {buf!r}")
     dtype = buf.dtype
-    if dtype.name not in _DTYPE_CODES:
+    if dtype.tma_code is None:
         raise TMAError(f"TMA has no element type for {dtype.name}; copy it as uint8")
     if len(buf.shape) < 2:
         raise TMAError(
             f"{buf.name}: a tile map needs a buffer of shape (..., R, K), got {buf.shape}"
         )
-    tile_rows, tile_cols = buf.shape[-2:]
-    mode = layout_swizzle_mode(buf.layout)
-    esize = dtype.bits // 8
-    span = mode.row_bytes  # 16 bytes of one core-matrix column when not swizzled
-    per_box_row = span // esize
-    if (
-        isinstance(buf.layout, ComposeLayout) or mode == SwizzleMode.SWIZZLE_NONE
-    ) and tile_cols % per_box_row:
-        raise TMAError(
-            f"{buf.name}: K = {tile_cols} elements is not a multiple of the "
-            f"{span}-byte box row ({per_box_row} elements) that {mode.name} allows"
-        )
-    pitch = row_pitch_bytes if row_pitch_bytes is not None else cols * esize
+    fill = tma_fill(buf.layout, dtype, buf.shape, buf.byte_offset)
+    pitch = row_pitch_bytes if row_pitch_bytes is not None else cols * dtype.bits // 8
     plan = TensorMapPlan(
         dtype=dtype,
         global_dims=(cols, rows),
         global_strides=(pitch,),
-        box=(per_box_row, tile_rows),
-        swizzle=mode,
+        box=fill.box,
+        swizzle=fill.swizzle,
         address=address,
-        boxes_per_tile=tile_cols // per_box_row,
+        boxes_per_tile=fill.boxes,
     )
     check_plan(plan, buf.name)
     return plan
@@ -153,13 +119,18 @@ def check_plan(plan: TensorMapPlan, what: str) -> None:
 class EncodedTensorMap:
     """An encoded ``CUtensorMap``; pass it to a kernel's ``T.TensorMap`` parameter."""
 
-    def __init__(self, plan: TensorMapPlan):
+    def __init__(self, plan: TensorMapPlan, l2_promotion: int = 0):
+        """``l2_promotion``: 0 (none), 64, 128 or 256 bytes fetched into L2 per request."""
+        if l2_promotion not in _L2_PROMOTION_CODES:
+            raise TMAError(
+                f"L2 promotion is one of {sorted(_L2_PROMOTION_CODES)} bytes, got {l2_promotion!r}"
+            )
         drv = driver()
         self.plan = plan
         u64 = drv.cuuint64_t
         u32 = drv.cuuint32_t
         err, tmap = drv.cuTensorMapEncodeTiled(
-            drv.CUtensorMapDataType(_DTYPE_CODES[plan.dtype.name]),
+            drv.CUtensorMapDataType(plan.dtype.tma_code),
             plan.rank,
             plan.address,
             [u64(d) for d in plan.global_dims],
@@ -168,7 +139,7 @@ class EncodedTensorMap:
             [u32(1)] * plan.rank,
             drv.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
             drv.CUtensorMapSwizzle(_SWIZZLE_CODES[plan.swizzle]),
-            drv.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
+            drv.CUtensorMapL2promotion(_L2_PROMOTION_CODES[l2_promotion]),
             drv.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
         )
         if int(err) != 0:
@@ -181,9 +152,10 @@ class EncodedTensorMap:
         return int(self._tmap.getPtr())
 
 
-def tile_map(tensor, buf: Buffer) -> EncodedTensorMap:
+def tile_map(tensor, buf: Buffer, l2_promotion: int = 0) -> EncodedTensorMap:
     """An encoded tensor map copying tiles of ``buf`` to/from the 2-D row-major ``tensor``."""
     shape = array_shape(tensor)
     if shape is None or len(shape) != 2:
         raise TMAError(f"tile_map takes a 2-D row-major tensor, got shape {shape}")
-    return EncodedTensorMap(plan_tile_map(buf, device_pointer(tensor), shape[0], shape[1]))
+    plan = plan_tile_map(buf, device_pointer(tensor), shape[0], shape[1])
+    return EncodedTensorMap(plan, l2_promotion)

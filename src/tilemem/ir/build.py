@@ -10,11 +10,12 @@ line added to the message; other exceptions come back as :class:`BuildError`.
 from __future__ import annotations
 
 import inspect
+import math
 import os
 import traceback
 from collections.abc import Callable
 
-from ..errors import TilememError
+from ..errors import PoolStateError, TilememError
 from ..plan.target import get_target
 from ..pool.emit import emitting
 from .builder import (
@@ -80,11 +81,17 @@ def _parameters(fn: Callable):
 def build(fn: Callable, *, target, grid, block, cluster=None, name: str | None = None) -> Kernel:
     """Run ``fn`` under a builder and return its IR :class:`Kernel`."""
     target = get_target(target)
+    block = _dims(block, "block")
+    if math.prod(block) > target.max_threads_per_block:
+        raise IRError(
+            f"block {block} has {math.prod(block)} threads; {target.name} allows at most "
+            f"{target.max_threads_per_block} per block"
+        )
     builder = KernelBuilder(
         name or fn.__name__,
         target,
         _dims(grid, "grid"),
-        _dims(block, "block"),
+        block,
         _dims(cluster, "cluster") if cluster is not None else None,
     )
     args: list[GlobalBuffer | Var | TensorMapVar] = []
@@ -138,4 +145,30 @@ def build(fn: Callable, *, target, grid, block, cluster=None, name: str | None =
             f"{where.filename}:{where.lineno} in {where.name}: {type(exc).__name__}: {exc}\n    "
             f"{where.line}"
         ) from exc
+    _check_pools_finished(builder)
     return builder.kernel()
+
+
+def _check_pools_finished(builder: Builder) -> None:
+    """Pools left half-done would build a broken kernel: an uncommitted SMEM region launches
+    with 0 bytes of dynamic shared memory; TMEM must be freed before the kernel exits (PTX
+    ISA 9.0, tcgen05.dealloc)."""
+    for smem in builder.smem_pools:
+        if smem.ptr is None and smem.buffers and not smem.committed:
+            raise PoolStateError(
+                f"kernel {builder.name!r}: SMEM pool {smem.name!r} holds {len(smem.buffers)} "
+                f"buffer(s) ({smem.max_offset} bytes) but was never committed, so the kernel "
+                f"would launch with 0 bytes of dynamic shared memory: call {smem.name}.commit()"
+            )
+    for tmem in builder.tmem_pools:
+        if not tmem.committed and tmem.buffers:
+            raise PoolStateError(
+                f"kernel {builder.name!r}: TMEM pool {tmem.name!r} holds buffers but was never "
+                "committed, so no tcgen05.alloc runs: call commit() before using them"
+            )
+        if tmem.committed and not tmem.deallocated:
+            raise PoolStateError(
+                f"kernel {builder.name!r}: TMEM pool {tmem.name!r} is committed but never "
+                f"deallocated; every column must be freed before the kernel exits: call "
+                "dealloc() once the last tcgen05 access is done"
+            )

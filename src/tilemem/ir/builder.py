@@ -137,11 +137,11 @@ class Builder:
         self.params: list[Param] = []
         self.region: str | None = None
         self.dyn_smem_bytes = 0
-        self.smem_vars: dict[int, BufferVar] = {}
-        self.tmem_bases: dict[int, Var] = {}
+        self.smem_vars: dict[Buffer, BufferVar] = {}  # Buffers hash by identity
+        self.tmem_bases: dict[object, Var] = {}  # TMEMPool -> its base, once read
         self.names: set[str] = set()
-        self.features: set[str] = set()
         self.tmem_pools: list = []
+        self.smem_pools: list = []
         self.if_stack: list[If] = []  # open T.If frames, innermost last
 
     # statements
@@ -165,12 +165,9 @@ class Builder:
         self.names.add(name)
         return name
 
-    def require(self, feature: str, instruction: str) -> None:
-        self.target.require(feature, instruction)
-        self.features.add(feature)
-
     # -- PoolEmitter ----------------------------------------------------------------
     def smem_pool(self, pool) -> None:
+        self.smem_pools.append(pool)
         if pool.ptr is None:
             if self.region is not None:
                 raise IRError(
@@ -183,18 +180,16 @@ class Builder:
     def smem_buffer(self, pool, buf: Buffer) -> None:
         if pool.ptr is None:
             region, offset = self.region, buf.byte_offset
-        elif isinstance(pool.ptr, Buffer) and id(pool.ptr) in self.smem_vars:
-            outer = self.smem_vars[id(pool.ptr)]  # a pool carved out of an existing buffer
+        elif isinstance(pool.ptr, Buffer) and pool.ptr in self.smem_vars:
+            outer = self.smem_vars[pool.ptr]  # a pool carved out of an existing buffer
             assert outer.byte_offset is not None and buf.byte_offset is not None
             region, offset = outer.region, outer.byte_offset + buf.byte_offset
         else:
             raise IRError(
                 f"SMEMPool(ptr=...) takes a shared-memory Buffer of this kernel, got {pool.ptr!r}"
             )
-        var = BufferVar(
-            self.fresh(buf.name), buf.dtype, SMEM, buf.shape, offset, region, source=buf
-        )
-        self.smem_vars[id(buf)] = var
+        var = BufferVar(self.fresh(buf.name), buf.dtype, SMEM, buf.shape, offset, region)
+        self.smem_vars[buf] = var
         comment = f"{buf.layout_name}, {buf.nbytes} bytes, align {buf.align}"
         self.emit(DeclBuffer(var, comment))
 
@@ -204,7 +199,7 @@ class Builder:
             self.emit(Comment(f"shared memory committed: {size} bytes of dynamic shared memory"))
 
     def tmem_pool(self, pool) -> None:
-        self.require("tcgen05", "TMEMPool (tcgen05.alloc)")
+        self.target.require("tcgen05", "TMEMPool (tcgen05.alloc)")
         self.tmem_pools.append(pool)
 
     def tmem_buffer(self, pool, buf: Buffer) -> None:
@@ -239,9 +234,9 @@ class Builder:
         return dataclasses.replace(first, name=f"{stages.buf.name}[stage]", col_offset=col)
 
     def _smem_var(self, buf: Buffer) -> BufferVar:
-        if id(buf) not in self.smem_vars:
+        if buf not in self.smem_vars:
             raise IRError(f"buffer {buf.name!r} does not belong to this kernel's pools")
-        return self.smem_vars[id(buf)]
+        return self.smem_vars[buf]
 
     def _element(self, buf: Buffer, index: tuple) -> Expr:
         if buf.dtype.bits < 8:
@@ -265,7 +260,6 @@ class Builder:
             cluster=self.cluster,
             dyn_smem_bytes=self.dyn_smem_bytes,
             regions=(self.region,) if self.region else (),
-            attrs=(("features", tuple(sorted(self.features))),),
         )
 
 

@@ -8,7 +8,7 @@ a :class:`Kernel`. Nothing here knows CUDA C++; ``cuda/`` lowers it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
 from ..dtype import DataType
@@ -315,7 +315,6 @@ class BufferVar:
     shape: tuple = ()
     byte_offset: int | None = None  # shared buffers: offset into their pool's region
     region: str | None = None  # shared buffers: the region variable they point into
-    source: Any = field(default=None, compare=False)  # the pool Buffer, when there is one
 
     def __repr__(self) -> str:
         return f"{self.scope} {self.dtype.name}* {self.name}"
@@ -414,7 +413,6 @@ class Kernel:
     cluster: tuple | None
     dyn_smem_bytes: int
     regions: tuple = ()  # names of dynamic shared-memory regions declared (at most one)
-    attrs: tuple = ()
 
     def __repr__(self) -> str:
         return kernel_text(self)

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from ..dtype import DTypeLike, as_dtype
 from ..errors import LayoutError, SwizzleError
+from ..intmath import align_up
 from .core import ComposeLayout, Iter, Layout, SwizzleLayout, TileLayout
 
 
@@ -181,7 +182,7 @@ def check_mma_tile(shape: Sequence[int], dtype: DTypeLike, mode: SwizzleMode) ->
         raise SwizzleError(
             f"{shape} {dtype.name}: shape[-2] = {shape[-2]} rows; MMA operand tiles are built "
             f"from 8-row atoms, so shape[-2] must be a positive multiple of 8 "
-            f"(use {max(8, -(-max(shape[-2], 1) // 8) * 8)})"
+            f"(use {max(8, align_up(max(shape[-2], 1), 8))})"
         )
     if any(s <= 0 for s in shape):
         raise SwizzleError(f"{shape} {dtype.name}: every extent must be positive")

@@ -1,10 +1,11 @@
 """Plans as data: targets, placement, the plan model, capacity checks, text reports."""
 
+from ..intmath import align_up, is_power_of_two
 from .advice import best_order, padding_advice
 from .capacity import check_smem_capacity, stages_that_fit
 from .model import MemoryPlan, PlanEntry, PoolPlan
 from .occupancy import Occupancy, check_tmem_residency, occupancy
-from .packing import Placement, align_up, is_power_of_two, place
+from .packing import Placement, place
 from .stages import BufferRequest, StageSolution, smem_limit, solve_stages
 from .target import TARGETS, Target, get_target
 

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .model import PoolPlan
 from .packing import bump_total
+
+if TYPE_CHECKING:  # the model holds advice; advice reads the model
+    from .model import PoolPlan
 
 _EXHAUSTIVE_UP_TO = 7  # buffers; 7! = 5040 orders
 
@@ -27,19 +31,51 @@ def best_order(entries) -> tuple[list, int]:
     return best, best_total
 
 
+@dataclass(frozen=True)
+class PaddingAdvice:
+    """Bytes an SMEM pool loses to alignment, and an allocation order that loses fewer.
+
+    ``order`` is empty when no order saves bytes, or when the pool uses ``move_base_to``
+    (``overlays``): reordering overlaid buffers would change what aliases what.
+    """
+
+    pool: str
+    padding: int
+    high_water: int
+    overlays: bool
+    order: tuple[str, ...] = ()
+    best_high_water: int | None = None
+
+    @property
+    def saved(self) -> int:
+        return 0 if self.best_high_water is None else self.high_water - self.best_high_water
+
+    def lines(self) -> list[str]:
+        lines = [f"{self.padding} bytes lost to alignment padding"]
+        if self.overlays:
+            lines.append("pool uses move_base_to; reordering is not suggested for overlays")
+        elif self.order:
+            lines.append(
+                f"allocating in the order {', '.join(self.order)} saves {self.saved} bytes "
+                f"(high-water {self.high_water} -> {self.best_high_water})"
+            )
+        else:
+            lines.append("no allocation order saves bytes")
+        return lines
+
+
+def advise_padding(pool: PoolPlan) -> PaddingAdvice:
+    """The padding of ``pool`` and, when one exists, a bump order with a lower high-water."""
+    if pool.moves:
+        return PaddingAdvice(pool.name, pool.padding, pool.high_water, overlays=True)
+    order, total = best_order(pool.entries)
+    if pool.high_water - total <= 0:
+        return PaddingAdvice(pool.name, pool.padding, pool.high_water, overlays=False)
+    return PaddingAdvice(
+        pool.name, pool.padding, pool.high_water, False, tuple(e.name for e in order), total
+    )
+
+
 def padding_advice(pool: PoolPlan) -> list[str]:
     """Lines for the report: padding lost, and a better order when one exists."""
-    lines = [f"{pool.padding} bytes lost to alignment padding"]
-    if pool.moves:
-        lines.append("pool uses move_base_to; reordering is not suggested for overlays")
-        return lines
-    order, total = best_order(pool.entries)
-    saved = pool.high_water - total
-    if saved > 0:
-        lines.append(
-            f"allocating in the order {', '.join(e.name for e in order)} saves {saved} bytes "
-            f"(high-water {pool.high_water} -> {total})"
-        )
-    else:
-        lines.append("no allocation order saves bytes")
-    return lines
+    return advise_padding(pool).lines()

@@ -3,19 +3,20 @@
 from __future__ import annotations
 
 from ..errors import CapacityError, TargetError
+from ..text import table
 from .model import PoolPlan
-from .packing import bump_total
+from .stages import BufferRequest, deepest_stages, per_stage_bytes
 from .target import Target
 
 
 def _buffer_lines(pool: PoolPlan) -> str:
-    width = max((len(e.name) for e in pool.entries), default=4)
-    lines = [
-        f"  {e.name:<{width}}  {e.length:>7} B  at {e.offset:>6}"
-        + (f"  (+{e.padding} B padding before)" if e.padding else "")
+    rows = [
+        [e.name, f"{e.length} B", "at", str(e.offset), f"(+{e.padding} B padding before)"]
+        if e.padding
+        else [e.name, f"{e.length} B", "at", str(e.offset), ""]
         for e in pool.entries
     ]
-    return "\n".join(lines)
+    return "\n".join(table(rows, right={1, 3}, header=False, indent="  "))
 
 
 def staged_entries(pool: PoolPlan) -> tuple[int, list]:
@@ -42,31 +43,26 @@ def staged_entries(pool: PoolPlan) -> tuple[int, list]:
 def stages_that_fit(pool: PoolPlan, limit: int) -> tuple[int, int] | None:
     """(stages that fit under ``limit`` bytes, bytes per stage), re-placing buffers in order.
 
-    None when the pool has no stage-indexed buffers or uses move_base_to (overlays
-    make re-placement ambiguous).
+    The pool's buffers become :class:`~tilemem.plan.stages.BufferRequest` objects (the
+    stage-indexed ones per stage) and go through the stage solver's
+    :func:`~tilemem.plan.stages.deepest_stages`. None when the pool has no stage-indexed
+    buffers or uses move_base_to (overlays make re-placement ambiguous).
     """
     stages, staged = staged_entries(pool)
     if not stages or pool.moves:
         return None
     staged_names = {e.name for e in staged}
-    per_stage = sum(e.length // stages for e in staged)
-
-    def total(s: int) -> int:
-        sizes = [
-            (e.length // stages * s if e.name in staged_names else e.length, e.align)
-            for e in pool.entries
-        ]
-        return bump_total(sizes)[0]
-
-    # bump placement only grows with each size, so the total grows with s: bisect
-    low, high = 0, stages  # total(low) fits (0 stages: by convention), total(high + 1) does not
-    while low < high:
-        mid = (low + high + 1) // 2
-        if total(mid) <= limit:
-            low = mid
-        else:
-            high = mid - 1
-    return low, per_stage
+    requests = [
+        BufferRequest(
+            e.name,
+            e.shape[1:] if e.name in staged_names else e.shape,
+            e.dtype,
+            align=e.align,
+            per_stage=e.name in staged_names,
+        )
+        for e in pool.entries
+    ]
+    return deepest_stages(requests, limit, stages), per_stage_bytes(requests)
 
 
 def check_smem_capacity(pool: PoolPlan, target: Target) -> None:

@@ -5,23 +5,14 @@ from __future__ import annotations
 import string
 from typing import TYPE_CHECKING
 
+from ..errors import CapacityError
+from ..intmath import ceil_div
+from ..text import table
+
 if TYPE_CHECKING:  # the model imports this module to render itself
     from .model import MemoryPlan, PoolPlan
 
 _MAP_WIDTH = 64  # characters in the TMEM column map
-
-
-def _table(rows: list[list[str]], right: set[int]) -> list[str]:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = []
-    for n, row in enumerate(rows):
-        cells = [
-            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))
-        ]
-        lines.append("  ".join(cells).rstrip())
-        if n == 0:
-            lines.append("  ".join("-" * w for w in widths))
-    return lines
 
 
 def _pool_lines(pool: PoolPlan) -> list[str]:
@@ -56,28 +47,35 @@ def _pool_lines(pool: PoolPlan) -> list[str]:
         )
     if not pool.entries:
         rows.append(["(empty)"] + [""] * (len(header) - 1))
-    lines = [f"{pool.name} ({pool.scope})"] + _table(rows, right={2, 3, 4, 5})
+    lines = [f"{pool.name} ({pool.scope})"] + table(rows, right={2, 3, 4, 5})
     committed = "not committed" if pool.committed is None else f"committed {pool.committed} {unit}"
     lines.append(
         f"high-water {pool.high_water} {unit}, {committed}, padding {pool.padding} {unit}"
         + (f", {len(pool.moves)} move_base_to" if pool.moves else "")
     )
-    for key, value in pool.details.items():
-        lines.append(f"{key}: {value}")
+    if pool.allocation is not None:
+        a = pool.allocation
+        lines.append(
+            f"alloc: cta_group::{a.cta_group}, warp {a.alloc_warp} allocates, "
+            f"warp {a.dealloc_warp} deallocates, slot {a.slot}@{a.slot_offset}"
+        )
+    for views in pool.stages:
+        spans = ", ".join(f"[{s}] cols {lo}..{hi}" for s, (lo, hi) in enumerate(views.spans))
+        lines.append(f"stages of {views.buffer}: {spans}")
     return lines
 
 
 def column_map(pool: PoolPlan) -> list[str]:
     """One character per group of columns; each buffer gets a letter, '*' where buffers alias."""
     total = pool.committed or max(32, pool.high_water)
-    per_char = max(1, -(-total // _MAP_WIDTH))
-    cells = ["."] * (-(-total // per_char))
+    per_char = max(1, ceil_div(total, _MAP_WIDTH))
+    cells = ["."] * ceil_div(total, per_char)
     legend = []
     letters = string.ascii_uppercase + string.ascii_lowercase
     for n, e in enumerate(pool.entries):
         mark = letters[n % len(letters)]
         legend.append(f"{mark}={e.name}[{e.offset}:{e.end})")
-        for c in range(e.offset // per_char, min(len(cells), -(-e.end // per_char))):
+        for c in range(e.offset // per_char, min(len(cells), ceil_div(e.end, per_char))):
             cells[c] = mark if cells[c] == "." else "*"
     return [
         f"TMEM columns 0..{total} ({per_char} per character):",
@@ -96,6 +94,12 @@ def format_plan(plan: MemoryPlan) -> str:
         lines += _pool_lines(pool)
         if pool.scope == "tmem" and pool.entries:
             lines += column_map(pool)
-    for title, body in plan.sections:
-        lines += ["", title] + [f"  {line}" for line in body]
+    if plan.threads is not None and plan.target:
+        lines += ["", f"occupancy ({plan.threads} threads per CTA)"]
+        try:
+            lines += [f"  {line}" for line in plan.occupancy().lines()]
+        except CapacityError as exc:  # an uncommitted pool beyond the target's capacity
+            lines.append(f"  {exc}")
+    if plan.advice is not None:
+        lines += ["", "padding"] + [f"  {line}" for line in plan.advice.lines()]
     return "\n".join(lines)

@@ -1,18 +1,27 @@
 """The memory plan as data: one entry per buffer, each pool's totals and overlaps.
 
-Rendering lives in :mod:`tilemem.plan.format`, occupancy in :mod:`tilemem.plan.occupancy`;
-both read this model, and this module imports neither.
+Rendering lives in :mod:`tilemem.plan.format`, occupancy in :mod:`tilemem.plan.occupancy`,
+the JSON form in :mod:`tilemem.plan.serialize`: every field of these dataclasses round-trips
+through ``to_dict``/``from_dict``, so a new field needs no serialisation code.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import contextlib
+from dataclasses import dataclass, replace
 from typing import Any
 
-from ..errors import CapacityError
+from ..errors import CapacityError, PlanFileError
+from .advice import PaddingAdvice, advise_padding
+from .cpp_header import cpp_header
 from .format import format_plan
 from .occupancy import Occupancy, occupancy
-from .target import Target
+from .serialize import PLAN_SCHEMA, from_data, to_data
+from .target import Target, get_target
+
+# Keys written to JSON for its readers, not fields: skipped when read back. All but "example"
+# (the name `tilemem plan --json` adds) are computed from the fields.
+_DERIVED_KEYS = frozenset({"schema", "occupancy", "padding", "end", "example"})
 
 
 @dataclass(frozen=True)
@@ -32,10 +41,32 @@ class PlanEntry:
     shape: tuple[int, ...]
     layout: str
     overlaps: tuple[str, ...] = ()
+    swizzle: int = 0  # SwizzleMode value L: 0 none, 1/2/3 the 32/64/128-byte swizzle
+    lanes: tuple[tuple[int, int], ...] = ()  # TMEM: [first, end) lane runs the layout touches
 
     @property
     def end(self) -> int:
         return self.offset + self.length
+
+
+@dataclass(frozen=True)
+class TMEMAllocation:
+    """How a TMEM pool is allocated: ``tcgen05.alloc.cta_group::N`` by one warp into a slot."""
+
+    cta_group: int
+    alloc_warp: int
+    dealloc_warp: int
+    slot: str  # the SMEM buffer tcgen05.alloc writes the TMEM base address into
+    slot_offset: int | None  # its byte offset in the SMEM pool
+
+
+@dataclass(frozen=True)
+class StageViews:
+    """``TMEMStages`` over one buffer: stage s covers 32-bit columns ``spans[s]`` = [start, end)
+    of the pool (a view: it allocates nothing)."""
+
+    buffer: str
+    spans: tuple[tuple[int, int], ...]
 
 
 @dataclass(frozen=True)
@@ -49,7 +80,8 @@ class PoolPlan:
     high_water: int
     committed: int | None  # committed bytes, or total_cols for TMEM; None before commit
     moves: tuple[tuple[int, int], ...] = ()  # (cursor before, cursor after) of each move_base_to
-    details: dict[str, Any] = field(default_factory=dict)
+    allocation: TMEMAllocation | None = None  # TMEM pools only
+    stages: tuple[StageViews, ...] = ()  # TMEM stage views over this pool's buffers
 
     @property
     def padding(self) -> int:
@@ -65,13 +97,10 @@ class PoolPlan:
         return [(e.name, o) for e in self.entries for o in e.overlaps if e.name < o]
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
+        out = to_data(self)
         out["padding"] = self.padding
-        out["entries"] = [
-            {**asdict(e), "shape": list(e.shape), "overlaps": list(e.overlaps)}
-            for e in self.entries
-        ]
-        out["moves"] = [list(m) for m in self.moves]
+        for entry, data in zip(self.entries, out["entries"]):
+            data["end"] = entry.end
         return out
 
 
@@ -81,7 +110,8 @@ class MemoryPlan:
 
     pools: tuple[PoolPlan, ...]
     target: str | None = None
-    sections: tuple[tuple[str, tuple[str, ...]], ...] = ()  # extra report sections (title, lines)
+    threads: int | None = None  # threads per CTA, when known: the report shows occupancy
+    advice: PaddingAdvice | None = None  # the SMEM pool's padding advice, from with_advice()
 
     @property
     def smem(self) -> PoolPlan | None:
@@ -98,11 +128,19 @@ class MemoryPlan:
                     return e
         raise KeyError(name)
 
-    def occupancy(self, threads: int, target: str | Target | None = None) -> Occupancy:
-        """CTAs per SM for blocks of ``threads`` threads (see :mod:`tilemem.plan.occupancy`).
+    def occupancy(
+        self, threads: int | None = None, target: str | Target | None = None
+    ) -> Occupancy:
+        """CTAs per SM for blocks of ``threads`` threads (default: the plan's own
+        ``threads``); see :mod:`tilemem.plan.occupancy`.
 
         Uses the committed sizes, or the high-water marks of pools not yet committed.
         """
+        threads = threads if threads is not None else self.threads
+        if threads is None:
+            raise CapacityError(
+                "occupancy needs the threads per CTA: pass threads= or use plan.with_threads(n)"
+            )
         target = target or self.target
         if target is None:
             raise CapacityError(
@@ -113,15 +151,47 @@ class MemoryPlan:
         tmem_cols = sum(p.used for p in self.tmem)
         return occupancy(smem_bytes, threads, target, tmem_cols)
 
-    def with_section(self, title: str, lines) -> MemoryPlan:
-        return MemoryPlan(self.pools, self.target, self.sections + ((title, tuple(lines)),))
+    def with_threads(self, threads: int) -> MemoryPlan:
+        """This plan for CTAs of ``threads`` threads: its report and JSON show occupancy."""
+        limit = get_target(self.target).max_threads_per_block if self.target else 1024
+        if isinstance(threads, bool) or not isinstance(threads, int) or not 1 <= threads <= limit:
+            raise CapacityError(
+                f"threads per CTA must be an integer in [1, {limit}], got {threads!r}"
+            )
+        return replace(self, threads=threads)
+
+    def with_advice(self) -> MemoryPlan:
+        """This plan with padding advice for its SMEM pool (an order that loses fewer bytes)."""
+        return replace(self, advice=advise_padding(self.smem) if self.smem else None)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "target": self.target,
-            "pools": [p.to_dict() for p in self.pools],
-            "sections": {title: list(lines) for title, lines in self.sections},
-        }
+        """The plan as JSON-ready data: every field, the schema version, and derived values
+        for readers (occupancy when threads and target are known, padding, entry ends)."""
+        out: dict[str, Any] = {"schema": PLAN_SCHEMA, **to_data(self)}
+        out["pools"] = [p.to_dict() for p in self.pools]
+        if self.threads is not None and self.target is not None:
+            with contextlib.suppress(CapacityError):  # SMEM beyond the target: no occupancy
+                out["occupancy"] = to_data(self.occupancy())
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MemoryPlan:
+        """The plan ``to_dict`` wrote: ``MemoryPlan.from_dict(plan.to_dict()) == plan``."""
+        if not isinstance(data, dict):
+            raise PlanFileError(f"a plan is a JSON object, got {type(data).__name__}")
+        schema = data.get("schema")
+        if schema != PLAN_SCHEMA:
+            raise PlanFileError(
+                f"plan schema {schema!r}; this tilemem reads schema {PLAN_SCHEMA}"
+                + (" (a plan written by to_dict() has a 'schema' key)" if schema is None else "")
+            )
+        return from_data(cls, data, derived=_DERIVED_KEYS)
+
+    def to_cpp_header(self, namespace: str = "tilemem_plan") -> str:
+        """The plan as a self-contained C++17 header: a namespace per pool and buffer with
+        constexpr offsets, sizes, alignments, swizzle modes, TMEM columns and static_asserts
+        (see :mod:`tilemem.plan.cpp_header`)."""
+        return cpp_header(self, namespace)
 
     def format(self) -> str:
         """The text report: a buffer table per pool, totals, a TMEM column map."""

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import CapacityError, TilememWarning
+from ..intmath import align_up
 from ..layout.tmem import TMEM_COLS, TMEM_MIN_ALLOC_COLS
 from ..validate import check_int
 from .target import Target, get_target
@@ -158,7 +159,7 @@ def _residency_fixes(occ: Occupancy, target: Target, per_cta: int) -> list[str]:
     if occ.smem_bytes < smem <= target.max_smem_per_block:
         fixes.append(f"use at least {smem} bytes of shared memory per CTA")
     # smallest whole-warp block size t with max_threads_per_sm // t <= fit
-    threads = -(-(target.max_threads_per_sm // (fit + 1) + 1) // 32) * 32
+    threads = align_up(target.max_threads_per_sm // (fit + 1) + 1, 32)
     if occ.threads < threads <= target.max_threads_per_block:
         fixes.append(f"use at least {threads} threads per CTA")
     return fixes or [f"keep at most {fit} CTA(s) per SM"]

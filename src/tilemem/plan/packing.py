@@ -6,15 +6,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..errors import AlignmentError
+from ..intmath import align_up, is_power_of_two
 from ..validate import is_int
-
-
-def is_power_of_two(n: int) -> bool:
-    return isinstance(n, int) and n > 0 and n & (n - 1) == 0
-
-
-def align_up(value: int, align: int) -> int:
-    return -(-value // align) * align
 
 
 def check_align(align, what: str = "align") -> int:

@@ -98,6 +98,22 @@ def bytes_for(requests, stages: int) -> int:
     return bump_total(r.placement(stages) for r in requests)[0]
 
 
+def deepest_stages(requests, limit: int, max_stages: int) -> int:
+    """The most stages in ``[0, max_stages]`` whose bump placement fits ``limit`` bytes.
+
+    Bump placement only grows when a size grows, so the total grows with the stage
+    count: bisect for the last count that fits (0 when even one stage does not).
+    """
+    low, high = 0, max_stages
+    while low < high:
+        mid = (low + high + 1) // 2
+        if bytes_for(requests, mid) <= limit:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
 def solve_stages(
     requests, target: str | Target, ctas_per_sm: int = 1, max_stages: int = 64
 ) -> StageSolution:
@@ -111,21 +127,18 @@ def solve_stages(
     if not any(r.per_stage for r in requests):
         raise CapacityError("solve_stages needs at least one per_stage=True buffer")
     limit = smem_limit(target, ctas_per_sm)
-    used = bytes_for(requests, 1)
-    if used > limit:
+    stages = deepest_stages(requests, limit, max_stages)
+    if stages == 0:
+        used = bytes_for(requests, 1)
         raise CapacityError(
             f"even 1 stage needs {used} bytes but {get_target(target).name} with {ctas_per_sm} "
             "CTA(s) per SM "
             f"allows {limit} per CTA: remove at least {used - limit} bytes"
         )
-    low, high = 1, max_stages  # bytes grow with the stage count: bisect for the last that fits
-    while low < high:
-        mid = (low + high + 1) // 2
-        if bytes_for(requests, mid) <= limit:
-            low = mid
-        else:
-            high = mid - 1
-    stages = low
     used = bytes_for(requests, stages)
-    per_stage = sum(r.placement(1)[0] for r in requests if r.per_stage)
-    return StageSolution(stages, used, limit - used, limit, per_stage)
+    return StageSolution(stages, used, limit - used, limit, per_stage_bytes(requests))
+
+
+def per_stage_bytes(requests) -> int:
+    """Bytes one more stage adds to the per-stage buffers (their padding aside)."""
+    return sum(r.placement(1)[0] for r in requests if r.per_stage)

@@ -4,10 +4,33 @@ moves, and the names of one CTA's buffers."""
 from __future__ import annotations
 
 from ..errors import AllocationError
+from ..layout import Layout, TileLayout
+from ..layout.smem import layout_swizzle_mode
 from ..plan.model import PlanEntry
 from ..plan.packing import overlapping_pairs
 from ..validate import check_name
-from .buffer import Buffer
+from .buffer import TMEM, Buffer
+
+
+def lane_runs(layout: Layout) -> tuple[tuple[int, int], ...]:
+    """The TMEM lanes a layout touches, replicas included, as sorted [first, end) runs.
+
+    Lanes are ``offset + sum(c_i * stride_i)`` over the TLane Iters of shard and replica.
+    """
+    lanes = {layout.offset.get("TLane", 0)} if isinstance(layout, TileLayout) else {0}
+    if isinstance(layout, TileLayout):
+        for it in (*layout.shard, *layout.replica):
+            if it.axis == "TLane":
+                lanes = {lane + k * it.stride for lane in lanes for k in range(it.extent)}
+    else:
+        lanes = {int(x) for x in layout.positions().get("TLane", [0])}
+    runs: list[list[int]] = []
+    for lane in sorted(lanes):
+        if runs and runs[-1][1] == lane:
+            runs[-1][1] = lane + 1
+        else:
+            runs.append([lane, lane + 1])
+    return tuple((lo, hi) for lo, hi in runs)
 
 
 class BumpPool:
@@ -108,6 +131,8 @@ class BumpPool:
                 shape=b.shape,
                 layout=b.layout_name,
                 overlaps=tuple(partners[b.name]),
+                swizzle=int(layout_swizzle_mode(b.layout)),
+                lanes=lane_runs(b.layout) if b.scope == TMEM else (),
             )
             for b, offset, size, align, padding in spots
         )

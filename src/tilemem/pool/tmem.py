@@ -13,10 +13,11 @@ import math
 
 from ..dtype import DTypeLike, as_dtype
 from ..errors import AllocationError, LayoutError, PoolStateError, TMEMOverflowError
+from ..intmath import ceil_div
 from ..layout import Layout, TileLayout, sf_tmem_layout, tmem_datapath_layout
 from ..layout.tmem import TMEM_COLS, TMEM_LANES, TMEM_MIN_ALLOC_COLS
 from ..plan.capacity import check_tmem_target
-from ..plan.model import PoolPlan
+from ..plan.model import PoolPlan, StageViews, TMEMAllocation
 from ..plan.occupancy import check_tmem_per_cta
 from ..plan.packing import is_power_of_two
 from ..validate import check_int, check_name, check_shape, is_int
@@ -54,10 +55,16 @@ def _whole_columns(elements: int, bits: int, what: str) -> int:
     return elements * bits // 32
 
 
+def _span(view: Buffer) -> tuple[int, int]:
+    """[first, end) 32-bit columns of a stage view."""
+    assert view.col_offset is not None and view.cols is not None  # views are placed
+    return view.col_offset, view.col_offset + view.cols
+
+
 def column_footprint(layout: Layout, bits: int) -> int:
     """32-bit columns from the buffer's first column to the last one its layout touches:
     ``ceil(span(TCol) * bits / 32)``, ``TCol`` counting elements of the dtype."""
-    return -(-layout.span("TCol") * bits // 32)
+    return ceil_div(layout.span("TCol") * bits, 32)
 
 
 class TMEMPool(BumpPool):
@@ -147,7 +154,7 @@ class TMEMPool(BumpPool):
     def _check_warps_in_block(pool: SMEMPool, alloc_warp: int, dealloc_warp: int | None) -> None:
         if pool.threads is None:
             return
-        warps = -(-pool.threads // 32)
+        warps = ceil_div(pool.threads, 32)
         for label, warp in (("alloc_warp", alloc_warp), ("dealloc_warp", dealloc_warp)):
             if warp is not None and warp >= warps:
                 raise AllocationError(
@@ -330,19 +337,27 @@ class TMEMPool(BumpPool):
     def pool_plan(self) -> PoolPlan:
         entries = self._entries((b, b.col_offset, b.cols, 1, 0) for b in self._buffers)
         size = self.total_cols if isinstance(self.total_cols, int) else None  # None: 'auto'
-        details = {
-            "alloc": (
-                f"cta_group::{self.cta_group}, warp {self.alloc_warp} allocates, "
-                f"warp {self.dealloc_warp} deallocates, "
-                f"slot {self.slot.name}@{self.slot.byte_offset}"
-            ),
-        }
-        for views in self._stage_views:  # a second view of one buffer gets "#2", and so on
-            key = f"stages of {views.buf.name}"
-            n = sum(k == key or k.startswith(key + " #") for k in details)
-            details[key if n == 0 else f"{key} #{n + 1}"] = views.describe()
+        allocation = TMEMAllocation(
+            self.cta_group,
+            self.alloc_warp,
+            self.dealloc_warp,
+            self.slot.name,
+            self.slot.byte_offset,
+        )
+        stages = tuple(
+            StageViews(views.buf.name, tuple(_span(views.view(s)) for s in range(views.stages)))
+            for views in self._stage_views
+        )
         return PoolPlan(
-            self.name, TMEM, "cols", entries, self._high_water, size, tuple(self._moves), details
+            self.name,
+            TMEM,
+            "cols",
+            entries,
+            self._high_water,
+            size,
+            tuple(self._moves),
+            allocation,
+            stages,
         )
 
     # -- internals -----------------------------------------------------------------------

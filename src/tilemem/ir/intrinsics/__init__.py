@@ -1,5 +1,6 @@
 """Instructions a kernel can issue, one declaration each (see :mod:`.registry`), grouped by
-hardware feature: threads and barriers, mbarriers, TMA, wgmma (sm_90a), tcgen05 (sm_100a).
+hardware feature: threads and barriers, mbarriers, TMA, register budgets and stmatrix,
+wgmma (sm_90a), tcgen05 (sm_100a).
 
 Importing this package registers every instruction: :data:`INTRINSICS` is the lowering
 table the CUDA backend reads, :data:`LANGUAGE` the ``T.cuda`` / ``T.ptx`` namespaces.
@@ -14,6 +15,7 @@ from .mbarrier import (
     mbarrier_try_wait_parity,
     mbarrier_wait,
 )
+from .registers import setmaxnreg_dec, setmaxnreg_inc, stmatrix_x4
 from .registry import INTRINSICS, LANGUAGE, Intrinsic
 from .tcgen05 import (
     tcgen05_alloc,
@@ -38,6 +40,7 @@ from .tcgen05 import (
 from .thread import (
     block_id,
     elect_sync,
+    grid_dim,
     lane_id,
     named_barrier,
     pack_bf16x2,
@@ -49,6 +52,7 @@ from .thread import (
 )
 from .tma import (
     bulk_commit_group,
+    bulk_wait_group,
     bulk_wait_group_read,
     tma_load,
     tma_load_tile,
@@ -69,10 +73,12 @@ __all__ = [
     "Intrinsic",
     "block_id",
     "bulk_commit_group",
+    "bulk_wait_group",
     "bulk_wait_group_read",
     "elect_sync",
     "fence_mbarrier_init",
     "fence_proxy_async_shared_cta",
+    "grid_dim",
     "lane_id",
     "mbarrier_arrive",
     "mbarrier_arrive_expect_tx",
@@ -81,7 +87,10 @@ __all__ = [
     "mbarrier_wait",
     "named_barrier",
     "pack_bf16x2",
+    "setmaxnreg_dec",
+    "setmaxnreg_inc",
     "smem_addr",
+    "stmatrix_x4",
     "syncthreads",
     "syncwarp",
     "tcgen05_alloc",

@@ -106,7 +106,7 @@ def intrinsic(
             if feature is not None or value is None:
                 builder = current()
                 if feature is not None:
-                    builder.require(feature, spec.instruction)
+                    builder.target.require(feature, spec.instruction)
                 if value is None:
                     builder.emit(ExprStmt(node))
                     return None

@@ -168,6 +168,7 @@ def tcgen05_wait_st():
 
 
 @expose("ptx.tcgen05.desc")
+<<<<<<< HEAD
 def tcgen05_desc(buf: Buffer, *coords, major: str = "K") -> Expr:
     """tcgen05 shared-memory descriptor of ``buf`` starting at ``coords`` (stage..., row, col).
 
@@ -179,6 +180,12 @@ def tcgen05_desc(buf: Buffer, *coords, major: str = "K") -> Expr:
 
 
 _DENSE_KINDS = ("f16", "tf32", "f8f6f4", "i8")
+=======
+def tcgen05_desc(buf: Buffer, *coords) -> Expr:
+    """tcgen05 shared-memory descriptor of ``buf`` starting at ``coords`` (stage..., row, k)."""
+    current().target.require("tcgen05", "tcgen05 shared-memory descriptor")
+    return shared_descriptor(buf, coords, tcgen05_descriptor_high)
+>>>>>>> main
 
 
 def _lower_mma(call, gen) -> str:
@@ -381,12 +388,12 @@ def tmem_addr(buf: Buffer, lane=0, col=0) -> Expr:
     if not isinstance(buf, Buffer) or buf.scope != TMEM:
         raise IRError(f"tmem_addr takes a TMEM buffer, got {buf!r}")
     builder = current()
-    if id(buf.pool) not in builder.tmem_bases:
+    if buf.pool not in builder.tmem_bases:
         raise IRError(
             f"TMEM buffer {buf.name!r}: read the pool's base first with T.tmem_base(pool) "
             "(after its commit), so addresses use what tcgen05.alloc returned rather than 0"
         )
-    base = builder.tmem_bases[id(buf.pool)]
+    base = builder.tmem_bases[buf.pool]
     lane_part = binop("<<", lane, 16)
     return binop("+", binop("+", base, lane_part), binop("+", convert(buf.col_offset), col))
 
@@ -411,7 +418,7 @@ def tmem_dealloc_protocol(pool) -> None:
     """Warp ``dealloc_warp`` relinquishes the allocation permit and frees the columns."""
     builder = current()
     with builder.frame() as body:
-        base = Load(builder.smem_vars[id(pool.slot)], convert(0), UINT32)
+        base = Load(builder.smem_vars[pool.slot], convert(0), UINT32)
         tcgen05_relinquish(cta_group=pool.cta_group)
         tcgen05_dealloc(base, pool.total_cols, cta_group=pool.cta_group)
     builder.emit(Comment(f"TMEM: warp {pool.dealloc_warp} gives back {pool.total_cols} columns"))
@@ -424,8 +431,8 @@ def tmem_base(pool) -> Var:
     Every thread of the block must reach this call (it contains ``__syncthreads``).
     """
     builder = current()
-    if id(pool) in builder.tmem_bases:
-        return builder.tmem_bases[id(pool)]
+    if pool in builder.tmem_bases:
+        return builder.tmem_bases[pool]
     if not pool.committed:
         raise PoolStateError(
             f"TMEM pool {pool.name!r}: commit() it (which emits tcgen05.alloc) before reading its "
@@ -435,8 +442,6 @@ def tmem_base(pool) -> Var:
     tcgen05_fence_before()
     syncthreads()
     tcgen05_fence_after()
-    var = let(
-        f"{pool.name}_base", Load(builder.smem_vars[id(pool.slot)], convert(0), UINT32), "uint32"
-    )
-    builder.tmem_bases[id(pool)] = var
+    var = let(f"{pool.name}_base", Load(builder.smem_vars[pool.slot], convert(0), UINT32), "uint32")
+    builder.tmem_bases[pool] = var
     return var

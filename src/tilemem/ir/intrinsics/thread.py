@@ -33,6 +33,16 @@ def _block_idx(axis: int):
     return (), (("axis", axis),)
 
 
+@intrinsic(
+    "cuda.grid_dim",
+    lower=lambda call, gen: f"(int)gridDim.{'xyz'[call.attr('axis')]}",
+    value=INT32,
+    public=False,
+)
+def _grid_dim(axis: int):
+    return (), (("axis", axis),)
+
+
 def thread_id(axis: int = 0) -> Expr:
     """``threadIdx.{x,y,z}``."""
     return _thread_idx(axis)
@@ -43,13 +53,30 @@ def block_id(axis: int = 0) -> Expr:
     return _block_idx(axis)
 
 
+def grid_dim(axis: int = 0) -> Expr:
+    """``gridDim.{x,y,z}``: blocks in the grid, the stride of a persistent tile loop."""
+    return _grid_dim(axis)
+
+
+def linear_thread_id() -> Expr:
+    """``threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z)``: warps are cut
+    from this linear index (CUDA C++ Programming Guide, "Thread Hierarchy")."""
+    bx, by, bz = current().block
+    tid = thread_id(0)
+    if bz > 1:
+        tid = binop("+", tid, binop("*", bx * by, thread_id(2)))
+    if by > 1:
+        tid = binop("+", tid, binop("*", bx, thread_id(1)))
+    return tid
+
+
 def warp_id() -> Expr:
-    """Warp index within the block (``threadIdx.x / 32``; 1-D blocks)."""
-    return binop("//", thread_id(), 32)
+    """Warp index within the block: linear thread index / 32 (any block shape)."""
+    return binop("//", linear_thread_id(), 32)
 
 
 def lane_id() -> Expr:
-    return binop("%", thread_id(), 32)
+    return binop("%", linear_thread_id(), 32)
 
 
 @intrinsic("cuda.syncthreads", lower=lambda call, gen: "__syncthreads()")
@@ -62,18 +89,29 @@ def syncwarp(mask: int = 0xFFFFFFFF):
     return (Const(mask, UINT32),), ()
 
 
-@intrinsic(
-    "cuda.named_barrier",
-    lower=lambda call, gen: asm(f"bar.sync {call.attr('id')}, {call.attr('threads')};"),
-)
-def named_barrier(barrier_id: int, threads: int):
-    """``bar.sync id, threads``: synchronise a subset of warps (``threads`` a multiple of 32)."""
-    if not 0 <= barrier_id < 16 or threads % 32 or threads <= 0:
+def _lower_named_barrier(call, gen) -> str:
+    threads = call.attr("threads")
+    if not call.args:
+        return asm(f"bar.sync {call.attr('id')}, {threads};")
+    return asm(f"bar.sync %0, {threads};", "", f'"r"({gen.expr(call.args[0])})')
+
+
+@intrinsic("cuda.named_barrier", lower=_lower_named_barrier)
+def named_barrier(barrier_id, threads: int):
+    """``bar.sync id, threads``: synchronise a subset of warps (``threads`` a multiple of 32).
+
+    ``barrier_id`` is an int in [0, 16) or an expression computed at run time (one barrier per
+    warpgroup, say).
+    """
+    fixed = isinstance(barrier_id, int)
+    if (fixed and not 0 <= barrier_id < 16) or threads % 32 or threads <= 0:
         raise IRError(
             "bar.sync takes an id in [0, 16) and a positive multiple of 32 threads, got "
             f"{barrier_id}, {threads}"
         )
-    return (), (("id", barrier_id), ("threads", threads))
+    if fixed:
+        return (), (("id", barrier_id), ("threads", threads))
+    return (convert(barrier_id),), (("threads", threads),)
 
 
 @intrinsic(

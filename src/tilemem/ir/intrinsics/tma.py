@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from ...layout import layout_swizzle_mode
+from ...layout.tma import TMAFill, tma_fill
 from ...pool import SMEM, Buffer
 from ..builder import current
 from ..nodes import IRError, TensorMapVar, binop, convert
@@ -53,7 +53,7 @@ def tma_load(tmap: TensorMapVar, dst, bar, coords, multicast_mask=None):
     attrs: list[tuple] = [("rank", len(tuple(coords)))]
     args = [tmap, shared_operand(dst), shared_operand(bar), *_coords(coords)]
     if multicast_mask is not None:
-        current().require("cluster", "TMA multicast")
+        current().target.require("cluster", "TMA multicast")
         attrs.append(("multicast", True))
         args.append(convert(multicast_mask))
     return args, attrs
@@ -85,34 +85,30 @@ def tma_store(tmap: TensorMapVar, src, coords):
     return [tmap, shared_operand(src), *_coords(coords)], [("rank", len(tuple(coords)))]
 
 
-def _tile_boxes(buf: Buffer):
-    """(C, boxes): a tile (..., R, K) moves as K / C boxes one swizzle row (or 16 bytes) wide."""
-    if not isinstance(buf, Buffer) or buf.scope != SMEM or len(buf.shape) < 2:
+def _tile_fill(buf: Buffer) -> TMAFill:
+    """How TMA fills ``buf`` (:func:`tilemem.layout.tma.tma_fill`, the same rule as the map)."""
+    if not isinstance(buf, Buffer) or buf.scope != SMEM:
         raise IRError(f"a tile copy needs a shared-memory buffer of shape (..., R, K), got {buf!r}")
-    per_box = layout_swizzle_mode(buf.layout).row_bytes * 8 // buf.dtype.bits
-    if buf.shape[-1] % per_box:
-        raise IRError(
-            f"{buf.name}: K = {buf.shape[-1]} is not a multiple of the {per_box}-element TMA box "
-            "row"
-        )
-    return per_box, buf.shape[-1] // per_box
+    return tma_fill(buf.layout, buf.dtype, buf.shape, buf.byte_offset)
 
 
 @expose("ptx.tma.load_tile")
 def tma_load_tile(tmap: TensorMapVar, buf: Buffer, bar, row, col, *lead) -> None:
-    """Load the (R, K) tile at global (row, col) into ``buf[lead...]``: one box per K column
-    block."""
-    per_box, boxes = _tile_boxes(buf)
-    for b in range(boxes):
-        tma_load(tmap, (buf, *lead, 0, b * per_box), bar, [binop("+", col, b * per_box), row])
+    """Load the (R, K) tile at global (row, col) into ``buf[lead...]``, box by box as
+    :func:`~tilemem.layout.tma.tma_fill` says."""
+    fill = _tile_fill(buf)
+    for b in range(fill.boxes):
+        c = b * fill.box_cols
+        tma_load(tmap, (buf, *lead, 0, c), bar, [binop("+", col, c), row])
 
 
 @expose("ptx.tma.store_tile")
 def tma_store_tile(tmap: TensorMapVar, buf: Buffer, row, col, *lead) -> None:
     """Store ``buf[lead...]`` to the global tile at (row, col), box by box."""
-    per_box, boxes = _tile_boxes(buf)
-    for b in range(boxes):
-        tma_store(tmap, (buf, *lead, 0, b * per_box), [binop("+", col, b * per_box), row])
+    fill = _tile_fill(buf)
+    for b in range(fill.boxes):
+        c = b * fill.box_cols
+        tma_store(tmap, (buf, *lead, 0, c), [binop("+", col, c), row])
 
 
 @intrinsic(
@@ -132,4 +128,15 @@ def bulk_commit_group():
     lower=lambda call, gen: asm(f"cp.async.bulk.wait_group.read {call.attr('n')};"),
 )
 def bulk_wait_group_read(n: int = 0):
+    return (), (("n", int(n)),)
+
+
+@intrinsic(
+    "ptx.tma.wait_group",
+    feature="tma",
+    instruction="cp.async.bulk.wait_group",
+    lower=lambda call, gen: asm(f"cp.async.bulk.wait_group {call.attr('n')};"),
+)
+def bulk_wait_group(n: int = 0):
+    """At most ``n`` bulk groups pending, their writes to global memory done (not only read)."""
     return (), (("n", int(n)),)

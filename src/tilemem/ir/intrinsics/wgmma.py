@@ -27,6 +27,7 @@ _WGMMA_N_INT = {8, 16, 24, *range(32, 257, 16)}  # integer wgmma
 
 
 @expose("ptx.wgmma.desc")
+<<<<<<< HEAD
 def wgmma_desc(buf: Buffer, *coords, major: str = "K") -> Expr:
     """wgmma shared-memory descriptor of ``buf`` starting at ``coords`` (stage..., row, col).
 
@@ -35,6 +36,12 @@ def wgmma_desc(buf: Buffer, *coords, major: str = "K") -> Expr:
     """
     current().require("wgmma", "wgmma descriptor")
     return shared_descriptor(buf, coords, wgmma_descriptor_high, major)
+=======
+def wgmma_desc(buf: Buffer, *coords) -> Expr:
+    """wgmma shared-memory descriptor of ``buf`` starting at ``coords`` (stage..., row, k)."""
+    current().target.require("wgmma", "wgmma descriptor")
+    return shared_descriptor(buf, coords, wgmma_descriptor_high)
+>>>>>>> main
 
 
 @intrinsic("ptx.wgmma.fence", feature="wgmma", ptx="wgmma.fence.sync.aligned;")

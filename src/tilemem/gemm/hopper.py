@@ -1,0 +1,273 @@
+"""Persistent, warp-specialised Hopper bf16 GEMM: ``C = A @ B^T``.
+
+A is ``M x K``, B is ``N x K`` and C is ``M x N``, all row-major bf16; accumulation is fp32.
+One CTA of 384 threads runs per SM and walks the output tiles ``b, b + gridDim, ...``:
+
+- warpgroup 0 is the producer. It gives registers back (``setmaxnreg.dec``) and one elected
+  thread streams the A and B tiles of every K step into the stage ring with TMA, waiting on
+  each stage's ``empty`` mbarrier and arming its ``full`` mbarrier with the byte count.
+- warpgroups 1 and 2 are the consumers (``setmaxnreg.inc``). Each owns 64 rows of the
+  128 x 256 tile: 128 fp32 accumulators a thread, ``wgmma m64n256k16`` four times per K tile.
+  One wgmma group stays in flight (``wait_group 1``): the stage of K tile ``k - 1`` is
+  released once the group of tile ``k`` has been issued and the older one has completed.
+- the epilogue rounds to bf16, writes 64-column slices with ``stmatrix`` into the consumer's
+  two swizzled staging tiles and TMA-stores them; meanwhile the producer is already filling
+  the ring for the next tile. TMA zero-fills loads and clips stores outside the matrices, so
+  M, N and K need not be multiples of the tile (K and N must keep rows 16-byte aligned).
+
+Tile order (``tile_coords``): tiles are taken in groups of ``group_m`` rows of M tiles, every N
+tile of a group before the next group, so the CTAs that run together reuse A and B from L2.
+The memory plan is ``gemm/plan.py``'s; ``tilemem plan --example hopper-gemm-persistent``
+prints it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .. import lang as T
+from ..cuda.device import check, driver
+from ..cuda.kernel import KernelProgram
+from ..cuda.launch import Launcher
+from ..cuda.tma import tile_map
+from ..errors import TilememError
+from ..intmath import ceil_div
+from . import plan as gemm_plan
+from .plan import CONSUMERS, EPILOGUE_BUFFERS, EPILOGUE_COLS, TILE_K, TILE_M, TILE_N
+
+PRODUCER_REGS = 40  # a TMA-issuing warpgroup needs few registers
+CONSUMER_REGS = 232  # 128 accumulators + descriptors + epilogue; 128*40 + 256*232 <= 65536
+THREADS = 128 * (1 + CONSUMERS)
+DEFAULT_GROUP_M = 8
+
+
+class GemmShapeError(TilememError, ValueError):
+    """Operands the persistent GEMM cannot take; the message says which rule and the fix."""
+
+
+def tile_coords(tile, m_tiles, n_tiles, group_m):
+    """(m, n) tile of linear ``tile`` in the grouped order.
+
+    ``group = tile // (group_m * n_tiles)``; within it ``rows = min(m_tiles - group * group_m,
+    group_m)`` M tiles, ``m = group * group_m + local % rows`` and ``n = local // rows``.
+    """
+    per_group = group_m * n_tiles
+    first_m = T.let("first_m", (tile // per_group) * group_m)
+    rows = T.let("group_rows", T.min(m_tiles - first_m, group_m))
+    local = T.let("local", tile % per_group)
+    return T.let("m_tile", first_m + local % rows), T.let("n_tile", local // rows)
+
+
+def _init_barriers(full, empty) -> None:
+    """Thread 0 arms each stage's barriers: ``full`` for the producer's one arrival (plus the
+    TMA bytes), ``empty`` for one arrival per consumer warpgroup; then the block syncs."""
+    with T.If(T.thread_id() == 0):
+        for s in range(full.shape[0]):
+            T.ptx.mbarrier.init((full, s), 1)
+            T.ptx.mbarrier.init((empty, s), CONSUMERS)
+        T.ptx.fence.mbarrier_init()
+    T.cuda.syncthreads()
+
+
+def _stage_and_phase(step, stages: int):
+    """Ring slot of K step ``step`` (counted over all of the CTA's tiles) and its parity."""
+    return T.let("stage", step % stages), T.let("phase", (step // stages) % 2)
+
+
+def _producer(tma_a, tma_b, a, b, full, empty, my_tiles, sched) -> None:
+    stages = a.shape[0]
+    stage_bytes = (a.nbytes + b.nbytes) // stages
+    k_tiles = sched["k_tiles"]
+    for i in T.serial(my_tiles, name="t"):
+        tile = T.let("tile", T.block_id() + i * T.grid_dim())
+        m_tile, n_tile = tile_coords(tile, sched["m_tiles"], sched["n_tiles"], sched["group_m"])
+        for kt in T.serial(k_tiles, name="kt"):
+            s, phase = _stage_and_phase(i * k_tiles + kt, stages)
+            T.ptx.mbarrier.wait((empty, s), phase ^ 1)
+            T.ptx.mbarrier.arrive_expect_tx((full, s), stage_bytes)
+            T.ptx.tma.load(tma_a, (a, s, 0, 0), (full, s), [kt * TILE_K, m_tile * TILE_M])
+            T.ptx.tma.load(tma_b, (b, s, 0, 0), (full, s), [kt * TILE_K, n_tile * TILE_N])
+
+
+def _release(empty, stage) -> None:
+    """One arrival per consumer warpgroup frees the stage (the barrier counts CONSUMERS)."""
+    with T.If(T.all_of(T.warp_id() % 4 == 0, T.ptx.elect_sync())):
+        T.ptx.mbarrier.arrive((empty, stage))
+
+
+def _mainloop(acc, a, b, full, empty, consumer, first_step, k_tiles) -> None:
+    """All K tiles of one output tile into ``acc``; the first wgmma overwrites (scale-d 0)."""
+    stages = a.shape[0]
+    rows = TILE_M // CONSUMERS
+    for kt in T.serial(k_tiles, name="kt"):
+        s, phase = _stage_and_phase(first_step + kt, stages)
+        T.ptx.mbarrier.wait((full, s), phase)
+        T.ptx.wgmma.fence()
+        for kk in range(TILE_K // 16):
+            T.ptx.wgmma.mma_async(
+                acc,
+                T.ptx.wgmma.desc(a, s, consumer * rows, kk * 16),
+                T.ptx.wgmma.desc(b, s, 0, kk * 16),
+                n=TILE_N,
+                scale_d=(kt > 0) if kk == 0 else 1,
+            )
+        T.ptx.wgmma.commit_group()
+        T.ptx.wgmma.wait_group(1)  # K tile kt - 1 is done: its stage may be refilled
+        with T.If(kt > 0):
+            _release(empty, (first_step + kt - 1) % stages)
+    T.ptx.wgmma.wait_group(0)
+    _release(empty, (first_step + k_tiles - 1) % stages)
+
+
+def _epilogue(acc, c, tma_c, consumer, m0, n0) -> None:
+    """bf16 C slices of 64 x 64 through the consumer's two staging tiles, stored by TMA.
+
+    Accumulator fragment of wgmma m64nN (PTX ISA, "wgmma register fragments"): in warp w,
+    ``acc[4 j + r]`` is row ``16 w + lane / 4 + 8 (r / 2)``, column ``8 j + 2 (lane % 4) + r % 2``.
+    One ``stmatrix.x4`` stores columns 8j..8j+15 of the warp's 16 rows: matrices (rows 0-7, j),
+    (rows 8-15, j), (rows 0-7, j+1), (rows 8-15, j+1), lane ``8 q + r`` addressing row r of
+    matrix q.
+    """
+    lane, warp = T.lane_id(), T.warp_id() % 4
+    row = T.let("st_row", warp * 16 + (lane // 8) % 2 * 8 + lane % 8)
+    col = T.let("st_col", (lane // 16) * 8)
+    barrier = T.let("epi_bar", consumer + 1)  # bar.sync 1 and 2: one per consumer warpgroup
+    leader = T.thread_id() % 128 == 0
+    rows = TILE_M // CONSUMERS
+    for j in range(TILE_N // EPILOGUE_COLS):
+        buf = consumer * EPILOGUE_BUFFERS + j % EPILOGUE_BUFFERS
+        T.cuda.named_barrier(barrier, 128)  # the store that last read this buffer is done
+        for q in range(EPILOGUE_COLS // 16):
+            n8 = (j * EPILOGUE_COLS + q * 16) // 8
+            words = [
+                T.pack_bf16x2(acc[4 * (n8 + h) + 2 * half], acc[4 * (n8 + h) + 2 * half + 1])
+                for h in range(2)
+                for half in range(2)
+            ]
+            T.ptx.stmatrix_x4((c, buf, row, col + q * 16), words)
+        T.ptx.fence.proxy_async_shared_cta()  # generic-proxy writes, read next by TMA
+        T.cuda.named_barrier(barrier, 128)
+        with T.If(leader):
+            T.ptx.tma.store(tma_c, (c, buf, 0, 0), [n0 + j * EPILOGUE_COLS, m0 + consumer * rows])
+            T.ptx.tma.commit_group()
+            T.ptx.tma.wait_group_read(EPILOGUE_BUFFERS - 1)
+
+
+def _consumer(tma_c, a, b, c, full, empty, consumer, my_tiles, sched) -> None:
+    acc = T.alloc_local(TILE_N // 2, "float32", name="acc")
+    k_tiles = sched["k_tiles"]
+    for i in T.serial(my_tiles, name="t"):
+        tile = T.let("tile", T.block_id() + i * T.grid_dim())
+        m_tile, n_tile = tile_coords(tile, sched["m_tiles"], sched["n_tiles"], sched["group_m"])
+        _mainloop(acc, a, b, full, empty, consumer, T.let("first_step", i * k_tiles), k_tiles)
+        _epilogue(acc, c, tma_c, consumer, m_tile * TILE_M, n_tile * TILE_N)
+    with T.If(T.thread_id() % 128 == 0):
+        T.ptx.tma.wait_group(0)  # C fully written before the CTA retires
+
+
+def hopper_gemm_persistent() -> KernelProgram:
+    """The kernel: ``(tma_a, tma_b, tma_c, m_tiles, n_tiles, k_tiles, group_m)``, launched with
+    one CTA per SM (at most one per tile) and 384 threads."""
+
+    @T.kernel(target="sm_90a", grid=(132,), block=(THREADS,), name="hopper_gemm_persistent")
+    def kernel(
+        tma_a: T.TensorMap,
+        tma_b: T.TensorMap,
+        tma_c: T.TensorMap,
+        m_tiles: T.int32,
+        n_tiles: T.int32,
+        k_tiles: T.int32,
+        group_m: T.int32,
+    ):
+        smem = gemm_plan.hopper_gemm_persistent_bf16("sm_90a")
+        a, b, c = smem.buffer("A"), smem.buffer("B"), smem.buffer("C_stage")
+        full, empty = smem.buffer("full_bar"), smem.buffer("empty_bar")
+        _init_barriers(full, empty)
+        sched = {"m_tiles": m_tiles, "n_tiles": n_tiles, "k_tiles": k_tiles, "group_m": group_m}
+        grid = T.grid_dim()
+        my_tiles = T.let("my_tiles", (m_tiles * n_tiles - T.block_id() + grid - 1) // grid)
+        warpgroup = T.let("warpgroup", T.warp_id() // 4)
+        with T.If(warpgroup == 0):
+            with T.Then():
+                T.ptx.setmaxnreg.dec(PRODUCER_REGS)
+                with T.If(T.all_of(T.warp_id() == 0, T.ptx.elect_sync())):
+                    _producer(tma_a, tma_b, a, b, full, empty, my_tiles, sched)
+            with T.Else():
+                T.ptx.setmaxnreg.inc(CONSUMER_REGS)
+                _consumer(tma_c, a, b, c, full, empty, warpgroup - 1, my_tiles, sched)
+
+    return kernel
+
+
+class HopperGemm:
+    """``C = A @ B^T`` on the current GPU with :func:`hopper_gemm_persistent`.
+
+    ``prepare(a, b, c)`` checks the operands, encodes their tensor maps and returns a launch
+    callable (what a benchmark times); calling the object does both at once. ``group_m`` is the
+    rasterisation group (M tiles), ``l2_promotion`` the TMA L2 fetch size for A and B.
+    """
+
+    def __init__(self, group_m: int = DEFAULT_GROUP_M, l2_promotion: int = 256):
+        if not isinstance(group_m, int) or group_m < 1:
+            raise GemmShapeError(f"group_m is a positive number of M tiles, got {group_m!r}")
+        self.group_m, self.l2_promotion = group_m, l2_promotion
+        self.program = hopper_gemm_persistent()
+        self.launcher = Launcher(self.program)
+        self.plan = gemm_plan.hopper_gemm_persistent_bf16("sm_90a")  # the same placement
+        drv = driver()
+        attr = drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+        self.sms = int(
+            check(
+                drv.cuDeviceGetAttribute(attr, self.launcher.device.device_id),
+                "cuDeviceGetAttribute",
+                self.program.name,
+            )
+        )
+
+    def prepare(self, a, b, c, ctas: int | None = None) -> Callable[..., None]:
+        """Check and map the operands; ``ctas`` caps the persistent grid (default: one per SM)."""
+        m, k, n = _check_operands(a, b, c)
+        maps = (
+            tile_map(a, self.plan.buffer("A"), self.l2_promotion),
+            tile_map(b, self.plan.buffer("B"), self.l2_promotion),
+            tile_map(c, self.plan.buffer("C_stage")),
+        )
+        tiles = (ceil_div(m, TILE_M), ceil_div(n, TILE_N), ceil_div(k, TILE_K))
+        if ctas is not None and (not isinstance(ctas, int) or ctas < 1):
+            raise GemmShapeError(f"ctas caps the grid at a positive number of CTAs, got {ctas!r}")
+        grid = (min(ctas or self.sms, tiles[0] * tiles[1]),)
+
+        def launch(stream=None) -> None:
+            self.launcher(*maps, *tiles, self.group_m, grid=grid, stream=stream)
+
+        return launch
+
+    def __call__(self, a, b, c, stream=None) -> None:
+        self.prepare(a, b, c)(stream)
+
+
+def _check_operands(a, b, c) -> tuple[int, int, int]:
+    """(M, K, N) after the rules: 2-D bf16, B's K equals A's, C is M x N, rows 16-byte aligned,
+    and each matrix at least one TMA box (128, 256 and 64 x 64)."""
+    shapes = [tuple(int(s) for s in getattr(x, "shape", ())) for x in (a, b, c)]
+    if any(len(s) != 2 for s in shapes):
+        raise GemmShapeError(f"A, B and C must be 2-D, got shapes {shapes}")
+    (m, k), (n, kb), (mc, nc) = shapes
+    if kb != k or (mc, nc) != (m, n):
+        raise GemmShapeError(
+            f"C = A @ B^T needs A (M, K), B (N, K), C (M, N); got A {shapes[0]}, B {shapes[1]}, "
+            f"C {shapes[2]}"
+        )
+    for name, x in zip("ABC", (a, b, c)):
+        if "bfloat16" not in str(getattr(x, "dtype", "")):
+            raise GemmShapeError(f"{name} must be bfloat16, got {getattr(x, 'dtype', None)}")
+    if k % 8 or n % 8:
+        raise GemmShapeError(
+            f"K = {k} and N = {n} must be multiples of 8 (TMA needs 16-byte row pitches): pad them"
+        )
+    if m < TILE_M or n < TILE_N or k < TILE_K:
+        raise GemmShapeError(
+            f"M, N, K = {m}, {n}, {k}: this kernel needs M >= {TILE_M}, N >= {TILE_N}, "
+            f"K >= {TILE_K} (one TMA box each); use torch.matmul for smaller products"
+        )
+    return m, k, n

@@ -1,0 +1,58 @@
+"""Memory plan of the persistent Hopper bf16 GEMM (``gemm/hopper.py``).
+
+The CTA tile is ``TILE_M x TILE_N`` and a K tile ``TILE_K`` wide. Two consumer
+warpgroups own ``TILE_M / 2`` rows each. The ring of A/B stages and each
+consumer's two C staging tiles are live at the same time (the epilogue of tile
+i runs while the producer already fills stages for tile i+1), so the stage
+solver counts the C tiles beside the ring and picks the deepest ring that still
+fits one CTA per SM.
+"""
+
+from __future__ import annotations
+
+from ..plan.stages import BufferRequest, StageSolution, solve_stages
+from ..pool import SMEMPool
+
+TILE_M, TILE_N, TILE_K = 128, 256, 64
+CONSUMERS = 2  # consumer warpgroups, TILE_M / CONSUMERS rows each
+EPILOGUE_COLS = 64  # columns of C per staging tile: one 128-byte swizzle row of bf16
+EPILOGUE_BUFFERS = 2  # per consumer: fill one while the TMA store of the other drains
+
+
+def requests(dtype: str = "bfloat16") -> list[BufferRequest]:
+    """The kernel's buffers in allocation order; A, B and both barriers once per stage.
+
+    A stage is ``TILE_M x TILE_K`` of A and ``TILE_N x TILE_K`` of B, K-major with the
+    128-byte swizzle (64 bf16 = one swizzle row): 16 KiB + 32 KiB. ``C_stage`` is
+    ``CONSUMERS x EPILOGUE_BUFFERS`` tiles of ``TILE_M / CONSUMERS x EPILOGUE_COLS`` bf16
+    (8 KiB each), written with ``stmatrix`` and stored with TMA.
+    """
+    rows = TILE_M // CONSUMERS
+    return [
+        BufferRequest("A", (TILE_M, TILE_K), dtype, swizzle="128B", per_stage=True),
+        BufferRequest("B", (TILE_N, TILE_K), dtype, swizzle="128B", per_stage=True),
+        BufferRequest(
+            "C_stage", (CONSUMERS * EPILOGUE_BUFFERS, rows, EPILOGUE_COLS), dtype, swizzle="128B"
+        ),
+        BufferRequest("full_bar", (), "uint64", per_stage=True),
+        BufferRequest("empty_bar", (), "uint64", per_stage=True),
+    ]
+
+
+def stages(target: str = "sm_90a") -> StageSolution:
+    """The deepest A/B ring beside the C staging tiles: 4 stages on sm_90a (224 KiB + 64 B)."""
+    return solve_stages(requests(), target, ctas_per_sm=1)
+
+
+def hopper_gemm_persistent_bf16(target: str = "sm_90a") -> SMEMPool:
+    """Allocate :func:`requests` with the solved stage count; inside a kernel the pool emits."""
+    depth = stages(target).stages
+    smem = SMEMPool(name="smem", target=target)
+    for r in requests():
+        shape = ((depth,) + tuple(r.shape)) if r.per_stage else tuple(r.shape)
+        if r.swizzle is not None:
+            smem.alloc_mma(shape, r.dtype, r.swizzle, name=r.name)
+        else:
+            smem.alloc(shape, r.dtype, name=r.name)
+    smem.commit()
+    return smem

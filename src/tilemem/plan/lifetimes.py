@@ -1,0 +1,488 @@
+"""Lifetime packing: offsets for buffers that are live in named phases (SPEC section 8).
+
+The problem
+-----------
+Each item has a size (bytes, or TMEM columns), an alignment (a power of two; for an MMA
+operand tile it includes the swizzle period, 256/512/1024 bytes), a live set of phases,
+and, for TMEM, the set of lanes its layout touches. Two items **conflict** when their live
+sets intersect and (TMEM) their lane sets intersect; conflicting items must occupy disjoint
+ranges ``[offset, offset + size)``. Minimise the footprint ``max(offset + size)``.
+
+This is dynamic storage allocation (Garey & Johnson, *Computers and Intractability*,
+problem SR2; NP-complete even with interval lifetimes) generalised from intervals to
+arbitrary live *sets*: in a persistent warp-specialised kernel the epilogue of tile i and
+the mainloop of tile i+1 hold at once, so lifetimes are not intervals. With interval
+lifetimes it is interval-graph colouring with sizes, where the max-over-time load is a
+lower bound that first fit can miss by a constant factor (Kierstead 1988; Gergov,
+"Algorithms for compile-time memory optimization", SODA 1999). Triton's shared-memory
+allocator solves the interval case with Gergov-style greedy offset assignment over an
+interference graph: a heuristic without an optimality claim. Here the instances are small
+(a pool has a handful to ~16 buffers), so we search exactly.
+
+The algorithm
+-------------
+*Greedy placement.* Placing an item "at its lowest position" means the lowest offset that
+is a multiple of its alignment and disjoint from every already placed item it conflicts with.
+
+*Normalisation lemma.* Take any feasible placement and re-place its items one by one, in
+order of their offsets, each at its lowest position. Each item lands at or below where it
+was (every conflicting item placed before it lay entirely below it and has only moved
+down), so the result is feasible and no larger. Repeating until nothing moves gives an
+optimal placement that is reproduced exactly by greedy placement in order of
+``(offset, index)``.
+
+*Search.* Hence it suffices to search orders in which each next item's lowest position is
+at or above the previous one (ties broken by index; identical items in index order): a
+depth-first branch-and-bound over such orders, seeded with the best of first fit in
+allocation order and first fit by decreasing size as the incumbent. A node is pruned when
+
+- any unplaced item's lowest position at or above the current one already ends at or
+  beyond the incumbent (its position can only rise), or
+- for some class of cells (a phase, and for TMEM a group of lanes that every item either
+  covers or misses), the space already used above the current position plus the sizes of
+  the unplaced items of that class reaches the incumbent.
+
+*Guarantee.* When the search finishes (``Packing.exact``), the footprint is the minimum
+over all feasible placements. Every real kernel's plan in ``benchmarks/packing.py`` (up to
+16 buffers) is proven so in milliseconds; docs/PERFORMANCE.md gives the share of random
+instances proven. After ``node_limit`` nodes (well under a second) the best placement
+found so far is returned (``exact`` is False unless it meets the lower bound). In every
+case the footprint is at most that of first fit in allocation order, which by the lemma is
+at most bump placement in allocation order. The search visits items in a fixed order and
+uses no hashing of objects, so the same items give the same offsets.
+
+*Lower bound.* ``max`` over phases (and TMEM lane groups) of the total size of the items
+live there: no placement can do better, so a reader sees how far a footprint is from it.
+
+Views (``alias_of``) take no space: a view lies at a fixed offset inside its parent (a
+chain of views resolves to one root). For packing, a root inherits its views' phases,
+lanes and alignments; the alias check (``conflicts``) is exact per view, exempting a view
+only from conflicts with its ancestors. Items with a fixed ``offset`` stay where they are;
+the others are placed around them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..errors import AllocationError
+from .packing import align_up, bump_total, is_power_of_two
+
+ALL_LANES = -1  # lane mask of an item without lanes: conflicts on every lane
+NODE_LIMIT = 10_000  # search nodes before the best placement found so far is returned
+
+
+@dataclass(frozen=True)
+class Item:
+    """A buffer to place.
+
+    ``live``: phase names the buffer is live in (None: every phase). ``lanes``: TMEM
+    lanes its layout touches (None: all). ``offset``: a fixed position; for a view
+    (``alias_of`` names its parent) the position inside the parent (default 0).
+    """
+
+    name: str
+    size: int
+    align: int = 1
+    live: frozenset[str] | None = None
+    lanes: frozenset[int] | None = None
+    offset: int | None = None
+    alias_of: str | None = None
+
+
+@dataclass(frozen=True)
+class Packing:
+    """Offsets (in item order), the footprint and its yardsticks."""
+
+    offsets: tuple[int, ...]
+    footprint: int
+    lower_bound: int
+    bump: int  # bump placement in allocation order, lifetimes ignored
+    first_fit: int  # first fit in allocation order
+    exact: bool  # the footprint is proven minimal
+    nodes: int  # search nodes visited
+
+
+@dataclass(frozen=True)
+class Overlap:
+    """Two items that share positions and a phase: what ``AliasError`` reports."""
+
+    first: str
+    second: str
+    phases: tuple[str, ...]
+    start: int
+    end: int
+    lanes: tuple[int, int] | None = None  # (lowest, highest) shared TMEM lane, None: all
+
+
+def phase_universe(items: Sequence[Item], phases: Sequence[str] | None) -> tuple[str, ...]:
+    """The phases in order: ``phases`` when given, else the sorted names the items use."""
+    if phases is not None:
+        return tuple(phases)
+    return tuple(sorted({p for it in items if it.live is not None for p in it.live}))
+
+
+class _Instance:
+    """Items resolved to bit masks: the packer's working form."""
+
+    def __init__(self, items: Sequence[Item], phases: Sequence[str] | None):
+        self.items = list(items)
+        self.phases = phase_universe(self.items, phases)
+        self.index = {it.name: n for n, it in enumerate(self.items)}
+        if len(self.index) != len(self.items):
+            raise AllocationError("item names must be unique")
+        all_phases = (1 << max(1, len(self.phases))) - 1
+        self.live = [self._phase_mask(it, all_phases) for it in self.items]
+        self.lanes = [
+            ALL_LANES if it.lanes is None else sum(1 << lane for lane in it.lanes)
+            for it in self.items
+        ]
+        self.parent = [self._parent(it) for it in self.items]
+        self.root = [self._root(n) for n in range(len(self.items))]
+        self.inner = [self._inner_offset(n) for n in range(len(self.items))]
+        self.roots = [n for n in range(len(self.items)) if self.parent[n] is None]
+        self._inherit_views()
+
+    def _phase_mask(self, item: Item, all_phases: int) -> int:
+        if item.live is None:
+            return all_phases
+        unknown = sorted(set(item.live) - set(self.phases))
+        if unknown:
+            raise AllocationError(
+                f"{item.name}: unknown phases {unknown}; the phases are {list(self.phases)}"
+            )
+        return sum(1 << self.phases.index(p) for p in item.live)
+
+    def _parent(self, item: Item) -> int | None:
+        for label, value in (("size", item.size), ("align", item.align)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise AllocationError(f"{item.name}: {label} must be an integer >= 0, got {value}")
+        if not is_power_of_two(item.align):
+            raise AllocationError(f"{item.name}: align must be a power of two, got {item.align}")
+        if item.offset is not None and item.offset % item.align:
+            raise AllocationError(
+                f"{item.name}: offset {item.offset} is not a multiple of its alignment {item.align}"
+            )
+        if item.alias_of is None:
+            return None
+        if item.alias_of not in self.index:
+            raise AllocationError(f"{item.name}: alias_of names no item: {item.alias_of!r}")
+        parent = self.items[self.index[item.alias_of]]
+        start = item.offset or 0
+        if start + item.size > parent.size:
+            raise AllocationError(
+                f"view {item.name} at [{start}, {start + item.size}) does not fit inside "
+                f"{parent.name}'s {parent.size}"
+            )
+        return self.index[item.alias_of]
+
+    def _root(self, n: int) -> int:
+        seen = {n}
+        parent = self.parent[n]
+        while parent is not None:
+            if parent in seen:
+                raise AllocationError(f"{self.items[n].name}: alias_of forms a cycle")
+            seen.add(parent)
+            n, parent = parent, self.parent[parent]
+        return n
+
+    def _inner_offset(self, n: int) -> int:
+        """A view's offset from its root (the sum of offsets along the alias_of chain)."""
+        total = 0
+        parent = self.parent[n]
+        while parent is not None:
+            total += self.items[n].offset or 0
+            n, parent = parent, self.parent[parent]
+        return total
+
+    def _inherit_views(self) -> None:
+        """A root takes its views' phases, lanes and alignments (for packing only)."""
+        self.pack_live = list(self.live)
+        self.pack_lanes = list(self.lanes)
+        self.pack_align = [it.align for it in self.items]
+        for n, it in enumerate(self.items):
+            r = self.root[n]
+            if r == n:
+                continue
+            if self.inner[n] % it.align:
+                raise AllocationError(
+                    f"view {it.name} at offset {self.inner[n]} inside {self.items[r].name} is "
+                    f"not a multiple of its alignment {it.align}"
+                )
+            self.pack_live[r] |= self.live[n]
+            self.pack_lanes[r] |= self.lanes[n]
+            self.pack_align[r] = max(self.pack_align[r], it.align)
+        for r in self.roots:
+            fixed = self.items[r].offset
+            if fixed is not None and fixed % self.pack_align[r]:
+                raise AllocationError(
+                    f"{self.items[r].name}: offset {fixed} is not a multiple of "
+                    f"{self.pack_align[r]}, the alignment its views need"
+                )
+
+    def conflict(self, a: int, b: int) -> bool:
+        return bool(
+            self.pack_live[a] & self.pack_live[b] and self.pack_lanes[a] & self.pack_lanes[b]
+        )
+
+    def cell_classes(self) -> list[list[int]]:
+        """Roots per class of cells: one phase x one group of lanes no root splits."""
+        masks = {self.pack_lanes[r] for r in self.roots}
+        groups = {ALL_LANES}
+        for mask in masks:
+            if mask == ALL_LANES:
+                continue
+            groups = {g & m for g in groups for m in (mask, ~mask)} - {0}
+        classes = []
+        for phase in range(max(1, len(self.phases))):
+            for group in sorted(groups):
+                members = [
+                    r
+                    for r in self.roots
+                    if self.pack_live[r] >> phase & 1 and self.pack_lanes[r] & group
+                ]
+                if members:
+                    classes.append(members)
+        return classes
+
+
+class _Search:
+    """Branch-and-bound over canonical placement orders (see the module docstring)."""
+
+    def __init__(self, inst: _Instance, node_limit: int):
+        self.inst = inst
+        self.size = [it.size for it in inst.items]
+        self.align = inst.pack_align
+        self.node_limit = node_limit
+        n = len(inst.items)
+        self.conflicts = [
+            [b for b in inst.roots if b != a and inst.conflict(a, b)] for a in range(n)
+        ]
+        self.fixed = {
+            r: inst.items[r].offset or 0
+            for r in inst.roots
+            if inst.items[r].offset is not None or self.size[r] == 0
+        }
+        self.free = [r for r in inst.roots if r not in self.fixed]
+        self.classes = [[r for r in c if self.size[r]] for c in inst.cell_classes()]
+        self.twin_before = self._twins()
+        self.nodes = 0
+        self.complete = True
+
+    def _twins(self) -> dict[int, int]:
+        """For each free item, the previous free item identical to it (placed first)."""
+        inst = self.inst
+        seen: dict[tuple[int, int, int, int], int] = {}
+        before: dict[int, int] = {}
+        for r in self.free:
+            key = (self.size[r], self.align[r], inst.pack_live[r], inst.pack_lanes[r])
+            if key in seen:
+                before[r] = seen[key]
+            seen[key] = r
+        return before
+
+    def lowest(self, item: int, offsets: dict[int, int], start: int = 0) -> int:
+        """The lowest aligned offset >= start clear of every placed item ``item`` conflicts
+        with."""
+        size, align = self.size[item], self.align[item]
+        spans = sorted(
+            (offsets[b], offsets[b] + self.size[b]) for b in self.conflicts[item] if b in offsets
+        )
+        x = align_up(start, align)
+        moved = True
+        while moved:
+            moved = False
+            for lo, hi in spans:
+                if lo < x + size and x < hi:
+                    x = align_up(hi, align)
+                    moved = True
+        return x
+
+    def first_fit(self, order: Sequence[int]) -> dict[int, int]:
+        offsets = dict(self.fixed)
+        for r in order:
+            offsets[r] = self.lowest(r, offsets)
+        return offsets
+
+    def footprint(self, offsets: dict[int, int]) -> int:
+        return max((offsets[r] + self.size[r] for r in offsets), default=0)
+
+    def run(self, incumbent: dict[int, int]) -> dict[int, int]:
+        self.best = incumbent
+        self.best_end = self.footprint(incumbent)
+        self.phase_bound = max((sum(self.size[r] for r in c) for c in self.classes), default=0)
+        self.bound = max(
+            self.phase_bound, max((o + self.size[r] for r, o in self.fixed.items()), default=0)
+        )
+        if self.best_end > self.bound:
+            self._dfs(dict(self.fixed), set(), (0, -1))
+        return self.best
+
+    def _dfs(self, offsets: dict[int, int], placed: set[int], last: tuple[int, int]) -> None:
+        self.nodes += 1
+        if self.nodes > self.node_limit:
+            self.complete = False
+            return
+        unplaced = [r for r in self.free if r not in placed]
+        if not unplaced:
+            end = self.footprint(offsets)
+            if end < self.best_end:
+                self.best, self.best_end = dict(offsets), end
+            return
+        floor = last[0]
+        earliest = {}  # the lowest position each unplaced item can still take
+        for r in unplaced:
+            earliest[r] = self.lowest(r, offsets, floor)
+            if earliest[r] + self.size[r] >= self.best_end:
+                return
+        if self._class_bound(offsets, unplaced, floor) >= self.best_end:
+            return
+        for x, _, r in self._children(offsets, placed, last, earliest):
+            offsets[r] = x
+            placed.add(r)
+            self._dfs(offsets, placed, (x, r))
+            del offsets[r]
+            placed.discard(r)
+            if self.best_end <= self.bound or not self.complete:
+                return
+
+    def _children(self, offsets, placed, last, earliest) -> list[tuple[int, int, int]]:
+        """Items that may come next in a canonical order, lowest first, larger first on ties.
+
+        The next item must start below the earliest end of every other unplaced item:
+        otherwise that item's earliest slot stays free and its turn would put it there,
+        below the next item, which a canonical order forbids.
+        """
+        ends = sorted((m + self.size[r], r) for r, m in earliest.items())
+        children = []
+        for r, m in earliest.items():
+            others = [end for end, other in ends[:2] if other != r]
+            horizon = others[0] if others else m + 1
+            if (m, r) <= last or m >= horizon:
+                continue
+            if self.twin_before.get(r, r) not in placed | {r}:
+                continue
+            if self.lowest(r, offsets) != m:  # a lower slot is free: r cannot come next
+                continue
+            children.append((m, -self.size[r], r))
+        return sorted(children)
+
+    def _class_bound(self, offsets: dict[int, int], unplaced: list[int], floor: int) -> int:
+        """A footprint no completion can beat, per class of cells (a clique of conflicts).
+
+        Above ``floor`` the placed members leave gaps; an unplaced member goes into a gap
+        it fits or above the highest placed member.
+        """
+        best = 0
+        waiting = set(unplaced)
+        for members in self.classes:
+            rest = [r for r in members if r in waiting]
+            if not rest:
+                continue
+            spans = sorted(
+                (max(floor, offsets[r]), offsets[r] + self.size[r])
+                for r in members
+                if r in offsets and offsets[r] + self.size[r] > floor
+            )
+            gaps, top = [], floor
+            for lo, hi in spans:
+                if lo > top:
+                    gaps.append((top, lo))
+                top = max(top, hi)
+            fit = nofit = 0
+            for r in rest:
+                size, align = self.size[r], self.align[r]
+                if any(align_up(lo, align) + size <= hi for lo, hi in gaps):
+                    fit += size
+                else:
+                    nofit += size
+            room = sum(hi - lo for lo, hi in gaps)
+            best = max(best, top + nofit + max(0, fit - room))
+        return best
+
+
+def lower_bound(items: Sequence[Item], phases: Sequence[str] | None = None) -> int:
+    """Max over phases (and TMEM lane groups) of the total size of the roots live there."""
+    inst = _Instance(items, phases)
+    return max(
+        (sum(inst.items[r].size for r in c) for c in inst.cell_classes()),
+        default=0,
+    )
+
+
+def pack(
+    items: Sequence[Item], phases: Sequence[str] | None = None, *, node_limit: int = NODE_LIMIT
+) -> Packing:
+    """Offsets for ``items`` with conflicting items disjoint and the footprint minimal.
+
+    See the module docstring for the algorithm and its guarantee. ``phases`` orders the
+    phase names (default: the names the items use, sorted).
+    """
+    inst = _Instance(items, phases)
+    search = _Search(inst, node_limit)
+    alloc_order = search.first_fit(search.free)
+    by_size = sorted(search.free, key=lambda r: (-search.size[r], -search.align[r], r))
+    incumbent = min(
+        (alloc_order, search.first_fit(by_size)), key=lambda o: (search.footprint(o), 0)
+    )
+    best = search.run(incumbent)
+    footprint = search.footprint(best)
+    offsets = tuple(best[inst.root[n]] + inst.inner[n] for n in range(len(inst.items)))
+    free_end = bump_total((search.size[r], search.align[r]) for r in search.free)[0]
+    fixed_end = max((o + search.size[r] for r, o in search.fixed.items()), default=0)
+    return Packing(
+        offsets=offsets,
+        footprint=footprint,
+        lower_bound=search.phase_bound,
+        bump=max(free_end, fixed_end),
+        first_fit=search.footprint(alloc_order),
+        exact=search.complete or footprint == search.bound,
+        nodes=search.nodes,
+    )
+
+
+def conflicts(
+    items: Sequence[Item], offsets: Sequence[int], phases: Sequence[str] | None = None
+) -> list[Overlap]:
+    """Pairs that share positions (TMEM: lanes too) and a phase; a view is exempt from its
+    ancestors only. Offsets are absolute, in item order."""
+    inst = _Instance(items, phases)
+    found = []
+    for a in range(len(items)):
+        for b in range(a + 1, len(items)):
+            overlap = _overlap(inst, offsets, a, b)
+            if overlap is not None:
+                found.append(overlap)
+    return found
+
+
+def _ancestor(inst: _Instance, a: int, b: int) -> bool:
+    n: int | None = b
+    while n is not None:
+        n = inst.parent[n]
+        if n == a:
+            return True
+    return False
+
+
+def _overlap(inst: _Instance, offsets: Sequence[int], a: int, b: int) -> Overlap | None:
+    if _ancestor(inst, a, b) or _ancestor(inst, b, a):
+        return None
+    shared_live, shared_lanes = inst.live[a] & inst.live[b], inst.lanes[a] & inst.lanes[b]
+    start = max(offsets[a], offsets[b])
+    end = min(offsets[a] + inst.items[a].size, offsets[b] + inst.items[b].size)
+    if not (shared_live and shared_lanes and start < end):
+        return None
+    names = inst.phases or ("(all)",)
+    lanes = None
+    if shared_lanes != ALL_LANES:
+        lanes = ((shared_lanes & -shared_lanes).bit_length() - 1, shared_lanes.bit_length() - 1)
+    return Overlap(
+        inst.items[a].name,
+        inst.items[b].name,
+        tuple(p for i, p in enumerate(names) if shared_live >> i & 1),
+        start,
+        end,
+        lanes,
+    )

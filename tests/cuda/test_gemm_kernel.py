@@ -1,0 +1,111 @@
+"""The persistent Hopper GEMM without a GPU: its plan, its instructions, its operand checks."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from tilemem import T
+from tilemem.errors import TargetError
+from tilemem.gemm import plan as gemm_plan
+from tilemem.gemm.hopper import GemmShapeError, _check_operands, hopper_gemm_persistent
+from tilemem.ir.nodes import IRError
+
+KIB = 1024
+
+
+def test_stage_solver_counts_the_c_staging_tiles_beside_the_ring():
+    solution = gemm_plan.stages("sm_90a")
+    # per stage A 128x64 + B 256x64 bf16 = 48 KiB, plus two 8-byte mbarriers; C staging
+    # 4 x 64 x 64 bf16 = 32 KiB. sm_90a allows 227 KiB per CTA (CUDA C Programming Guide,
+    # compute capability 9.0): 4 x 48 KiB + 32 KiB + 64 = 229,440 fits, a fifth stage does not.
+    assert (solution.stages, solution.bytes_used) == (4, 4 * 48 * KIB + 32 * KIB + 64)
+    assert solution.per_stage_bytes == 48 * KIB + 16
+    assert gemm_plan.hopper_gemm_persistent_bf16().plan().smem.committed == solution.bytes_used
+
+
+def test_kernel_uses_the_planned_ring_and_hopper_instructions():
+    source = hopper_gemm_persistent().source
+    for text in (
+        "setmaxnreg.dec.sync.aligned.u32 40;",
+        "setmaxnreg.inc.sync.aligned.u32 232;",
+        "wgmma.wait_group.sync.aligned 1;",
+        "stmatrix.sync.aligned.m8n8.x4.shared.b16",
+        "cp.async.bulk.wait_group 0;",
+        "229440 bytes of dynamic shared memory",
+        "% 4)",  # the ring depth the stage solver chose
+    ):
+        assert text in source, text
+
+
+def _probe(body, target="sm_90a"):
+    @T.kernel(target=target, block=256, name="probe")
+    def k(x: T.Buffer((256,), "float32")):
+        smem = T.SMEMPool()
+        c = smem.alloc_mma((64, 64), "bfloat16", name="c")
+        smem.commit()
+        body(x, c)
+
+    return k
+
+
+def test_setmaxnreg_stmatrix_barrier_ids_and_grid_dim_compile():
+    def body(x, c):
+        with T.If(T.warp_id() < 4):
+            with T.Then():
+                T.ptx.setmaxnreg.dec(40)
+            with T.Else():
+                T.ptx.setmaxnreg.inc(232)
+        T.ptx.stmatrix_x4((c, T.lane_id() % 64, 0), [1, 2, 3, T.grid_dim()])
+        T.cuda.named_barrier(T.warp_id() // 4 + 1, 128)
+        T.ptx.tma.wait_group(0)
+
+    k = _probe(body)
+    assert "bar.sync %0, 128;" in k.source and "gridDim.x" in k.source
+    assert len(k.compile()) > 1000
+
+
+@pytest.mark.parametrize("count", [16, 36, 264])
+def test_setmaxnreg_rejects_counts_ptx_does_not_allow(count):
+    with pytest.raises(IRError, match=r"multiple of 8 in \[24, 256\], got"):
+        _probe(lambda x, c: T.ptx.setmaxnreg.inc(count))
+
+
+def test_setmaxnreg_needs_sm_90a():
+    with pytest.raises(
+        TargetError, match=r"setmaxnreg.dec does not exist on sm_90; it needs one of: sm_90a"
+    ):
+        _probe(lambda x, c: T.ptx.setmaxnreg.dec(40), target="sm_90")
+
+
+def test_stmatrix_x4_takes_four_words():
+    with pytest.raises(IRError, match=r"four 32-bit words per thread, got 3"):
+        _probe(lambda x, c: T.ptx.stmatrix_x4(c, [1, 2, 3]))
+
+
+def _tensor(*shape, dtype="torch.bfloat16"):
+    return SimpleNamespace(shape=shape, dtype=dtype)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "c", "match"),
+    [
+        ((512, 256), (512, 128), (512, 512), r"A \(M, K\), B \(N, K\), C \(M, N\)"),
+        ((512, 260), (512, 260), (512, 512), r"K = 260 and N = 512 must be multiples of 8"),
+        ((64, 256), (512, 256), (64, 512), r"M >= 128, N >= 256, K >= 64"),
+    ],
+)
+def test_operand_rules_say_what_to_change(a, b, c, match):
+    with pytest.raises(GemmShapeError, match=match):
+        _check_operands(_tensor(*a), _tensor(*b), _tensor(*c))
+
+
+def test_operands_must_be_bfloat16():
+    with pytest.raises(GemmShapeError, match=r"B must be bfloat16, got torch.float16"):
+        _check_operands(
+            _tensor(512, 256), _tensor(512, 256, dtype="torch.float16"), _tensor(512, 512)
+        )
+    assert _check_operands(_tensor(300, 200), _tensor(520, 200), _tensor(300, 520)) == (
+        300,
+        200,
+        520,
+    )
