@@ -68,6 +68,12 @@ def test_wgmma_mn_major_needs_16_bit_inputs():
             T.ptx.wgmma.mma_async(acc, d, d, n=64, dtype="float8_e4m3fn", b_major="MN")
 
 
+def _free(tmem):
+    T.ptx.tcgen05.fence_before_thread_sync()
+    T.cuda.syncthreads()
+    tmem.dealloc()
+
+
 @pytest.mark.parametrize(
     "kind, dtype, d_dtype",
     [
@@ -94,6 +100,7 @@ def test_tcgen05_dense_kinds_compile(kind, dtype, d_dtype):
             T.ptx.tcgen05.mma(
                 d, T.ptx.tcgen05.desc(a), T.ptx.tcgen05.desc(b, major="MN"), idesc, kind=kind
             )
+        _free(tmem)
 
     k.compile()
     assert f"kind::{kind} [" in k.source
@@ -142,6 +149,7 @@ def test_block_scaled_mma_and_tcgen05_cp_compile(kind, dtype, sf, vec):
                 scale_vec=vec,
                 accumulate=0,
             )
+        _free(tmem)
 
     k.compile()
     assert f"kind::{kind}.block_scale.scale_vec::{vec}X" in k.source

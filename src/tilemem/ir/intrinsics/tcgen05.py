@@ -168,24 +168,17 @@ def tcgen05_wait_st():
 
 
 @expose("ptx.tcgen05.desc")
-<<<<<<< HEAD
 def tcgen05_desc(buf: Buffer, *coords, major: str = "K") -> Expr:
     """tcgen05 shared-memory descriptor of ``buf`` starting at ``coords`` (stage..., row, col).
 
     ``major="MN"`` reads a (..., K, MN) tile MN-major (the instruction descriptor's
     a/b major bit must say so too).
     """
-    current().require("tcgen05", "tcgen05 shared-memory descriptor")
+    current().target.require("tcgen05", "tcgen05 shared-memory descriptor")
     return shared_descriptor(buf, coords, tcgen05_descriptor_high, major)
 
 
 _DENSE_KINDS = ("f16", "tf32", "f8f6f4", "i8")
-=======
-def tcgen05_desc(buf: Buffer, *coords) -> Expr:
-    """tcgen05 shared-memory descriptor of ``buf`` starting at ``coords`` (stage..., row, k)."""
-    current().target.require("tcgen05", "tcgen05 shared-memory descriptor")
-    return shared_descriptor(buf, coords, tcgen05_descriptor_high)
->>>>>>> main
 
 
 def _lower_mma(call, gen) -> str:

@@ -27,21 +27,14 @@ _WGMMA_N_INT = {8, 16, 24, *range(32, 257, 16)}  # integer wgmma
 
 
 @expose("ptx.wgmma.desc")
-<<<<<<< HEAD
 def wgmma_desc(buf: Buffer, *coords, major: str = "K") -> Expr:
     """wgmma shared-memory descriptor of ``buf`` starting at ``coords`` (stage..., row, col).
 
     ``major="MN"`` reads a (..., K, MN) tile MN-major; pass the same major to
     ``T.ptx.wgmma.mma_async`` (its transpose bit).
     """
-    current().require("wgmma", "wgmma descriptor")
-    return shared_descriptor(buf, coords, wgmma_descriptor_high, major)
-=======
-def wgmma_desc(buf: Buffer, *coords) -> Expr:
-    """wgmma shared-memory descriptor of ``buf`` starting at ``coords`` (stage..., row, k)."""
     current().target.require("wgmma", "wgmma descriptor")
-    return shared_descriptor(buf, coords, wgmma_descriptor_high)
->>>>>>> main
+    return shared_descriptor(buf, coords, wgmma_descriptor_high, major)
 
 
 @intrinsic("ptx.wgmma.fence", feature="wgmma", ptx="wgmma.fence.sync.aligned;")
