@@ -9,9 +9,7 @@ from typing import Any
 from ..dtype import DataType
 from ..errors import PoolStateError
 from ..layout import Layout
-
-SMEM = "shared.dyn"
-TMEM = "tmem"
+from ..scopes import SMEM, TMEM
 
 
 @dataclass(frozen=True, eq=False)
