@@ -3,13 +3,16 @@
     python3 benchmarks/gemm.py                # every shape: check, then time, then the table
     python3 benchmarks/gemm.py --sanitize     # one small non-multiple shape, checked only
                                               # (run under compute-sanitizer --tool memcheck)
+    python3 benchmarks/gemm.py --shapes ragged  # the ragged shape and its one-dimension parts
 
 Check: fresh random inputs per shape, C poisoned with NaN before the launch; the relative
 Frobenius error ``|C - ref| / |ref|`` against an fp32 product of the same bf16 inputs (TF32
-off) is printed for tilemem and for ``torch.matmul`` (cuBLAS), and tilemem must stay below
-1e-2 with every element written. Timing: each implementation is captured in a CUDA graph of
-``reps`` back-to-back launches; every round replays tilemem's graph and then cuBLAS's, each
-between CUDA events, after warm-up; the median round gives the time per product.
+off) is printed for tilemem (without clusters and with 2x1 clusters; the larger) and
+for ``torch.matmul`` (cuBLAS), and tilemem must stay below 1e-2 with every element written.
+Timing: each implementation is captured in a CUDA graph of
+``reps`` back-to-back launches; every round replays the graphs (tilemem in each cluster
+shape, cuBLAS; the order rotates from round to round), each between CUDA events, after
+warm-up; the median round gives the time per product.
 """
 
 from __future__ import annotations
@@ -35,28 +38,37 @@ LLM = [  # M = 8192 tokens; (N, K) of projection and MLP layers
     (8192, 14336, 8192),
 ]
 RAGGED = [(4999, 3000, 2040)]  # not a multiple of the 128 x 256 x 64 tile in any dimension
-ALIGNED_PEER = [(4992, 3072, 2048)]  # the ragged shape's tile multiple: 39 x 12 tiles, 32 K steps
+RAGGED_PARTS = [  # the ragged shape rounded to whole tiles, then ragged in one dimension only
+    (4992, 3072, 2048),
+    (4999, 3072, 2048),
+    (4992, 3000, 2048),
+    (4992, 3072, 2040),
+]
 SANITIZE = (300, 520, 200)
 
 
-def check(gemm: HopperGemm, m: int, n: int, k: int, seed: int) -> tuple[float, float]:
-    """(tilemem error, cuBLAS error) against the fp32 product; raises if tilemem is wrong."""
+def check(gemms: list[HopperGemm], m: int, n: int, k: int, seed: int) -> list[float]:
+    """Errors against the fp32 product: each tilemem variant's, then cuBLAS's; raises if a
+    tilemem variant is wrong."""
     gen = torch.Generator(device="cuda").manual_seed(seed)
     a = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)
     b = torch.randn(n, k, device="cuda", generator=gen).to(torch.bfloat16)
-    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-    gemm(a, b, c)
-    torch.cuda.synchronize()
     ref = a.float() @ b.float().T
-    cublas = torch.matmul(a, b.T)
 
     def rel(x: torch.Tensor) -> float:
         return float(torch.linalg.norm(x.float() - ref) / torch.linalg.norm(ref))
 
-    err, err_cublas = rel(c), rel(cublas)
-    if not bool(torch.isfinite(c).all()) or not err < 1e-2:
-        raise SystemExit(f"WRONG RESULT for {m}x{n}x{k}: relative error {err:.3e}")
-    return err, err_cublas
+    errors = []
+    for gemm in gemms:
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+        gemm(a, b, c)
+        torch.cuda.synchronize()
+        errors.append(rel(c))
+        if not bool(torch.isfinite(c).all()) or not errors[-1] < 1e-2:
+            raise SystemExit(
+                f"WRONG RESULT for {m}x{n}x{k}, cluster {gemm.cluster_m}: error {errors[-1]:.3e}"
+            )
+    return errors + [rel(torch.matmul(a, b.T))]
 
 
 def _graph(launch, reps: int) -> torch.cuda.CUDAGraph:
@@ -68,37 +80,37 @@ def _graph(launch, reps: int) -> torch.cuda.CUDAGraph:
     return graph
 
 
-def time_pair(gemm: HopperGemm, m: int, n: int, k: int, rounds: int) -> tuple[float, float]:
-    """Median seconds per product (tilemem, cuBLAS), timed interleaved."""
+def time_all(gemms: list[HopperGemm], m: int, n: int, k: int, rounds: int) -> list[float]:
+    """Median seconds per product: each tilemem variant, then cuBLAS, timed interleaved."""
     a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
     b = torch.randn(n, k, device="cuda").to(torch.bfloat16)
-    c_tm = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-    c_bl = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-    run_tm = gemm.prepare(a, b, c_tm)
+    c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
     bt = b.T
 
-    def run_bl(stream) -> None:
-        torch.matmul(a, bt, out=c_bl)
+    def run_cublas(stream) -> None:
+        torch.matmul(a, bt, out=c)
 
+    runs = [gemm.prepare(a, b, c) for gemm in gemms] + [run_cublas]
     est = 2.0 * m * n * k / 700e12
     reps = max(3, min(50, int(0.01 / est)))
     for _ in range(3):  # warm-up: module load, cuBLAS handle and heuristics, clocks
-        run_tm(torch.cuda.current_stream().cuda_stream)
-        run_bl(None)
+        for run in runs:
+            run(torch.cuda.current_stream().cuda_stream)
     torch.cuda.synchronize()
-    graphs = [_graph(run_tm, reps), _graph(run_bl, reps)]
-    samples: list[list[float]] = [[], []]
+    graphs = [_graph(run, reps) for run in runs]
+    samples: list[list[float]] = [[] for _ in graphs]
     for g in graphs:
         g.replay()
-    for _ in range(rounds):
-        for i, g in enumerate(graphs):
+    for r in range(rounds):  # the order rotates: no variant always follows the same one
+        for i in [(r + j) % len(graphs) for j in range(len(graphs))]:
+            g = graphs[i]
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()
             g.replay()
             end.record()
             end.synchronize()
             samples[i].append(start.elapsed_time(end) / 1e3 / reps)
-    return statistics.median(samples[0]), statistics.median(samples[1])
+    return [statistics.median(x) for x in samples]
 
 
 def _smi(query: str) -> str:
@@ -119,41 +131,68 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--group-m", type=int, default=8)
-    parser.add_argument("--l2-promotion", type=int, default=256, choices=(0, 64, 128, 256))
+    parser.add_argument("--l2-promotion", type=int, default=0, choices=(0, 64, 128, 256))
+    parser.add_argument(  # 4x1 measured slower: 30 of them fit at once, 120 CTAs of 132
+        "--clusters", default="1,2", help="tilemem cluster sizes to check and time, e.g. 1,2,4"
+    )
     parser.add_argument("--sanitize", action="store_true")
+    parser.add_argument(
+        "--profile", metavar="M,N,K,CLUSTER", help="only run tilemem 3 times (for ncu)"
+    )
     parser.add_argument("--shapes", default="all", choices=("all", "square", "ragged"))
     args = parser.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.zeros(1, device="cuda")  # torch's context first: the launcher then finds it current
-    gemm = HopperGemm(group_m=args.group_m, l2_promotion=args.l2_promotion)
+    clusters = tuple(int(c) for c in args.clusters.split(","))
+    gemms = [
+        HopperGemm(group_m=args.group_m, cluster_m=cm, l2_promotion=args.l2_promotion)
+        for cm in clusters
+    ]
+    if args.profile:
+        m, n, k, cm = (int(x) for x in args.profile.split(","))
+        a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
+        b = torch.randn(n, k, device="cuda").to(torch.bfloat16)
+        c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+        run = gemms[clusters.index(cm)].prepare(a, b, c)
+        for _ in range(3):
+            run()
+        torch.cuda.synchronize()
+        return
     if args.sanitize:
-        err, err_bl = check(gemm, *SANITIZE, seed=1)
-        print(f"sanitize shape {SANITIZE}: relative error {err:.3e} (cuBLAS {err_bl:.3e})")
+        for cm, err in zip((*clusters, "cuBLAS"), check(gemms, *SANITIZE, seed=1)):
+            print(f"sanitize shape {SANITIZE}, cluster {cm}: relative error {err:.3e}")
         return
     print(f"date {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
     print(f"gpu, driver: {_smi('name,driver_version')}; torch {torch.__version__}")
     print(f"clocks before (sm, max sm, mem MHz): {_smi('clocks.sm,clocks.max.sm,clocks.mem')}")
     print(f"command: {' '.join([sys.executable.rsplit('/', 1)[-1]] + sys.argv)}")
     print(f"group_m {args.group_m}, TMA L2 promotion {args.l2_promotion} B, {args.rounds} rounds")
-    sets = {"all": SQUARE + LLM + RAGGED, "square": SQUARE, "ragged": RAGGED + ALIGNED_PEER}
-    shapes = sets[args.shapes]
+    resident = ", ".join(f"{g.max_clusters} of {g.cluster_m}x1" for g in gemms if g.cluster_m > 1)
+    print(f"clusters resident at once: {resident}")
+    sets = {"all": SQUARE + LLM + RAGGED, "square": SQUARE, "ragged": RAGGED + RAGGED_PARTS}
     rows = []
-    for i, (m, n, k) in enumerate(shapes):
-        err, err_bl = check(gemm, m, n, k, seed=100 + i)
-        t_tm, t_bl = time_pair(gemm, m, n, k, args.rounds)
+    for i, (m, n, k) in enumerate(sets[args.shapes]):
+        errors = check(gemms, m, n, k, seed=100 + i)
         flops = 2.0 * m * n * k
-        rows.append((m, n, k, err, err_bl, flops / t_tm / 1e12, flops / t_bl / 1e12))
-        print(
-            f"{m}x{n}x{k}: err {err:.2e} / {err_bl:.2e}, "
-            f"{rows[-1][5]:.0f} / {rows[-1][6]:.0f} TFLOP/s",
-            flush=True,
-        )
+        rates = [flops / t / 1e12 for t in time_all(gemms, m, n, k, args.rounds)]
+        rows.append(((m, n, k), errors, rates))
+        print(f"{m}x{n}x{k}: errors {errors}, TFLOP/s {[round(r) for r in rates]}", flush=True)
     print(f"clocks after (sm, max sm, mem MHz): {_smi('clocks.sm,clocks.max.sm,clocks.mem')}")
     print()
-    print("| M x N x K | rel. err tilemem | rel. err cuBLAS | tilemem | cuBLAS | ratio |")
-    print("| --- | --- | --- | --- | --- | --- |")  # tilemem and cuBLAS in TFLOP/s
-    for m, n, k, err, err_bl, tm, bl in rows:
-        print(f"| {m}x{n}x{k} | {err:.2e} | {err_bl:.2e} | {tm:.0f} | {bl:.0f} | {tm / bl:.3f} |")
+    print("TFLOP/s; errors are |C - ref| / |ref| against the fp32 product")
+    names = [f"{c}x1" if c > 1 else "tilemem" for c in clusters]
+    print(f"| M x N x K | error | cuBLAS error | {' | '.join(names)} | cuBLAS | ratio", end="")
+    print("".join(f" | ratio {n}" for n in names[1:]) + " |")
+    print("| --- " * (4 + 2 * len(names)) + "|")
+    for (m, n, k), errors, rates in rows:
+        tilemem, cublas = rates[:-1], rates[-1]
+        print(
+            f"| {m}x{n}x{k} | {max(errors[:-1]):.2e} | {errors[-1]:.2e} | "
+            + " | ".join(f"{r:.0f}" for r in rates)
+            + " | "
+            + " | ".join(f"{r / cublas:.3f}" for r in tilemem)
+            + " |"
+        )
 
 
 if __name__ == "__main__":

@@ -64,7 +64,7 @@ class DataType:
     def __post_init__(self) -> None:
         if isinstance(self.name, DataType):  # DataType(DataType("x")) is DataType("x")
             object.__setattr__(self, "name", self.name.name)
-        if self.name not in _TYPES:
+        if not isinstance(self.name, str) or self.name not in _TYPES:
             raise DTypeError(f"unknown dtype {self.name!r}; known dtypes: {', '.join(_TYPES)}")
 
     @property

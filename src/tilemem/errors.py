@@ -47,6 +47,11 @@ class PlanFileError(TilememError, ValueError):
     an unknown key, a value of the wrong type, a name defined nowhere or unusable in C++."""
 
 
+class PlanError(TilememError, ValueError):
+    """A plan query that cannot be answered: something that is not a plan or plan entry, or
+    a buffer name the plan does not hold."""
+
+
 class TargetError(TilememError, ValueError):
     """An unknown target, or a feature the target lacks."""
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from .errors import AlignmentError
+from .validate import check_int
+
 
 def ceil_div(a: int, b: int) -> int:
     """``ceil(a / b)`` for integers (``b > 0``), without floats: ``-(-a // b)``."""
@@ -9,7 +12,10 @@ def ceil_div(a: int, b: int) -> int:
 
 
 def align_up(value: int, align: int) -> int:
-    """The smallest multiple of ``align`` that is ``>= value``."""
+    """The smallest multiple of ``align`` (>= 1) that is ``>= value`` (>= 0)."""
+    if type(value) is not int or type(align) is not int or value < 0 or align < 1:
+        value = check_int(value, "align_up value", minimum=0, error=AlignmentError)
+        align = check_int(align, "align_up alignment", minimum=1, error=AlignmentError)
     return ceil_div(value, align) * align
 
 

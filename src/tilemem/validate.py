@@ -122,6 +122,8 @@ _RESERVED_PREFIXES = ("tm_", "__")  # the kernel prelude's types; C++ reserves d
 
 def is_int(value) -> bool:
     """True for Python and numpy integers, False for bools (and numpy bools) and the rest."""
+    if type(value) is int:  # the common case, without the ABC check
+        return True
     return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
 
 
@@ -134,20 +136,25 @@ def check_int(
     error: type[TilememError] = AllocationError,
 ) -> int:
     """``value`` as a Python int within ``[minimum, maximum]``; ``error`` otherwise."""
-    if minimum is not None and maximum is not None:
-        rule = f"an integer in [{minimum}, {maximum}]"
-    elif minimum is not None:
-        rule = f"an integer >= {minimum}"
-    elif maximum is not None:
-        rule = f"an integer <= {maximum}"
-    else:
-        rule = "an integer"
-    if not is_int(value):
-        raise error(f"{what} must be {rule}, got {value!r} ({type(value).__name__})")
-    value = int(value)
+    if type(value) is not int:
+        if not is_int(value):
+            raise error(
+                f"{what} must be {_rule(minimum, maximum)}, got {value!r} ({type(value).__name__})"
+            )
+        value = int(value)
     if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
-        raise error(f"{what} must be {rule}, got {value}")
+        raise error(f"{what} must be {_rule(minimum, maximum)}, got {value}")
     return value
+
+
+def _rule(minimum: int | None, maximum: int | None) -> str:
+    if minimum is not None and maximum is not None:
+        return f"an integer in [{minimum}, {maximum}]"
+    if minimum is not None:
+        return f"an integer >= {minimum}"
+    if maximum is not None:
+        return f"an integer <= {maximum}"
+    return "an integer"
 
 
 def check_shape(

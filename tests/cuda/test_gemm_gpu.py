@@ -13,11 +13,11 @@ def torch():
     return torch
 
 
-@pytest.fixture(scope="module")
-def gemm(torch):
+@pytest.fixture(scope="module", params=[1, 2, 4], ids=["no-cluster", "cluster2x1", "cluster4x1"])
+def gemm(torch, request):
     from tilemem.gemm.hopper import HopperGemm
 
-    return HopperGemm(group_m=3)
+    return HopperGemm(group_m=3, cluster_m=request.param)
 
 
 @pytest.mark.parametrize(
@@ -25,6 +25,7 @@ def gemm(torch):
     [
         (256, 512, 640, None),  # whole tiles, one per CTA; the 4-stage ring wraps
         (1000, 1032, 520, 3),  # ragged in M, N and K; 40 tiles over 3 CTAs, 9 K steps each
+        (1100, 1032, 520, 4),  # 9 M tiles: with clusters the last unit has tiles outside M
     ],
 )
 def test_persistent_gemm_matches_fp32_reference(torch, gemm, m, n, k, ctas):

@@ -37,6 +37,18 @@ def test_kernel_uses_the_planned_ring_and_hopper_instructions():
         assert text in source, text
 
 
+def test_cluster_kernel_multicasts_b_and_arrives_on_both_ctas():
+    source = hopper_gemm_persistent(cluster_m=2).source
+    assert ".multicast::cluster" in source and "%cluster_ctarank" in source
+    assert source.count("mbarrier.arrive.shared::cluster.b64") == 4  # 2 CTAs x 2 releases
+    assert source.count("barrier.cluster.wait.acquire;") == 2  # after barrier init, before exit
+
+
+def test_cluster_size_is_one_two_or_four():
+    with pytest.raises(GemmShapeError, match=r"cluster_m is one of \(1, 2, 4\) .*, got 3"):
+        hopper_gemm_persistent(cluster_m=3)
+
+
 def _probe(body, target="sm_90a"):
     @T.kernel(target=target, block=256, name="probe")
     def k(x: T.Buffer((256,), "float32")):

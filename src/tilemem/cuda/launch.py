@@ -165,7 +165,10 @@ class Launcher:
                 f"({param.value.dtype.bits // 8} bytes) but the array's elements are {size} bytes"
             )
 
-    def __call__(self, *args, grid=None, block=None, stream=None) -> None:
+    def __call__(self, *args, grid=None, block=None, cluster=None, stream=None) -> None:
+        """Launch with the kernel's grid and block, or those given. ``cluster`` (1 to 3 ints)
+        groups CTAs into thread-block clusters at run time (``cuLaunchKernelEx``); the grid
+        must be a multiple of it."""
         from cuda.core import Stream
 
         ir = self.program.ir
@@ -180,9 +183,13 @@ class Launcher:
             else int(stream)
         )
         keep, array = self._params(args)
+        what = (
+            f"launch with grid {grid}, block {block}, {self.program.dyn_smem_bytes} bytes of "
+            "dynamic shared memory"
+        )
         drv = driver()
-        check(
-            drv.cuLaunchKernel(
+        if cluster is None:
+            result = drv.cuLaunchKernel(
                 self.function,
                 *grid,
                 *block,
@@ -190,9 +197,53 @@ class Launcher:
                 handle,
                 ctypes.addressof(array),
                 0,
-            ),
-            f"launch with grid {grid}, block {block}, {self.program.dyn_smem_bytes} bytes of "
-            "dynamic shared memory",
-            self.name,
-        )
+            )
+        else:
+            config = self._cluster_config(grid, block, cluster, handle)
+            what += f", cluster {tuple(cluster)}"
+            result = drv.cuLaunchKernelEx(config, self.function, ctypes.addressof(array), 0)
+        check(result, what, self.name)
         del keep
+
+    def _cluster_config(self, grid, block, cluster, handle: int = 0):
+        """A ``CUlaunchConfig`` carrying the cluster dimension attribute (CUDA driver API,
+        "cuLaunchKernelEx"); every grid dimension must be a multiple of the cluster's."""
+        cluster = tuple(cluster) + (1,) * (3 - len(tuple(cluster)))
+        if len(cluster) != 3 or any(not isinstance(c, int) or c < 1 for c in cluster):
+            raise LaunchError(
+                f"kernel {self.name!r}: cluster is 1 to 3 positive ints, got {cluster}"
+            )
+        if any(g % c for g, c in zip(grid, cluster)):
+            raise LaunchError(
+                f"kernel {self.name!r}: grid {grid} is not a multiple of cluster {cluster}: round "
+                "each grid dimension to a multiple of the cluster's"
+            )
+        drv = driver()
+        attr = drv.CUlaunchAttribute()
+        attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
+        config = drv.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = grid
+        config.blockDimX, config.blockDimY, config.blockDimZ = block
+        config.sharedMemBytes = self.program.dyn_smem_bytes
+        config.hStream = drv.CUstream(handle)
+        config.attrs = [attr]
+        config.numAttrs = 1
+        return config
+
+    def max_active_clusters(self, cluster, block=None) -> int:
+        """How many clusters of this shape can be resident at once
+        (``cuOccupancyMaxActiveClusters``): the grid of a persistent kernel with clusters."""
+        ir = self.program.ir
+        block = tuple(block) if block is not None else ir.block
+        block = block + (1,) * (3 - len(block))
+        cluster = tuple(cluster) + (1,) * (3 - len(tuple(cluster)))
+        config = self._cluster_config(cluster, block, cluster)
+        drv = driver()
+        return int(
+            check(
+                drv.cuOccupancyMaxActiveClusters(self.function, config),
+                f"cuOccupancyMaxActiveClusters for cluster {cluster}",
+                self.name,
+            )
+        )

@@ -24,6 +24,8 @@ prints it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from .. import lang as T
 from ..cuda.device import check, driver
@@ -39,6 +41,7 @@ PRODUCER_REGS = 40  # a TMA-issuing warpgroup needs few registers
 CONSUMER_REGS = 232  # 128 accumulators + descriptors + epilogue; 128*40 + 256*232 <= 65536
 THREADS = 128 * (1 + CONSUMERS)
 DEFAULT_GROUP_M = 8
+CLUSTER_SIZES = (1, 2, 4)  # CTAs along M sharing B; the multicast box is TILE_N / size rows
 
 
 class GemmShapeError(TilememError, ValueError):
@@ -55,18 +58,55 @@ def tile_coords(tile, m_tiles, n_tiles, group_m):
     first_m = T.let("first_m", (tile // per_group) * group_m)
     rows = T.let("group_rows", T.min(m_tiles - first_m, group_m))
     local = T.let("local", tile % per_group)
-    return T.let("m_tile", first_m + local % rows), T.let("n_tile", local // rows)
+    return T.let("m_unit", first_m + local % rows), T.let("n_tile", local // rows)
 
 
-def _init_barriers(full, empty) -> None:
+@dataclass(frozen=True)
+class Schedule:
+    """Which tiles a CTA computes. A cluster of ``cluster_m`` CTAs takes work units: a unit is
+    ``cluster_m`` vertically adjacent tiles sharing one N tile, CTA ``rank`` computing M tile
+    ``unit_m * cluster_m + rank``; cluster ``c`` takes units ``c, c + clusters, ...``."""
+
+    m_tiles: Any
+    n_tiles: Any
+    k_tiles: Any
+    group_m: Any
+    cluster_m: int
+    rank: Any  # %cluster_ctarank, or 0 without clusters
+
+    def units(self):
+        """(units this CTA's cluster takes, its first unit, the unit stride, M units)."""
+        cm = self.cluster_m
+        m_units = self.m_tiles if cm == 1 else (self.m_tiles + cm - 1) // cm
+        first = T.let("cluster_id", T.block_id() // cm)
+        stride = T.let("clusters", T.grid_dim() // cm)
+        count = T.let("my_units", (m_units * self.n_tiles - first + stride - 1) // stride)
+        return count, first, stride, m_units
+
+    def tile(self, i, units):
+        """(M tile, N tile) of this CTA in its ``i``-th unit; ``units`` from :meth:`units`."""
+        _, first, stride, m_units = units
+        unit = T.let("unit", first + i * stride)
+        m_unit, n_tile = tile_coords(unit, m_units, self.n_tiles, self.group_m)
+        if self.cluster_m == 1:
+            return m_unit, n_tile
+        return T.let("m_tile", m_unit * self.cluster_m + self.rank), n_tile
+
+
+def _init_barriers(full, empty, cluster_m: int) -> None:
     """Thread 0 arms each stage's barriers: ``full`` for the producer's one arrival (plus the
-    TMA bytes), ``empty`` for one arrival per consumer warpgroup; then the block syncs."""
+    TMA bytes), ``empty`` for one arrival per consumer warpgroup of every CTA in the cluster
+    (each of them reads B that this CTA's producer multicasts). Then the block, or the whole
+    cluster, syncs so no peer arrives on a barrier before it exists."""
     with T.If(T.thread_id() == 0):
         for s in range(full.shape[0]):
             T.ptx.mbarrier.init((full, s), 1)
-            T.ptx.mbarrier.init((empty, s), CONSUMERS)
+            T.ptx.mbarrier.init((empty, s), CONSUMERS * cluster_m)
         T.ptx.fence.mbarrier_init()
-    T.cuda.syncthreads()
+    if cluster_m > 1:
+        T.ptx.cluster.sync()
+    else:
+        T.cuda.syncthreads()
 
 
 def _stage_and_phase(step, stages: int):
@@ -74,31 +114,48 @@ def _stage_and_phase(step, stages: int):
     return T.let("stage", step % stages), T.let("phase", (step // stages) % 2)
 
 
-def _producer(tma_a, tma_b, a, b, full, empty, my_tiles, sched) -> None:
+def _producer(tma_a, tma_b, a, b, full, empty, sched: Schedule) -> None:
+    """Per K step: wait for the stage to be free everywhere it is read, arm ``full`` with the
+    stage's bytes, load this CTA's A tile and its share of B. With a cluster, B's
+    ``TILE_N / cluster_m`` rows of this rank are multicast into every CTA of the cluster, which
+    all compute the same N tile, so each CTA's ``full`` barrier still receives a whole stage."""
     stages = a.shape[0]
     stage_bytes = (a.nbytes + b.nbytes) // stages
-    k_tiles = sched["k_tiles"]
-    for i in T.serial(my_tiles, name="t"):
-        tile = T.let("tile", T.block_id() + i * T.grid_dim())
-        m_tile, n_tile = tile_coords(tile, sched["m_tiles"], sched["n_tiles"], sched["group_m"])
+    k_tiles, cluster_m = sched.k_tiles, sched.cluster_m
+    b_rows = TILE_N // cluster_m
+    units = sched.units()
+    for i in T.serial(units[0], name="t"):
+        m_tile, n_tile = sched.tile(i, units)
         for kt in T.serial(k_tiles, name="kt"):
             s, phase = _stage_and_phase(i * k_tiles + kt, stages)
             T.ptx.mbarrier.wait((empty, s), phase ^ 1)
             T.ptx.mbarrier.arrive_expect_tx((full, s), stage_bytes)
             T.ptx.tma.load(tma_a, (a, s, 0, 0), (full, s), [kt * TILE_K, m_tile * TILE_M])
-            T.ptx.tma.load(tma_b, (b, s, 0, 0), (full, s), [kt * TILE_K, n_tile * TILE_N])
+            T.ptx.tma.load(
+                tma_b,
+                (b, s, sched.rank * b_rows, 0),
+                (full, s),
+                [kt * TILE_K, n_tile * TILE_N + sched.rank * b_rows],
+                multicast_mask=(1 << cluster_m) - 1 if cluster_m > 1 else None,
+            )
 
 
-def _release(empty, stage) -> None:
-    """One arrival per consumer warpgroup frees the stage (the barrier counts CONSUMERS)."""
+def _release(empty, stage, cluster_m: int) -> None:
+    """One arrival per consumer warpgroup on the stage's ``empty`` barrier of every CTA whose
+    producer wrote into it (all of the cluster's)."""
     with T.If(T.all_of(T.warp_id() % 4 == 0, T.ptx.elect_sync())):
-        T.ptx.mbarrier.arrive((empty, stage))
+        if cluster_m == 1:
+            T.ptx.mbarrier.arrive((empty, stage))
+        else:
+            for rank in range(cluster_m):
+                T.ptx.mbarrier.arrive_cluster((empty, stage), rank)
 
 
-def _mainloop(acc, a, b, full, empty, consumer, first_step, k_tiles) -> None:
+def _mainloop(acc, a, b, full, empty, consumer, first_step, sched: Schedule) -> None:
     """All K tiles of one output tile into ``acc``; the first wgmma overwrites (scale-d 0)."""
     stages = a.shape[0]
     rows = TILE_M // CONSUMERS
+    k_tiles = sched.k_tiles
     for kt in T.serial(k_tiles, name="kt"):
         s, phase = _stage_and_phase(first_step + kt, stages)
         T.ptx.mbarrier.wait((full, s), phase)
@@ -114,9 +171,9 @@ def _mainloop(acc, a, b, full, empty, consumer, first_step, k_tiles) -> None:
         T.ptx.wgmma.commit_group()
         T.ptx.wgmma.wait_group(1)  # K tile kt - 1 is done: its stage may be refilled
         with T.If(kt > 0):
-            _release(empty, (first_step + kt - 1) % stages)
+            _release(empty, (first_step + kt - 1) % stages, sched.cluster_m)
     T.ptx.wgmma.wait_group(0)
-    _release(empty, (first_step + k_tiles - 1) % stages)
+    _release(empty, (first_step + k_tiles - 1) % stages, sched.cluster_m)
 
 
 def _epilogue(acc, c, tma_c, consumer, m0, n0) -> None:
@@ -153,23 +210,30 @@ def _epilogue(acc, c, tma_c, consumer, m0, n0) -> None:
             T.ptx.tma.wait_group_read(EPILOGUE_BUFFERS - 1)
 
 
-def _consumer(tma_c, a, b, c, full, empty, consumer, my_tiles, sched) -> None:
+def _consumer(tma_c, a, b, c, full, empty, consumer, sched: Schedule) -> None:
     acc = T.alloc_local(TILE_N // 2, "float32", name="acc")
-    k_tiles = sched["k_tiles"]
-    for i in T.serial(my_tiles, name="t"):
-        tile = T.let("tile", T.block_id() + i * T.grid_dim())
-        m_tile, n_tile = tile_coords(tile, sched["m_tiles"], sched["n_tiles"], sched["group_m"])
-        _mainloop(acc, a, b, full, empty, consumer, T.let("first_step", i * k_tiles), k_tiles)
+    units = sched.units()
+    for i in T.serial(units[0], name="t"):
+        m_tile, n_tile = sched.tile(i, units)
+        first_step = T.let("first_step", i * sched.k_tiles)
+        _mainloop(acc, a, b, full, empty, consumer, first_step, sched)
         _epilogue(acc, c, tma_c, consumer, m_tile * TILE_M, n_tile * TILE_N)
     with T.If(T.thread_id() % 128 == 0):
         T.ptx.tma.wait_group(0)  # C fully written before the CTA retires
 
 
-def hopper_gemm_persistent() -> KernelProgram:
-    """The kernel: ``(tma_a, tma_b, tma_c, m_tiles, n_tiles, k_tiles, group_m)``, launched with
-    one CTA per SM (at most one per tile) and 384 threads."""
+def hopper_gemm_persistent(cluster_m: int = 1) -> KernelProgram:
+    """The kernel: ``(tma_a, tma_b, tma_c, m_tiles, n_tiles, k_tiles, group_m)``, 384 threads,
+    launched with at most one CTA per SM. ``cluster_m`` = 2 or 4 groups CTAs of adjacent M
+    tiles in a cluster (launched with cluster dimensions at run time) that share B by multicast,
+    each loading ``TILE_N / cluster_m`` of its rows."""
+    if cluster_m not in CLUSTER_SIZES:
+        raise GemmShapeError(
+            f"cluster_m is one of {CLUSTER_SIZES} (CTAs sharing B by multicast), got {cluster_m}"
+        )
+    name = "hopper_gemm_persistent" + (f"_cluster{cluster_m}" if cluster_m > 1 else "")
 
-    @T.kernel(target="sm_90a", grid=(132,), block=(THREADS,), name="hopper_gemm_persistent")
+    @T.kernel(target="sm_90a", grid=(132,), block=(THREADS,), name=name)
     def kernel(
         tma_a: T.TensorMap,
         tma_b: T.TensorMap,
@@ -182,19 +246,20 @@ def hopper_gemm_persistent() -> KernelProgram:
         smem = gemm_plan.hopper_gemm_persistent_bf16("sm_90a")
         a, b, c = smem.buffer("A"), smem.buffer("B"), smem.buffer("C_stage")
         full, empty = smem.buffer("full_bar"), smem.buffer("empty_bar")
-        _init_barriers(full, empty)
-        sched = {"m_tiles": m_tiles, "n_tiles": n_tiles, "k_tiles": k_tiles, "group_m": group_m}
-        grid = T.grid_dim()
-        my_tiles = T.let("my_tiles", (m_tiles * n_tiles - T.block_id() + grid - 1) // grid)
+        _init_barriers(full, empty, cluster_m)
+        rank = T.let("cta_rank", T.ptx.cluster.ctarank()) if cluster_m > 1 else 0
+        sched = Schedule(m_tiles, n_tiles, k_tiles, group_m, cluster_m, rank)
         warpgroup = T.let("warpgroup", T.warp_id() // 4)
         with T.If(warpgroup == 0):
             with T.Then():
                 T.ptx.setmaxnreg.dec(PRODUCER_REGS)
                 with T.If(T.all_of(T.warp_id() == 0, T.ptx.elect_sync())):
-                    _producer(tma_a, tma_b, a, b, full, empty, my_tiles, sched)
+                    _producer(tma_a, tma_b, a, b, full, empty, sched)
             with T.Else():
                 T.ptx.setmaxnreg.inc(CONSUMER_REGS)
-                _consumer(tma_c, a, b, c, full, empty, warpgroup - 1, my_tiles, sched)
+                _consumer(tma_c, a, b, c, full, empty, warpgroup - 1, sched)
+        if cluster_m > 1:  # no CTA leaves while a peer may still arrive on its barriers
+            T.ptx.cluster.sync()
 
     return kernel
 
@@ -204,14 +269,15 @@ class HopperGemm:
 
     ``prepare(a, b, c)`` checks the operands, encodes their tensor maps and returns a launch
     callable (what a benchmark times); calling the object does both at once. ``group_m`` is the
-    rasterisation group (M tiles), ``l2_promotion`` the TMA L2 fetch size for A and B.
+    rasterisation group (M tiles), ``cluster_m`` the CTAs per cluster sharing B (1 or 2),
+    ``l2_promotion`` the TMA L2 fetch size for A and B.
     """
 
-    def __init__(self, group_m: int = DEFAULT_GROUP_M, l2_promotion: int = 256):
+    def __init__(self, group_m: int = DEFAULT_GROUP_M, cluster_m: int = 1, l2_promotion: int = 0):
         if not isinstance(group_m, int) or group_m < 1:
             raise GemmShapeError(f"group_m is a positive number of M tiles, got {group_m!r}")
-        self.group_m, self.l2_promotion = group_m, l2_promotion
-        self.program = hopper_gemm_persistent()
+        self.group_m, self.cluster_m, self.l2_promotion = group_m, cluster_m, l2_promotion
+        self.program = hopper_gemm_persistent(cluster_m)
         self.launcher = Launcher(self.program)
         self.plan = gemm_plan.hopper_gemm_persistent_bf16("sm_90a")  # the same placement
         drv = driver()
@@ -223,22 +289,29 @@ class HopperGemm:
                 self.program.name,
             )
         )
+        cluster = (cluster_m, 1, 1)
+        self.max_clusters = (
+            self.launcher.max_active_clusters(cluster) if cluster_m > 1 else self.sms
+        )
 
     def prepare(self, a, b, c, ctas: int | None = None) -> Callable[..., None]:
         """Check and map the operands; ``ctas`` caps the persistent grid (default: one per SM)."""
         m, k, n = _check_operands(a, b, c)
         maps = (
             tile_map(a, self.plan.buffer("A"), self.l2_promotion),
-            tile_map(b, self.plan.buffer("B"), self.l2_promotion),
+            tile_map(b, gemm_plan.b_share(self.cluster_m), self.l2_promotion),
             tile_map(c, self.plan.buffer("C_stage")),
         )
         tiles = (ceil_div(m, TILE_M), ceil_div(n, TILE_N), ceil_div(k, TILE_K))
         if ctas is not None and (not isinstance(ctas, int) or ctas < 1):
             raise GemmShapeError(f"ctas caps the grid at a positive number of CTAs, got {ctas!r}")
-        grid = (min(ctas or self.sms, tiles[0] * tiles[1]),)
+        cm = self.cluster_m
+        units = ceil_div(tiles[0], cm) * tiles[1]
+        clusters = min(self.max_clusters, units, max(1, (ctas or self.sms) // cm))
+        grid, cluster = (clusters * cm,), ((cm, 1, 1) if cm > 1 else None)
 
         def launch(stream=None) -> None:
-            self.launcher(*maps, *tiles, self.group_m, grid=grid, stream=stream)
+            self.launcher(*maps, *tiles, self.group_m, grid=grid, cluster=cluster, stream=stream)
 
         return launch
 

@@ -11,7 +11,7 @@ fits one CTA per SM.
 from __future__ import annotations
 
 from ..plan.stages import BufferRequest, StageSolution, solve_stages
-from ..pool import SMEMPool
+from ..pool import Buffer, SMEMPool
 
 TILE_M, TILE_N, TILE_K = 128, 256, 64
 CONSUMERS = 2  # consumer warpgroups, TILE_M / CONSUMERS rows each
@@ -56,3 +56,11 @@ def hopper_gemm_persistent_bf16(target: str = "sm_90a") -> SMEMPool:
             smem.alloc(shape, r.dtype, name=r.name)
     smem.commit()
     return smem
+
+
+def b_share(cluster_m: int, target: str = "sm_90a") -> Buffer:
+    """The rows of a B stage one CTA's producer loads (and multicasts) in a cluster of
+    ``cluster_m`` CTAs: ``TILE_N / cluster_m`` x ``TILE_K``, laid out like B's rows (a plan-only
+    buffer from which the B tensor map takes its box)."""
+    smem = SMEMPool(name="b_share", target=target)
+    return smem.alloc_mma((TILE_N // cluster_m, TILE_K), "bfloat16", "128B", name="B_share")

@@ -18,17 +18,20 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import LayoutError
+from ..validate import MAX_ELEMENTS, check_int, check_shape, is_int
 
 AXES = ("m", "TLane", "TCol")
 Positions = dict[str, int]
+# Positions are computed in int64 (numpy); a layout whose span reaches this would wrap.
+MAX_POSITION = 1 << 62
 
 
-def _check_int(value, what: str, minimum: int) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise LayoutError(f"{what} must be an integer, got {value!r}")
-    if value < minimum:
-        raise LayoutError(f"{what} must be >= {minimum}, got {value}")
-    return int(value)
+def _check_int(value, what: str, minimum: int, maximum: int = MAX_ELEMENTS) -> int:
+    return check_int(value, what, minimum=minimum, maximum=maximum, error=LayoutError)
+
+
+def _check_shape(shape, what: str = "shape") -> tuple[int, ...]:
+    return check_shape(shape, what, error=LayoutError)
 
 
 @dataclass(frozen=True)
@@ -40,10 +43,10 @@ class Iter:
     axis: str = "m"
 
     def __post_init__(self) -> None:
-        _check_int(self.extent, "Iter extent", 1)
-        _check_int(self.stride, "Iter stride", 0)
-        if not isinstance(self.axis, str) or not self.axis:
-            raise LayoutError(f"Iter axis must be a non-empty name, got {self.axis!r}")
+        object.__setattr__(self, "extent", _check_int(self.extent, "Iter extent", 1))
+        object.__setattr__(self, "stride", _check_int(self.stride, "Iter stride", 0))
+        if not isinstance(self.axis, str) or not self.axis.isidentifier():
+            raise LayoutError(f"Iter axis must be a name such as 'm' or 'TCol', got {self.axis!r}")
 
     def __repr__(self) -> str:
         return f"{self.extent}:{self.stride}@{self.axis}"
@@ -54,10 +57,10 @@ _STRIDE_RE = re.compile(r"^\s*(\d+)\s*(?:@\s*(\w+))?\s*$")
 
 def _parse_stride(spec) -> tuple[int, str]:
     """``4`` -> (4, "m"); ``"1@TLane"`` -> (1, "TLane"); ``(1, "TCol")`` -> (1, "TCol")."""
-    if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
+    if is_int(spec):
         return int(spec), "m"
-    if isinstance(spec, tuple) and len(spec) == 2:
-        return int(spec[0]), str(spec[1])
+    if isinstance(spec, tuple) and len(spec) == 2 and is_int(spec[0]) and isinstance(spec[1], str):
+        return int(spec[0]), spec[1]
     if isinstance(spec, str):
         match = _STRIDE_RE.match(spec)
         if match:
@@ -66,6 +69,29 @@ def _parse_stride(spec) -> tuple[int, str]:
         f"cannot read stride {spec!r}: write an int (axis m), 'STRIDE@AXIS' such as "
         "'1@TLane', or a (stride, axis) pair"
     )
+
+
+def _iters(iters, what: str) -> tuple[Iter, ...]:
+    if isinstance(iters, Iter | str) or not hasattr(iters, "__iter__"):
+        raise LayoutError(f"TileLayout {what} must be a sequence of Iter objects, got {iters!r}")
+    out = tuple(iters)
+    for it in out:
+        if not isinstance(it, Iter):
+            raise LayoutError(f"TileLayout takes Iter objects, got {it!r}")
+    return out
+
+
+def _offsets(offset) -> tuple[tuple[str, int], ...]:
+    """``{axis: constant}`` as sorted pairs; constants are integers >= 0."""
+    if offset is None:
+        return ()
+    if not isinstance(offset, Mapping):
+        raise LayoutError(f"offset must be a mapping {{axis: int}}, got {offset!r}")
+    for axis, value in offset.items():
+        if not isinstance(axis, str) or not axis.isidentifier():
+            raise LayoutError(f"offset axis must be a name such as 'TCol', got {axis!r}")
+        _check_int(value, f"offset on axis {axis!r}", 0)
+    return tuple(sorted((axis, int(value)) for axis, value in offset.items()))
 
 
 def row_major_strides(shape: Sequence[int]) -> list[int]:
@@ -96,7 +122,15 @@ class Layout:
         """
         if len(coords) == 1 and isinstance(coords[0], (tuple, list)):
             coords = tuple(coords[0])
-        flat = self._flatten(coords, shape)
+        if not coords:
+            raise LayoutError("apply needs a flat index or one index per dimension, got none")
+        for c in coords:
+            if not is_int(c):
+                raise LayoutError(
+                    f"coordinate {tuple(coords)!r}: {c!r} is not an integer (a float would be "
+                    "truncated to a different element)"
+                )
+        flat = self._flatten(tuple(int(c) for c in coords), shape)
         out = self._apply_flat(np.asarray([flat], dtype=np.int64))
         return {axis: int(v[0]) for axis, v in out.items()}
 
@@ -104,7 +138,10 @@ class Layout:
 
     def apply_flat(self, flat) -> dict[str, np.ndarray]:
         """Vectorised ``apply`` over an array of flat indices."""
-        flat = np.asarray(flat, dtype=np.int64)
+        raw = np.asarray(flat)
+        if raw.size and raw.dtype.kind not in "iu":
+            raise LayoutError(f"flat indices must be integers, got an array of {raw.dtype}")
+        flat = raw.astype(np.int64)
         if flat.size and (flat.min() < 0 or flat.max() >= self.size()):
             raise LayoutError(f"flat index out of range [0, {self.size()})")
         return self._apply_flat(flat)
@@ -120,7 +157,7 @@ class Layout:
             if not 0 <= int(x) < size:
                 raise LayoutError(f"flat index {x} out of range [0, {size})")
             return int(x)
-        shape = tuple(self.shape if shape is None else shape)
+        shape = tuple(self.shape) if shape is None else _check_shape(shape)
         if len(coords) != len(shape):
             raise LayoutError(
                 f"coordinate {tuple(coords)} has {len(coords)} indices but shape {shape} "
@@ -182,14 +219,13 @@ class TileLayout(Layout):
     ) -> None:
         """``axes`` names axes to report even when no Iter is left on them (kept by
         canonicalize)."""
-        self.shard = tuple(shard)
-        self.replica = tuple(replica)
+        self.shard = _iters(shard, "shard")
+        self.replica = _iters(replica, "replica")
         if not self.shard:
             raise LayoutError("a TileLayout needs at least one shard Iter")
-        for it in self.shard + self.replica:
-            if not isinstance(it, Iter):
-                raise LayoutError(f"TileLayout takes Iter objects, got {it!r}")
-        self._offset = tuple(sorted((str(a), int(v)) for a, v in (offset or {}).items()))
+        self._offset = _offsets(offset)
+        if isinstance(axes, str) or not all(isinstance(a, str) for a in axes):
+            raise LayoutError(f"axes must be a sequence of axis names, got {axes!r}")
         seen = (
             list(axes)
             + [it.axis for it in self.shard + self.replica]
@@ -201,12 +237,18 @@ class TileLayout(Layout):
         size = math.prod(it.extent for it in self.shard)
         if shape is None:
             shape = tuple(it.extent for it in self.shard)
-        self.shape = tuple(int(s) for s in shape)
+        self.shape = _check_shape(shape, "TileLayout shape")
         if math.prod(self.shape) != size:
             raise LayoutError(
                 f"shape {self.shape} holds {math.prod(self.shape)} elements but the shard "
                 f"Iters {list(self.shard)} hold {size}"
             )
+        for axis in self._axes:
+            if self.span(axis) > MAX_POSITION:
+                raise LayoutError(
+                    f"layout reaches position {self.span(axis) - 1} on axis {axis!r}, beyond the "
+                    f"{MAX_POSITION} that 64-bit index arithmetic holds without wrapping"
+                )
 
     # -- constructors ---------------------------------------------------------
     @classmethod
@@ -218,9 +260,11 @@ class TileLayout(Layout):
         ``TileLayout.of((128, 256), ("1@TLane", "1@TCol"))`` is TIRx's
         ``S[(128, 256) : (1@TLane, 1@TCol)]``.
         """
-        shape = tuple(int(s) for s in shape)
+        shape = _check_shape(shape)
         if strides is None:
             strides = row_major_strides(shape)
+        if isinstance(strides, str) or not hasattr(strides, "__len__"):
+            raise LayoutError(f"strides must be a sequence, got {strides!r}")
         if len(strides) != len(shape):
             raise LayoutError(f"shape {shape} and strides {tuple(strides)} differ in length")
         iters = [Iter(e, *_parse_stride(s)) for e, s in zip(shape, strides)]
@@ -228,6 +272,7 @@ class TileLayout(Layout):
 
     @classmethod
     def row_major(cls, shape: Sequence[int], axis: str = "m") -> TileLayout:
+        shape = _check_shape(shape)
         return cls.of(shape, [(s, axis) for s in row_major_strides(shape)])
 
     # -- value semantics ------------------------------------------------------
@@ -318,7 +363,7 @@ class TileLayout(Layout):
         An Iter that straddles two dimensions (after fusion) is split back, which
         needs its extent to divide evenly; otherwise :class:`LayoutError`.
         """
-        shape = tuple(self.shape if shape is None else shape)
+        shape = tuple(self.shape) if shape is None else _check_shape(shape)
         if math.prod(shape) != self.size():
             raise LayoutError(f"shape {shape} does not match layout size {self.size()}")
         pending = list(self.shard)
@@ -358,6 +403,10 @@ class TileLayout(Layout):
         ``inner.span(axis)``, then ``inner``'s Iters for d; the coordinate is
         ``c_d = o_d * inner_shape[d] + i_d``.
         """
+        if not isinstance(inner, TileLayout):
+            raise LayoutError(f"tile takes an inner TileLayout, got {inner!r}")
+        outer_shape = _check_shape(outer_shape, "outer shape")
+        inner_shape = _check_shape(inner_shape, "inner shape")
         if len(outer_shape) != len(inner_shape):
             raise LayoutError(
                 f"outer shape {tuple(outer_shape)} and inner shape {tuple(inner_shape)} differ in "
@@ -377,7 +426,8 @@ class TileLayout(Layout):
         self, to_shape: Sequence[int], cur_shape: Sequence[int] | None = None
     ) -> TileLayout:
         """Repeat this layout (shape ``cur_shape``) row-major until it covers ``to_shape``."""
-        cur_shape = tuple(self.shape if cur_shape is None else cur_shape)
+        to_shape = _check_shape(to_shape, "to_shape")
+        cur_shape = tuple(self.shape) if cur_shape is None else _check_shape(cur_shape)
         return _outer_for(to_shape, cur_shape, self.axes[0] if self.axes else "m").tile(
             self, [t // c for t, c in zip(to_shape, cur_shape)], cur_shape
         )
@@ -388,6 +438,11 @@ class TileLayout(Layout):
         Exact when the window stays inside one Iter of that dimension, or when
         it covers whole blocks of its innermost Iters; otherwise LayoutError.
         """
+        dim = _check_int(dim, f"window dimension of a {len(self.shape)}-D layout", 0)
+        if dim >= len(self.shape):
+            raise LayoutError(f"window dimension {dim} of a {len(self.shape)}-D layout")
+        start = _check_int(start, "window start", 0)
+        length = _check_int(length, "window length", 1)
         extent = self.shape[dim]
         if not (start >= 0 and length >= 1 and start + length <= extent):
             raise LayoutError(
@@ -447,7 +502,9 @@ class SwizzleLayout(Layout):
 
     def __post_init__(self) -> None:
         for name in ("per_element", "swizzle_len", "atom_len"):
-            _check_int(getattr(self, name), f"SwizzleLayout {name}", 0)
+            object.__setattr__(
+                self, name, _check_int(getattr(self, name), f"SwizzleLayout {name}", 0, 20)
+            )
 
     @property
     def period(self) -> int:
@@ -490,6 +547,18 @@ class ComposeLayout(Layout):
 
     swizzle: SwizzleLayout
     tile: TileLayout
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.swizzle, SwizzleLayout) or not isinstance(self.tile, TileLayout):
+            raise LayoutError(
+                f"ComposeLayout(swizzle, tile) takes a SwizzleLayout and a TileLayout, got "
+                f"{self.swizzle!r} and {self.tile!r}"
+            )
+        if set(self.tile.axes) != {"m"}:
+            raise LayoutError(
+                f"a swizzle acts on shared-memory offsets: the tile must map to axis 'm' only, "
+                f"got axes {self.tile.axes}"
+            )
 
     @property
     def shape(self) -> tuple[int, ...]:

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from ..dtype import DTypeLike, as_dtype
 from ..errors import LayoutError, SwizzleError
 from ..intmath import align_up
+from ..validate import check_int, check_shape
 from .core import ComposeLayout, Iter, Layout, SwizzleLayout, TileLayout
 
 
@@ -108,8 +109,8 @@ def mma_shared_layout(dtype: DTypeLike, mode: SwizzleModeLike, shape: Sequence[i
     ``e16 = 128 // bits``, or plain row-major when ``K % e16 != 0``.
     """
     dtype, mode = as_dtype(dtype), SwizzleMode.parse(mode)
-    shape = tuple(int(s) for s in shape)
-    if len(shape) < 2 or any(s < 1 for s in shape):
+    shape = check_shape(shape, "MMA operand shape", error=LayoutError)
+    if len(shape) < 2:
         raise LayoutError(
             f"an MMA operand tile needs a shape (..., R, K) of positive extents, got {shape}"
         )
@@ -146,6 +147,7 @@ def layout_swizzle_mode(layout: Layout) -> SwizzleMode:
 
 def widest_swizzle(dtype: DTypeLike, row_elems: int) -> SwizzleMode:
     """Widest mode whose swizzle row divides a row of ``row_elems`` elements (``"auto"``)."""
+    row_elems = check_int(row_elems, "row_elems", minimum=0, error=LayoutError)
     row_bits = row_elems * as_dtype(dtype).bits
     for mode in (
         SwizzleMode.SWIZZLE_128B_ATOM,

@@ -8,6 +8,7 @@ buffer's dtype; a 32-bit physical column holds ``32 // bits`` of them.
 from __future__ import annotations
 
 from ..errors import LayoutError
+from ..validate import MAX_ELEMENTS, check_int, is_int
 from .core import Iter, TileLayout
 
 # Tensor memory of one CTA (PTX ISA 9.0, "Tensor Memory"; HARDWARE.md): 128 lanes x 512
@@ -37,19 +38,21 @@ def tmem_datapath_layout(letter: str, rows: int, cols: int, sub_slab: int = 0) -
     - F, C (64 rows): ``lane = 32*(r // 16) + r % 16 + 16*sub_slab, col = c``.
     - G (32 rows, cols % 4 == 0): ``lane = r + 32*(c // (cols/4)), col = c % (cols/4)``.
     """
-    if letter not in DATAPATH_ROWS:
+    if not isinstance(letter, str) or letter not in DATAPATH_ROWS:
         raise LayoutError(
             f"unknown TMEM data path {letter!r}; known: {', '.join(sorted(DATAPATH_ROWS))}"
         )
     want = DATAPATH_ROWS[letter]
+    rows = check_int(rows, f"data path {letter} rows", minimum=1, error=LayoutError)
     if rows != want:
         raise LayoutError(
             f"data path {letter} ({DATAPATH_SHAPES[letter]}) holds {want} rows per CTA, got "
             f"rows={rows}"
         )
-    if not isinstance(cols, int) or cols < 1:
-        raise LayoutError(f"data path {letter}: cols must be a positive integer, got {cols!r}")
-    if sub_slab not in (0, 1):
+    cols = check_int(
+        cols, f"data path {letter}: cols", minimum=1, maximum=MAX_ELEMENTS, error=LayoutError
+    )
+    if not is_int(sub_slab) or sub_slab not in (0, 1):
         raise LayoutError(f"sub_slab must be 0 or 1, got {sub_slab!r}")
     if sub_slab and letter not in ("F", "C"):
         raise LayoutError(
@@ -101,7 +104,12 @@ def sf_tmem_layout(
     ``pipe_depth`` prepends a stage dimension of stride one whole stage,
     ``4*M*Ko`` elements, so stages never overlap.
     """
-    if sf_per_mma not in (1, 2, 4):
+    rows = check_int(rows, "scale-factor rows", minimum=1, error=LayoutError)
+    sf_k = check_int(sf_k, "SF_K", minimum=1, error=LayoutError)
+    sf_reuse = check_int(sf_reuse, "sf_reuse", minimum=1, error=LayoutError)
+    if pipe_depth is not None:
+        pipe_depth = check_int(pipe_depth, "pipe_depth", minimum=1, error=LayoutError)
+    if not is_int(sf_per_mma) or sf_per_mma not in (1, 2, 4):
         raise LayoutError(f"sf_per_mma must be 1, 2 or 4 scale factors per MMA, got {sf_per_mma}")
     if rows < 32 or rows % 32:
         raise LayoutError(

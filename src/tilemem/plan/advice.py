@@ -7,6 +7,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..errors import PlanError
+from ..validate import is_int
 from .packing import bump_total
 
 if TYPE_CHECKING:  # the model holds advice; advice reads the model
@@ -17,7 +19,7 @@ _EXHAUSTIVE_UP_TO = 7  # buffers; 7! = 5040 orders
 
 def best_order(entries) -> tuple[list, int]:
     """(order, high-water) minimising the bump allocator's high-water mark."""
-    entries = list(entries)
+    entries = _entries(entries)
     candidates: Iterable[Sequence]
     if len(entries) <= _EXHAUSTIVE_UP_TO:
         candidates = itertools.permutations(entries)
@@ -64,8 +66,21 @@ class PaddingAdvice:
         return lines
 
 
+def _entries(entries) -> list:
+    """Plan entries (anything with integer ``length`` and ``align``), or PlanError."""
+    if isinstance(entries, str | bytes) or not hasattr(entries, "__iter__"):
+        raise PlanError(f"best_order takes a pool's plan entries, got {entries!r}")
+    out = list(entries)
+    for e in out:
+        if not (is_int(getattr(e, "length", None)) and is_int(getattr(e, "align", None))):
+            raise PlanError(f"best_order takes plan entries (PlanEntry), got {e!r}")
+    return out
+
+
 def advise_padding(pool: PoolPlan) -> PaddingAdvice:
     """The padding of ``pool`` and, when one exists, a bump order with a lower high-water."""
+    if not all(hasattr(pool, a) for a in ("name", "entries", "moves", "high_water", "padding")):
+        raise PlanError(f"padding advice reads a pool's plan (PoolPlan), got {pool!r}")
     if pool.moves:
         return PaddingAdvice(pool.name, pool.padding, pool.high_water, overlays=True)
     order, total = best_order(pool.entries)

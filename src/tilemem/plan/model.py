@@ -11,7 +11,7 @@ import contextlib
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..errors import CapacityError, PlanFileError
+from ..errors import CapacityError, PlanError, PlanFileError
 from ..scopes import SMEM, TMEM
 from .advice import PaddingAdvice, advise_padding
 from .cpp_header import cpp_header
@@ -127,7 +127,8 @@ class MemoryPlan:
             for e in pool.entries:
                 if e.name == name:
                     return e
-        raise KeyError(name)
+        names = [e.name for pool in self.pools for e in pool.entries]
+        raise PlanError(f"the plan has no buffer named {name!r}; it has {names}")
 
     def occupancy(
         self, threads: int | None = None, target: str | Target | None = None

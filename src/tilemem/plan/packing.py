@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..errors import AlignmentError
 from ..intmath import align_up, is_power_of_two
-from ..validate import is_int
+from ..validate import check_int, is_int
 
 
 def check_align(align, what: str = "align") -> int:
@@ -40,6 +40,9 @@ class Placement:
 
 
 def place(cursor: int, size: int, align: int) -> Placement:
+    """Where a buffer of ``size`` lands: the cursor rounded up to ``align``."""
+    if type(size) is not int or size < 0:
+        size = check_int(size, "placement size", minimum=0, error=AlignmentError)
     offset = align_up(cursor, align)
     return Placement(offset, size, align, offset - cursor)
 

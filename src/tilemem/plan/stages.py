@@ -118,6 +118,8 @@ def solve_stages(
     requests, target: str | Target, ctas_per_sm: int = 1, max_stages: int = 64
 ) -> StageSolution:
     """The most stages (up to ``max_stages``) whose buffers fit ``ctas_per_sm`` CTAs on one SM."""
+    if isinstance(requests, str | bytes | BufferRequest) or not hasattr(requests, "__iter__"):
+        raise CapacityError(f"solve_stages takes a list of BufferRequest, got {requests!r}")
     requests = list(requests)
     if not all(isinstance(r, BufferRequest) for r in requests):
         raise CapacityError(f"solve_stages takes BufferRequest objects, got {requests!r}")

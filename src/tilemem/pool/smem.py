@@ -77,6 +77,10 @@ class SMEMPool(BumpPool):
         threads: int | None = None,
     ):
         name = "smem" if name is None else check_name(name, "SMEM pool name")
+        if ptr is not None and not (isinstance(ptr, Buffer) and ptr.scope == SMEM):
+            raise AllocationError(
+                f"SMEMPool(ptr=...) carves a pool out of a shared-memory Buffer, got {ptr!r}"
+            )
         if threads is not None:
             threads = check_int(threads, "threads", minimum=1, maximum=1024)
         emitter = current_emitter()

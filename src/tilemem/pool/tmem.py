@@ -287,9 +287,9 @@ class TMEMPool(BumpPool):
         self, buf: Buffer, col_start: int, width: int, stages: int = 1, stride: int | None = None
     ) -> TMEMStages:
         """:class:`TMEMStages` over ``buf``, listed in this pool's plan."""
-        if buf.pool is not self:
+        if not isinstance(buf, Buffer) or buf.pool is not self:
             raise AllocationError(
-                f"TMEMPool {self.name!r} lists views of its own buffers; {buf.name!r} is not one"
+                f"TMEMPool {self.name!r} lists views of its own buffers; {buf!r} is not one"
             )
         views = TMEMStages(buf, col_start, width, stages, stride)
         self._stage_views.append(views)
@@ -521,7 +521,10 @@ class TMEMStages:
 
     def view(self, stage: int, start: int = 0, stop: int | None = None) -> Buffer:
         """The Buffer for ``stage`` narrowed to ``[start, stop)``; its layout is exact."""
+        stage = check_int(stage, "stage", minimum=0, maximum=self.stages - 1)
         stop = self.width if stop is None else stop
+        start = check_int(start, "view start", minimum=0, maximum=self.width - 1)
+        stop = check_int(stop, "view stop", minimum=start + 1, maximum=self.width)
         buf = self.buf
         if not isinstance(buf.layout, TileLayout) or buf.col_offset is None:
             raise AllocationError(f"TMEMStages needs a TMEM buffer with a TileLayout, got {buf!r}")

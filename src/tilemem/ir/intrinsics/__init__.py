@@ -1,11 +1,18 @@
 """Instructions a kernel can issue, one declaration each (see :mod:`.registry`), grouped by
-hardware feature: threads and barriers, mbarriers, TMA, register budgets and stmatrix,
+hardware feature: threads and barriers, clusters, mbarriers, TMA, register budgets and stmatrix,
 wgmma (sm_90a), tcgen05 (sm_100a).
 
 Importing this package registers every instruction: :data:`INTRINSICS` is the lowering
 table the CUDA backend reads, :data:`LANGUAGE` the ``T.cuda`` / ``T.ptx`` namespaces.
 """
 
+from .cluster import (
+    cluster_arrive,
+    cluster_ctarank,
+    cluster_sync,
+    cluster_wait,
+    mbarrier_arrive_cluster,
+)
 from .mbarrier import (
     fence_mbarrier_init,
     fence_proxy_async_shared_cta,
@@ -73,12 +80,17 @@ __all__ = [
     "bulk_commit_group",
     "bulk_wait_group",
     "bulk_wait_group_read",
+    "cluster_arrive",
+    "cluster_ctarank",
+    "cluster_sync",
+    "cluster_wait",
     "elect_sync",
     "fence_mbarrier_init",
     "fence_proxy_async_shared_cta",
     "grid_dim",
     "lane_id",
     "mbarrier_arrive",
+    "mbarrier_arrive_cluster",
     "mbarrier_arrive_expect_tx",
     "mbarrier_init",
     "mbarrier_try_wait_parity",
