@@ -1,6 +1,8 @@
 import json
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -142,3 +144,14 @@ def test_plan_writes_a_cpp_header(tmp_path, capsys):
     text = header.read_text()
     assert "namespace blackwell_gemm {" in text and "constexpr unsigned total_cols = 512;" in text
     assert "blackwell-gemm" in capsys.readouterr().out  # the report still goes to stdout
+
+
+def test_plan_writes_an_svg_picture(tmp_path):
+    import xml.etree.ElementTree as ET
+
+    picture = tmp_path / "plan.svg"
+    plan_file = Path(__file__).resolve().parents[1] / "examples" / "attention-fwd.toml"
+    assert main([str(plan_file), "--svg", str(picture), "-o", os.devnull]) == 0
+    root = ET.parse(picture).getroot()
+    names = {r.get("data-name") for r in root.iter("{http://www.w3.org/2000/svg}rect")}
+    assert {"Q", "KV", "S0", "P1"} <= names

@@ -104,7 +104,8 @@ def test_toml_syntax_error_names_the_line():
 def test_unknown_key_names_its_line_and_the_keys_allowed():
     message = _error(SMEM_ONLY.replace('name = "bar"\n', 'name = "bar"\nsize = 3\n'))
     assert message.startswith("k.toml:13: [[smem.buffers]] #2: unknown key 'size'")
-    assert "align, dtype, kind, layout, name, scope, shape, strides" in message
+    keys = "alias_of, align, dtype, kind, layout, live, name, offset, scope, shape, strides"
+    assert keys in message
 
 
 def test_pool_error_keeps_its_class_and_gains_the_line():
@@ -215,3 +216,9 @@ def test_move_base_to_takes_no_other_keys():
 def test_alignment_error_class_is_kept_and_points_at_the_buffer():
     message = _error(SMEM_ONLY.replace("align = 16", "align = 3"), AlignmentError)
     assert message.startswith("k.toml:19: [[smem.buffers]] #4 'C': align must be a power of two")
+
+
+def test_unknown_pool_key_is_a_plan_file_error():
+    message = _error(SMEM_ONLY.replace('name = "tiles"', 'name = "tiles"\nregion = 4'))
+    assert message.startswith("k.toml:4: [smem]: unknown key 'region'")
+    assert "commit" in message and "threads" in message

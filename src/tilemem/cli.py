@@ -87,6 +87,8 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         plan = plan.with_threads(example.threads)
     if args.header:
         write_file(args.header, plan.to_cpp_header(namespace=example.name.replace("-", "_")))
+    if args.svg:
+        write_file(args.svg, plan.to_svg(title=f"{example.name}: {example.summary}"))
     if args.json:
         text = json.dumps({"example": example.name, **plan.to_dict()}, indent=2) + "\n"
     else:
@@ -174,6 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
     plan.add_argument("-o", "--output", help="file to write (default: standard output)")
     plan.add_argument("--header", metavar="FILE", help="also write the plan as a C++ header")
+    plan.add_argument("--svg", metavar="FILE", help="also write the plan as an SVG picture")
     plan.set_defaults(run=_cmd_plan)
     emit = sub.add_parser(
         "emit",

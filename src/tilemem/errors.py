@@ -42,6 +42,10 @@ class TMEMOverflowError(CapacityError):
     """TMEM columns requested beyond the pool's ``total_cols``."""
 
 
+class AliasError(TilememError, ValueError):
+    """Buffers overlaid by hand (``move_base_to``, ``offset=``) that are live in a common phase."""
+
+
 class PlanFileError(TilememError, ValueError):
     """A plan in a file form (TOML, JSON, C++ header) that cannot be read or written: syntax,
     an unknown key, a value of the wrong type, a name defined nowhere or unusable in C++."""

@@ -162,6 +162,8 @@ class _Builder:
     def build(self) -> SMEMPool:
         smem_table = dict(self.data.get("smem", {}))
         where = self.where(self.lines.item("smem", 0), "[smem]")
+        allowed = _keywords(SMEMPool.__init__, ("self", "ptr", "target")) | {"buffers", "commit"}
+        _check_keys(smem_table, allowed, where, self.lines)
         ops = smem_table.pop("buffers", [])
         commit_size = smem_table.pop("commit", None)
         options = self.resolve(smem_table, where)

@@ -54,6 +54,7 @@ def _pool_lines(pool: PoolPlan) -> list[str]:
         f"high-water {pool.high_water} {unit}, {committed}, padding {pool.padding} {unit}"
         + (f", {len(pool.moves)} move_base_to" if pool.moves else "")
     )
+    lines += lifetime_lines(pool)
     if pool.allocation is not None:
         a = pool.allocation
         lines.append(
@@ -64,6 +65,24 @@ def _pool_lines(pool: PoolPlan) -> list[str]:
         spans = ", ".join(f"[{s}] cols {lo}..{hi}" for s, (lo, hi) in enumerate(views.spans))
         lines.append(f"stages of {views.buffer}: {spans}")
     return lines
+
+
+def lifetime_lines(pool: PoolPlan) -> list[str]:
+    """A pool with phases: footprint against lower bound and bump, and a buffer x phase table
+    ('#' where the buffer is live) with each buffer's range."""
+    if not pool.phases:
+        return []
+    unit = "bytes" if pool.unit == "bytes" else "cols"
+    lines = [
+        f"packed by lifetime: footprint {pool.footprint} {unit}, lower bound "
+        f"{pool.lower_bound} {unit}, bump placement {pool.bump} {unit}"
+    ]
+    rows = [["buffer", *pool.phases, unit]]
+    for e in pool.entries:
+        live = ["#" if p in e.phases else "." for p in pool.phases]
+        view = f" in {e.alias_of}" if e.alias_of else ""
+        rows.append([e.name, *live, f"[{e.offset}, {e.end}){view}"])
+    return [*lines, "lifetimes:", *table(rows, indent="  ")]
 
 
 def column_map(pool: PoolPlan) -> list[str]:

@@ -67,7 +67,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import AllocationError
-from .packing import align_up, bump_total, is_power_of_two
+from ..intmath import align_up, is_power_of_two
+from .packing import bump_total
 
 ALL_LANES = -1  # lane mask of an item without lanes: conflicts on every lane
 NODE_LIMIT = 10_000  # search nodes before the best placement found so far is returned

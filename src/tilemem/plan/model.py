@@ -18,6 +18,7 @@ from .cpp_header import cpp_header
 from .format import format_plan
 from .occupancy import Occupancy, occupancy
 from .serialize import PLAN_SCHEMA, from_data, to_data
+from .svg import plan_svg
 from .target import Target, get_target
 
 # Keys written to JSON for its readers, not fields: skipped when read back. All but "example"
@@ -44,6 +45,8 @@ class PlanEntry:
     overlaps: tuple[str, ...] = ()
     swizzle: int = 0  # SwizzleMode value L: 0 none, 1/2/3 the 32/64/128-byte swizzle
     lanes: tuple[tuple[int, int], ...] = ()  # TMEM: [first, end) lane runs the layout touches
+    phases: tuple[str, ...] = ()  # pools with phases: the phases the buffer is live in
+    alias_of: str | None = None  # a view: the buffer whose storage it lies in
 
     @property
     def end(self) -> int:
@@ -83,6 +86,14 @@ class PoolPlan:
     moves: tuple[tuple[int, int], ...] = ()  # (cursor before, cursor after) of each move_base_to
     allocation: TMEMAllocation | None = None  # TMEM pools only
     stages: tuple[StageViews, ...] = ()  # TMEM stage views over this pool's buffers
+    phases: tuple[str, ...] = ()  # pools with phases: the program's phases in order
+    lower_bound: int | None = None  # max over phases of what is live there (SPEC section 8)
+    bump: int | None = None  # what bump placement in allocation order would need
+
+    @property
+    def footprint(self) -> int:
+        """What the pool occupies: the committed size, or the high-water mark before commit."""
+        return self.used
 
     @property
     def padding(self) -> int:
@@ -121,6 +132,16 @@ class MemoryPlan:
     @property
     def tmem(self) -> list[PoolPlan]:
         return [p for p in self.pools if p.scope == TMEM]
+
+    @property
+    def footprint(self) -> int | None:
+        """The SMEM pool's footprint in bytes (each pool has its own: ``pools[i].footprint``)."""
+        return None if self.smem is None else self.smem.footprint
+
+    @property
+    def lower_bound(self) -> int | None:
+        """The SMEM pool's lower bound in bytes: the busiest phase (None without phases)."""
+        return None if self.smem is None else self.smem.lower_bound
 
     def entry(self, name: str) -> PlanEntry:
         for pool in self.pools:
@@ -194,6 +215,11 @@ class MemoryPlan:
         constexpr offsets, sizes, alignments, swizzle modes, TMEM columns and static_asserts
         (see :mod:`tilemem.plan.cpp_header`)."""
         return cpp_header(self, namespace)
+
+    def to_svg(self, title: str | None = None) -> str:
+        """The plan as an SVG picture: SMEM bytes (phases as rows when lifetimes exist) and a
+        TMEM map of lanes x columns (see :mod:`tilemem.plan.svg`)."""
+        return plan_svg(self, title)
 
     def format(self) -> str:
         """The text report: a buffer table per pool, totals, a TMEM column map."""

@@ -11,6 +11,8 @@ from ..errors import PoolStateError
 from ..layout import Layout
 from ..scopes import SMEM, TMEM
 
+_OFFSET_FIELD = {SMEM: "byte_offset", TMEM: "col_offset"}
+
 
 @dataclass(frozen=True, eq=False)
 class Buffer:
@@ -35,6 +37,26 @@ class Buffer:
     cols: int | None = None
     layout_name: str = "row-major"
     pool: Any = field(default=None, repr=False)
+
+    def __getattribute__(self, name: str) -> Any:
+        """A pool with phases places its buffers at commit (SPEC section 8): reading an
+        offset before then is an error, not a silent None."""
+        value = object.__getattribute__(self, name)
+        if value is None and name in ("byte_offset", "col_offset"):
+            pool = object.__getattribute__(self, "pool")
+            scope = object.__getattribute__(self, "scope")
+            if _OFFSET_FIELD.get(scope) == name and getattr(pool, "places_at_commit", False):
+                raise PoolStateError(
+                    f"buffer {object.__getattribute__(self, 'name')!r} has no {name} yet: pool "
+                    f"{pool.name!r} has phases, so commit() places its buffers by lifetime; "
+                    "read offsets after commit(), or use alias_of=/offset= to fix a position"
+                )
+        return value
+
+    @property
+    def placed(self) -> bool:
+        """Whether the buffer has its offset (a lifetime pool's buffers get it at commit)."""
+        return object.__getattribute__(self, _OFFSET_FIELD[self.scope]) is not None
 
     @property
     def size(self) -> int:
@@ -68,10 +90,12 @@ class Buffer:
         self._emitter("write").store(self, index, value)
 
     def __repr__(self) -> str:
+        offset = object.__getattribute__(self, _OFFSET_FIELD[self.scope])
+        offset = "(at commit)" if offset is None else offset
         where = (
-            f"byte_offset={self.byte_offset}"
+            f"byte_offset={offset}"
             if self.scope == SMEM
-            else f"col_offset={self.col_offset}, cols={self.cols}"
+            else f"col_offset={offset}, cols={self.cols}"
         )
         return (
             f"Buffer({self.name!r}, {self.shape}, {self.dtype.name}, {self.scope}, {where}, "

@@ -27,6 +27,7 @@ from ..validate import check_int, check_name, check_shape
 from .base import BumpPool
 from .buffer import SMEM, Buffer
 from .emit import current_emitter
+from .lifetimes import Lifetime, LifetimePool, check_phases
 
 SCOPES = (SMEM, "shared")  # TIRx's positional alloc names the scope; both mean this region
 
@@ -57,7 +58,7 @@ def swizzle_period_bytes(layout: Layout, dtype: DataType) -> int:
     return period_bits // 8
 
 
-class SMEMPool(BumpPool):
+class SMEMPool(LifetimePool, BumpPool):
     """Dynamic shared memory of one thread block, carved into buffers in allocation order.
 
     With no ``ptr`` the pool owns the region and ``commit()`` fixes its size;
@@ -66,6 +67,10 @@ class SMEMPool(BumpPool):
     use) enables the capacity check at commit; inside a kernel the kernel's
     target is used. ``threads`` (threads per CTA) sharpens the TMEM residency
     check (SPEC section 5); a kernel supplies its own block size.
+
+    ``phases`` (names in program order) makes a lifetime pool (SPEC section 8):
+    each alloc takes ``live=`` (a phase or a set of them; default every phase) and
+    ``commit()`` places the buffers so that buffers live together never share a byte.
     """
 
     def __init__(
@@ -75,8 +80,10 @@ class SMEMPool(BumpPool):
         name: str | None = None,
         target: str | Target | None = None,
         threads: int | None = None,
+        phases: Sequence[str] | None = None,
     ):
         name = "smem" if name is None else check_name(name, "SMEM pool name")
+        phases = check_phases(phases)
         if ptr is not None and not (isinstance(ptr, Buffer) and ptr.scope == SMEM):
             raise AllocationError(
                 f"SMEMPool(ptr=...) carves a pool out of a shared-memory Buffer, got {ptr!r}"
@@ -94,6 +101,7 @@ class SMEMPool(BumpPool):
         self.emitter = emitter
         self.threads = threads
         self._init_bump(set())
+        self._init_lifetimes(phases)
         self._spots: list[Placement] = []
         self._size: int | None = None
         self.tmem_pools: list = []  # TMEMPools whose address slot lives here
@@ -121,6 +129,9 @@ class SMEMPool(BumpPool):
         *,
         layout: Layout | str = "default",
         name: str | None = None,
+        live=None,
+        alias_of: Buffer | None = None,
+        offset: int | None = None,
     ) -> Buffer:
         """Place a buffer at the cursor rounded up to ``max(align, natural alignment)``.
 
@@ -129,9 +140,11 @@ class SMEMPool(BumpPool):
         bits / 8)`` bytes, where elements covers the layout's span on ``m``
         (``prod(shape)`` for dense layouts). Sub-byte dtypes are counted in bits
         and rounded up once. A swizzled ``layout`` also aligns the buffer to its
-        swizzle period.
+        swizzle period. ``live``, ``alias_of`` and ``offset`` (bytes; inside ``alias_of``
+        when given) are SPEC section 8's.
         """
         self._check_open("alloc")
+        lifetime = self._check_lifetime(live, alias_of, offset, "bytes")
         shape, dtype = check_shape(shape), as_dtype(dtype)
         if scope not in SCOPES:
             raise AllocationError(
@@ -141,7 +154,7 @@ class SMEMPool(BumpPool):
         self._check_new_name(name)
         layout, name_of_layout = self._layout(shape, strides, layout)
         align = max(align, swizzle_period_bytes(layout, dtype))
-        return self._place(shape, dtype, layout, align, name, name_of_layout)
+        return self._place(shape, dtype, layout, align, name, name_of_layout, lifetime)
 
     def alloc_mma(
         self,
@@ -151,6 +164,9 @@ class SMEMPool(BumpPool):
         align: int = 1024,
         *,
         name: str | None = None,
+        live=None,
+        alias_of: Buffer | None = None,
+        offset: int | None = None,
     ) -> Buffer:
         """An MMA operand tile ``(..., rows, K)`` in ``mma_shared_layout``.
 
@@ -159,6 +175,7 @@ class SMEMPool(BumpPool):
         (256/512/1024 bytes), because the hardware swizzles absolute addresses.
         """
         self._check_open("alloc_mma")
+        lifetime = self._check_lifetime(live, alias_of, offset, "bytes")
         shape, dtype = check_shape(shape), as_dtype(dtype)
         align = check_align(align)
         self._check_new_name(name)
@@ -169,14 +186,15 @@ class SMEMPool(BumpPool):
         check_mma_tile(shape, dtype, mode)
         layout = mma_shared_layout(dtype, mode, shape)
         spot = place(self._cursor, 0, max(align, dtype.natural_align))
-        if spot.offset % mode.period_bytes:
+        bumped = self.phases is None and lifetime[1] is None and lifetime[2] is None
+        if bumped and spot.offset % mode.period_bytes:
             raise AlignmentError(
                 f"MMA tile {name or '(unnamed)'} {shape} {dtype.name} would start at byte "
                 f"{spot.offset}, not a multiple of the {mode.period_bytes}-byte {mode.name} period "
                 f"(the hardware swizzles absolute addresses): pass align={mode.period_bytes}"
             )
         align = max(align, mode.period_bytes)  # the plan (and padding advice) must keep it
-        return self._place(shape, dtype, layout, align, name, f"mma {mode.label}")
+        return self._place(shape, dtype, layout, align, name, f"mma {mode.label}", lifetime)
 
     def move_base_to(self, offset: int) -> None:
         """Set the cursor; buffers placed after this may overlay earlier ones (recorded in the
@@ -189,17 +207,21 @@ class SMEMPool(BumpPool):
     def commit(self, size: int | None = None) -> int:
         """Fix the region's size (``size`` or the high-water mark); once. Returns the size."""
         self._check_open("commit")
+        spots = self._commit_spots()
+        high_water = max([self._high_water if self.phases is None else 0, *(s.end for s in spots)])
         if size is None:
-            size = self._high_water
+            size = high_water
         else:
             size = check_int(size, "commit size (bytes)", minimum=0, maximum=1 << 40)
-        if size < self._high_water:
+        if size < high_water:
             raise AllocationError(
-                f"commit(size={size}) is below the high-water mark {self._high_water} bytes of "
-                f"pool {self.name!r}: pass size >= {self._high_water} or omit it"
+                f"commit(size={size}) is below the high-water mark {high_water} bytes of "
+                f"pool {self.name!r}: pass size >= {high_water} or omit it"
             )
         if self.target is not None:
-            check_smem_capacity(self._pool_plan(size), self.target)
+            check_smem_capacity(self._pool_plan(size, spots), self.target)
+        if self.phases is not None:
+            self._settle(spots, high_water)
         self._size = size
         if self.emitter is not None:
             self.emitter.smem_commit(self, size)
@@ -237,13 +259,61 @@ class SMEMPool(BumpPool):
         pools = [self._pool_plan(self._size)] + [t.pool_plan() for t in self.tmem_pools]
         return MemoryPlan(tuple(pools), self.target.name if self.target else None)
 
-    def _pool_plan(self, size: int | None) -> PoolPlan:
-        entries = self._entries(
-            (b, s.offset, s.size, s.align, s.padding) for b, s in zip(self._buffers, self._spots)
+    def _pool_plan(self, size: int | None, spots: list[Placement] | None = None) -> PoolPlan:
+        packing = self._packing
+        if spots is None and self.phases is not None and packing is None:
+            spots = self._commit_spots()  # before commit: where commit() would put them
+            packing = self._provisional
+        spots = self._spots if spots is None else spots
+        entries = self._with_lifetimes(
+            self._entries(
+                (b, s.offset, s.size, s.align, s.padding) for b, s in zip(self._buffers, spots)
+            )
         )
+        high_water = max([self._high_water if self.phases is None else 0, *(s.end for s in spots)])
+        lifetimes = self._plan_totals(packing)
         return PoolPlan(
-            self.name, SMEM, "bytes", entries, self._high_water, size, tuple(self._moves)
+            self.name,
+            SMEM,
+            "bytes",
+            entries,
+            high_water,
+            size,
+            tuple(self._moves),
+            **lifetimes,
         )
+
+    # -- lifetimes ----------------------------------------------------------------
+    def _commit_spots(self) -> list[Placement]:
+        """Each buffer's final spot: packed by lifetime in a pool with phases."""
+        if self.phases is None:
+            return list(self._spots)
+        items = self._items(
+            [s.size for s in self._spots],
+            [b.align for b in self._buffers],
+            [None] * len(self._buffers),
+            self._spots,
+        )
+        packing = self._pack(items, "bytes")
+        return [
+            Placement(offset, s.size, s.align, 0) for offset, s in zip(packing.offsets, self._spots)
+        ]
+
+    def _settle(self, spots: list[Placement], high_water: int) -> None:
+        """Give each buffer its packed offset and, in a kernel, declare it there."""
+        self._packing = self._provisional
+        self._spots = spots
+        self._high_water = high_water
+        for buf, spot in zip(self._buffers, spots):
+            object.__setattr__(buf, "byte_offset", spot.offset)  # placed once, at commit
+            if self.emitter is not None:
+                self.emitter.smem_buffer(self, buf)
+
+    def _size_of(self, buf: Buffer) -> int:
+        return buf.nbytes
+
+    def _offset_in_pool(self, buf: Buffer) -> int | None:
+        return None if self.phases is not None else buf.byte_offset
 
     # -- internals --------------------------------------------------------------
     def _check_open(self, action: str) -> None:
@@ -284,11 +354,13 @@ class SMEMPool(BumpPool):
             )
         return layout, describe_layout(layout)
 
-    def _place(self, shape, dtype, layout: Layout, align: int, name, layout_name: str) -> Buffer:
+    def _place(
+        self, shape, dtype, layout: Layout, align: int, name, layout_name: str, lifetime: Lifetime
+    ) -> Buffer:
         align = max(align, dtype.natural_align)
         elements = max(math.prod(shape), layout.span("m"))
         nbytes = dtype.storage_bytes(elements)
-        spot = place(self._cursor, nbytes, align)
+        spot = self._spot(nbytes, align, lifetime, "bytes")
         buf = Buffer(
             name=self._unique_name(name, "buf"),
             shape=shape,
@@ -297,12 +369,12 @@ class SMEMPool(BumpPool):
             layout=layout,
             nbytes=nbytes,
             align=align,
-            byte_offset=spot.offset,
+            byte_offset=None if self.phases is not None else spot.offset,
             layout_name=layout_name,
             pool=self,
         )
         self._spots.append(spot)
-        self._record(buf, spot.end)
-        if self.emitter is not None:
+        self._keep(buf, spot, lifetime)
+        if self.emitter is not None and self.phases is None:
             self.emitter.smem_buffer(self, buf)
         return buf

@@ -21,8 +21,9 @@ from ..plan.model import PoolPlan, StageViews, TMEMAllocation
 from ..plan.occupancy import check_tmem_per_cta
 from ..plan.packing import is_power_of_two
 from ..validate import check_int, check_name, check_shape, is_int
-from .base import BumpPool
+from .base import BumpPool, lane_runs
 from .buffer import SMEM, TMEM, Buffer
+from .lifetimes import Lifetime, LifetimePool, check_phases
 from .smem import SMEMPool, describe_layout
 
 MAX_WARPS = 32  # 1024 threads per block (CUDA C++ Programming Guide, compute capabilities)
@@ -55,10 +56,15 @@ def _whole_columns(elements: int, bits: int, what: str) -> int:
     return elements * bits // 32
 
 
-def _span(view: Buffer) -> tuple[int, int]:
-    """[first, end) 32-bit columns of a stage view."""
-    assert view.col_offset is not None and view.cols is not None  # views are placed
-    return view.col_offset, view.col_offset + view.cols
+def _span(window: tuple[TileLayout, int, int], base: int) -> tuple[int, int]:
+    """[first, end) 32-bit columns of a stage window of a buffer starting at column ``base``."""
+    _, shift, cols = window
+    return base + shift, base + shift + cols
+
+
+def _lanes(buf: Buffer) -> set[int]:
+    """The TMEM lanes a buffer's layout touches."""
+    return {lane for lo, hi in lane_runs(buf.layout) for lane in range(lo, hi)}
 
 
 def column_footprint(layout: Layout, bits: int) -> int:
@@ -67,8 +73,13 @@ def column_footprint(layout: Layout, bits: int) -> int:
     return ceil_div(layout.span("TCol") * bits, 32)
 
 
-class TMEMPool(BumpPool):
-    """Bump allocator over TMEM columns; owns the alloc/dealloc protocol of one CTA."""
+class TMEMPool(LifetimePool, BumpPool):
+    """Bump allocator over TMEM columns; owns the alloc/dealloc protocol of one CTA.
+
+    ``phases`` (default: the SMEM pool's) makes it a lifetime pool (SPEC section 8): buffers
+    live together never share a (lane, column) cell; buffers on disjoint lanes may share
+    columns.
+    """
 
     def __init__(
         self,
@@ -81,12 +92,14 @@ class TMEMPool(BumpPool):
         tmem_addr: Buffer | None = None,
         sync_after_alloc: bool = True,
         name: str | None = None,
+        phases=None,
     ):
         if not isinstance(pool, SMEMPool):
             raise AllocationError(
                 f"TMEMPool needs the SMEMPool that holds its address slot, got {pool!r}"
             )
         total_cols = _check_total_cols(total_cols)
+        phases = check_phases(phases) if phases is not None else pool.phases
         if cta_group not in (1, 2) or isinstance(cta_group, bool):
             raise AllocationError(f"cta_group must be 1 or 2, got {cta_group!r}")
         alloc_warp = check_int(alloc_warp, "alloc_warp", minimum=0, maximum=MAX_WARPS - 1)
@@ -122,6 +135,8 @@ class TMEMPool(BumpPool):
         self.slot = tmem_addr
         self.emitter = pool.emitter
         self._init_bump(pool._names)
+        self._init_lifetimes(phases)
+        self._col_spots: list = []  # each buffer's spot before commit (bump, view or pinned)
         self._stage_views: list[TMEMStages] = []
         self._committed = False
         self._deallocated = False
@@ -192,6 +207,9 @@ class TMEMPool(BumpPool):
         cols: int | None = None,
         datapath: str | None = None,
         name: str | None = None,
+        live=None,
+        alias_of: Buffer | None = None,
+        offset: int | None = None,
     ) -> Buffer:
         """Columns ``[offset, offset + cols)`` for a buffer.
 
@@ -203,6 +221,7 @@ class TMEMPool(BumpPool):
         ``cols`` when given, which must cover the footprint.
         """
         self._check_open("alloc")
+        lifetime = self._check_lifetime(live, alias_of, offset, "columns")
         shape, dtype = check_shape(shape), as_dtype(dtype)
         self._check_new_name(name)
         if layout is not None and datapath is not None:
@@ -233,7 +252,7 @@ class TMEMPool(BumpPool):
                     f"smaller cols would let the next buffer land inside it; pass cols >= "
                     f"{footprint} or omit it"
                 )
-        return self._place(shape, dtype, layout, cols, name, layout_name)
+        return self._place(shape, dtype, layout, cols, name, layout_name, lifetime)
 
     def alloc_sf(
         self,
@@ -243,10 +262,14 @@ class TMEMPool(BumpPool):
         sf_per_mma: int,
         sf_reuse: int = 1,
         name: str | None = None,
+        live=None,
+        alias_of: Buffer | None = None,
+        offset: int | None = None,
     ) -> Buffer:
         """Block-scale factors: shape ``(rows, SF_K * sf_reuse)`` or ``(pipe_depth, rows, SF_K *
         sf_reuse)``."""
         self._check_open("alloc_sf")
+        lifetime = self._check_lifetime(live, alias_of, offset, "columns")
         shape, dtype = check_shape(shape), as_dtype(dtype)
         self._check_new_name(name)
         if dtype.bits != 8:
@@ -271,7 +294,7 @@ class TMEMPool(BumpPool):
         except LayoutError as exc:
             raise AllocationError(f"alloc_sf {shape}: {exc}") from None
         cols = _whole_columns(layout.span("TCol"), dtype.bits, f"scale factors {shape}")
-        return self._place(shape, dtype, layout, cols, name, f"sf x{sf_per_mma}/mma")
+        return self._place(shape, dtype, layout, cols, name, f"sf x{sf_per_mma}/mma", lifetime)
 
     def move_base_to(self, col: int) -> None:
         """Set the column cursor; later buffers alias earlier ones (recorded in the plan).
@@ -303,12 +326,25 @@ class TMEMPool(BumpPool):
             raise PoolStateError(
                 f"TMEM pool {self.name!r} is already committed; commit() runs once"
             )
+        offsets = self._commit_offsets()
+        high_water = self._high_water if offsets is None else self._provisional_footprint()
         total_cols = self.total_cols
         if not isinstance(total_cols, int):  # 'auto'
-            need = max(TMEM_MIN_ALLOC_COLS, self._high_water)
+            need = max(TMEM_MIN_ALLOC_COLS, high_water)
             total_cols = 1 << (need - 1).bit_length()
+        elif high_water > total_cols:
+            raise TMEMOverflowError(
+                f"TMEM overflow in pool {self.name!r}: packed by lifetime the buffers need "
+                f"{high_water} columns (lower bound {self._lower_bound()}) but total_cols is "
+                f"{total_cols}; shorten lifetimes, free {high_water - total_cols} columns, or "
+                "raise total_cols"
+            )
         others = [(t.name, t.capacity) for t in self.smem_pool.tmem_pools if t is not self]
         check_tmem_per_cta(others + [(self.name, total_cols)])
+        if offsets is not None:
+            self._packing, self._high_water = self._provisional, high_water
+            for buf, col in zip(self._buffers, offsets):
+                object.__setattr__(buf, "col_offset", col)  # placed once, at commit
         self.total_cols = total_cols
         self._committed = True
         if self.emitter is not None:
@@ -333,30 +369,79 @@ class TMEMPool(BumpPool):
 
     # -- plan --------------------------------------------------------------------------
     def pool_plan(self) -> PoolPlan:
-        entries = self._entries((b, b.col_offset, b.cols, 1, 0) for b in self._buffers)
+        offsets = self._plan_offsets()
+        entries = self._with_lifetimes(
+            self._entries((b, col, b.cols, 1, 0) for b, col in zip(self._buffers, offsets))
+        )
+        where = {b.name: col for b, col in zip(self._buffers, offsets)}
         size = self.total_cols if isinstance(self.total_cols, int) else None  # None: 'auto'
         allocation = TMEMAllocation(
             self.cta_group,
             self.alloc_warp,
             self.dealloc_warp,
             self.slot.name,
-            self.slot.byte_offset,
+            self.slot.byte_offset if self.slot.placed else None,  # a lifetime pool: at commit
         )
         stages = tuple(
-            StageViews(views.buf.name, tuple(_span(views.view(s)) for s in range(views.stages)))
+            StageViews(
+                views.buf.name,
+                tuple(_span(views.window(s), where[views.buf.name]) for s in range(views.stages)),
+            )
             for views in self._stage_views
         )
+        packing = self._packing or (self._provisional if self.phases is not None else None)
+        lifetimes = self._plan_totals(packing)
         return PoolPlan(
             self.name,
             TMEM,
             "cols",
             entries,
-            self._high_water,
+            max(
+                [
+                    self._high_water if self.phases is None else 0,
+                    *(col + b.cols for b, col in zip(self._buffers, offsets) if b.cols),
+                ]
+            ),
             size,
             tuple(self._moves),
             allocation,
             stages,
+            **lifetimes,
         )
+
+    # -- lifetimes ---------------------------------------------------------------------
+    def _commit_offsets(self) -> list[int] | None:
+        """Columns from the lifetime packer (None for a pool without phases)."""
+        if self.phases is None:
+            return None
+        items = self._items(
+            [b.cols or 0 for b in self._buffers],
+            [1] * len(self._buffers),
+            [frozenset(_lanes(b)) for b in self._buffers],
+            self._col_spots,
+        )
+        return list(self._pack(items, "columns").offsets)
+
+    def _provisional_footprint(self) -> int:
+        assert self._provisional is not None  # set by _commit_offsets
+        return self._provisional.footprint
+
+    def _lower_bound(self) -> int:
+        assert self._provisional is not None
+        return self._provisional.lower_bound
+
+    def _plan_offsets(self) -> list[int]:
+        if self.phases is None:
+            return [b.col_offset or 0 for b in self._buffers]
+        if self.committed:
+            return [b.col_offset or 0 for b in self._buffers]
+        return self._commit_offsets() or []
+
+    def _size_of(self, buf: Buffer) -> int:
+        return buf.cols or 0
+
+    def _offset_in_pool(self, buf: Buffer) -> int | None:
+        return None if self.phases is not None else buf.col_offset
 
     # -- internals -----------------------------------------------------------------------
     def _check_open(self, action: str) -> None:
@@ -412,12 +497,17 @@ class TMEMPool(BumpPool):
         ]
         return TileLayout.of(shape, strides), "lane=row"
 
-    def _place(self, shape, dtype, layout, cols: int, name, layout_name: str) -> Buffer:
-        end = self._cursor + cols
+    def _place(
+        self, shape, dtype, layout, cols: int, name, layout_name: str, lifetime: Lifetime
+    ) -> Buffer:
+        spot = self._spot(cols, 1, lifetime, "columns")
+        start, end = spot.offset, spot.end
+        if self.phases is not None:  # packed at commit: only the buffer itself must fit
+            start, end = 0, cols
         if end > self.capacity:
             raise TMEMOverflowError(
                 f"TMEM overflow in pool {self.name!r}: buffer {name or ''} {shape} {dtype.name} "
-                f"needs columns [{self._cursor}, {end}) but total_cols is {self.capacity}; "
+                f"needs columns [{start}, {end}) but total_cols is {self.capacity}; "
                 f"free {end - self.capacity} columns, alias with move_base_to, or raise total_cols"
             )
         buf = Buffer(
@@ -428,12 +518,13 @@ class TMEMPool(BumpPool):
             layout=layout,
             nbytes=cols * TMEM_LANES * 4,
             align=1,
-            col_offset=self._cursor,
+            col_offset=None if self.phases is not None else spot.offset,
             cols=cols,
             layout_name=layout_name,
             pool=self,
         )
-        self._record(buf, end)
+        self._col_spots.append(spot)
+        self._keep(buf, spot, lifetime)
         if self.emitter is not None:
             self.emitter.tmem_buffer(self, buf)
         return buf
@@ -481,7 +572,7 @@ class TMEMStages:
                 f"the buffer's {columns} columns"
             )
         for stage in range(self.stages):  # at most `columns` stages: stride >= 1
-            self.view(stage)
+            self.window(stage)
 
     @property
     def step(self) -> int:
@@ -526,7 +617,31 @@ class TMEMStages:
         start = check_int(start, "view start", minimum=0, maximum=self.width - 1)
         stop = check_int(stop, "view stop", minimum=start + 1, maximum=self.width)
         buf = self.buf
-        if not isinstance(buf.layout, TileLayout) or buf.col_offset is None:
+        layout, col_shift, cols = self.window(stage, start, stop)
+        assert buf.col_offset is not None  # raises for a lifetime pool before commit
+        return Buffer(
+            name=f"{buf.name}[{stage}]"
+            + ("" if (start, stop) == (0, self.width) else f"[{start}:{stop}]"),
+            shape=(buf.shape[0], stop - start),
+            dtype=buf.dtype,
+            scope=TMEM,
+            layout=layout,
+            nbytes=cols * TMEM_LANES * 4,
+            align=1,
+            col_offset=buf.col_offset + col_shift,
+            cols=cols,
+            layout_name=f"{buf.layout_name} stage {stage}",
+            pool=buf.pool,
+        )
+
+    def window(
+        self, stage: int, start: int = 0, stop: int | None = None
+    ) -> tuple[TileLayout, int, int]:
+        """Stage ``stage`` narrowed to ``[start, stop)``: its layout, its first 32-bit column
+        relative to the buffer's, and its columns."""
+        stop = self.width if stop is None else stop
+        buf = self.buf
+        if not isinstance(buf.layout, TileLayout):
             raise AllocationError(f"TMEMStages needs a TMEM buffer with a TileLayout, got {buf!r}")
         first = self.col_start + stage * self.step + start
         try:
@@ -543,21 +658,7 @@ class TMEMStages:
             layout = TileLayout(
                 layout.shard, layout.replica, offset, shape=layout.shape, axes=layout.axes
             )
-        cols = column_footprint(layout, buf.dtype.bits)
-        return Buffer(
-            name=f"{buf.name}[{stage}]"
-            + ("" if (start, stop) == (0, self.width) else f"[{start}:{stop}]"),
-            shape=(buf.shape[0], stop - start),
-            dtype=buf.dtype,
-            scope=TMEM,
-            layout=layout,
-            nbytes=cols * TMEM_LANES * 4,
-            align=1,
-            col_offset=buf.col_offset + col_shift,
-            cols=cols,
-            layout_name=f"{buf.layout_name} stage {stage}",
-            pool=buf.pool,
-        )
+        return layout, col_shift, column_footprint(layout, buf.dtype.bits)
 
     def describe(self) -> str:
         """The stages' column ranges, for the plan."""

@@ -1,0 +1,195 @@
+"""Lifetimes in pools (SPEC section 8): phases, ``live=``, ``alias_of=`` views, explicit
+offsets, packing at commit and the alias check.
+
+A pool made with ``phases=`` places its buffers at ``commit()`` with
+:func:`tilemem.plan.lifetimes.pack`; until then they have no offset. A pool that also uses
+``move_base_to`` keeps every buffer where the cursor put it and only checks the overlays.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from ..errors import AliasError, AllocationError
+from ..plan.lifetimes import Item, Overlap, Packing, conflicts, pack
+from ..plan.model import PlanEntry
+from ..plan.packing import Placement, place
+from ..validate import check_int, check_name
+from .buffer import Buffer
+
+Lifetime = tuple[frozenset[str] | None, Buffer | None, int | None]  # live, alias_of, offset
+
+
+def check_phases(phases) -> tuple[str, ...] | None:
+    """``phases`` as a tuple of distinct names in program order, or None."""
+    if phases is None:
+        return None
+    if isinstance(phases, str) or not hasattr(phases, "__iter__"):
+        raise AllocationError(
+            f"phases must be a sequence of phase names in program order, got {phases!r}"
+        )
+    names = tuple(check_name(p, "phase name") for p in phases)
+    if not names or len(set(names)) != len(names):
+        raise AllocationError(f"phases must name at least one phase, each once, got {names}")
+    return names
+
+
+class LifetimePool:
+    """Lifetime bookkeeping of a pool (mixed into SMEMPool and TMEMPool)."""
+
+    name: str
+    phases: tuple[str, ...] | None
+    _buffers: list[Buffer]
+    _moves: list[tuple[int, int]]
+    _cursor: int
+    _high_water: int
+
+    def _init_lifetimes(self, phases) -> None:
+        self.phases = check_phases(phases)
+        self._lifetimes: list[Lifetime] = []
+        self._packing: Packing | None = None
+        self._provisional: Packing | None = None  # the latest packing computed
+
+    @property
+    def committed(self) -> bool:
+        raise NotImplementedError
+
+    @property
+    def places_at_commit(self) -> bool:
+        """True while this pool's buffers wait for commit() to get their offsets."""
+        return self.phases is not None and not self.committed
+
+    @property
+    def packing(self) -> Packing | None:
+        """The committed placement of a pool with phases (footprint, lower bound, bump)."""
+        return self._packing
+
+    def _check_lifetime(self, live, alias_of, offset, unit: str) -> Lifetime:
+        """Validate ``live=``, ``alias_of=`` and ``offset=`` before any state changes."""
+        live_set = None
+        if live is not None:
+            if self.phases is None:
+                raise AllocationError(
+                    f"live={live!r} needs a pool with phases: pass phases=(...) to the pool "
+                    f"{self.name!r} (SPEC section 8)"
+                )
+            names = [live] if isinstance(live, str) else live
+            if not hasattr(names, "__iter__"):
+                raise AllocationError(f"live must be a phase name or a set of them, got {live!r}")
+            live_set = frozenset(names)
+            unknown = sorted(str(p) for p in live_set - set(self.phases))
+            if not live_set or unknown:
+                raise AllocationError(
+                    f"live={live!r}: unknown phases {unknown}; pool {self.name!r} has phases "
+                    f"{list(self.phases)}"
+                    if unknown
+                    else f"live= must name at least one phase of {list(self.phases)}"
+                )
+        if alias_of is not None and (not isinstance(alias_of, Buffer) or alias_of.pool is not self):
+            raise AllocationError(
+                f"alias_of must be a buffer of pool {self.name!r}, got {alias_of!r}"
+            )
+        if offset is not None:
+            offset = check_int(offset, f"offset ({unit})", minimum=0, maximum=1 << 40)
+        return live_set, alias_of, offset
+
+    def _spot(self, size: int, align: int, lifetime: Lifetime, unit: str) -> Placement:
+        """Where a new buffer goes before commit: the cursor (bump), inside its parent (a
+        view) or at its explicit offset. Raises before any state changes."""
+        _, parent, offset = lifetime
+        if parent is not None:
+            inner = offset or 0
+            parent_size = self._size_of(parent)
+            if inner + size > parent_size:
+                raise AllocationError(
+                    f"a view of {parent.name!r} at {unit} [{inner}, {inner + size}) does not "
+                    f"fit inside its {parent_size} {unit}: use a smaller view or offset"
+                )
+            if inner % align:
+                raise AllocationError(
+                    f"a view at offset {inner} {unit} inside {parent.name!r} breaks its "
+                    f"alignment {align}: use a multiple of {align}"
+                )
+            start = self._offset_in_pool(parent)
+            return Placement(inner if start is None else start + inner, size, align, 0)
+        if offset is not None:
+            if offset % align:
+                raise AllocationError(
+                    f"offset={offset} {unit} is not a multiple of the buffer's alignment {align}"
+                )
+            return Placement(offset, size, align, 0)
+        return place(self._cursor, size, align)
+
+    def _keep(self, buf: Buffer, spot: Placement, lifetime: Lifetime) -> None:
+        """Record a buffer: bump placement advances the cursor, views and pins do not."""
+        self._lifetimes.append(lifetime)
+        self._buffers.append(buf)
+        if lifetime[1] is None and lifetime[2] is None:
+            self._cursor = spot.end
+        self._high_water = max(self._high_water, spot.end)
+
+    def _items(self, sizes: Sequence[int], aligns: Sequence[int], lanes, spots) -> list[Item]:
+        """The packer's view of this pool; with move_base_to every buffer stays put."""
+        manual = bool(self._moves)
+        items = []
+        for buf, size, align, lane_set, spot, (live, parent, offset) in zip(
+            self._buffers, sizes, aligns, lanes, spots, self._lifetimes
+        ):
+            if parent is not None:
+                fixed = offset or 0
+            else:
+                fixed = spot.offset if manual or offset is not None else None
+            items.append(Item(buf.name, size, align, live, lane_set, fixed, parent and parent.name))
+        return items
+
+    def _pack(self, items: list[Item], unit: str) -> Packing:
+        """Offsets for every buffer; AliasError when fixed buffers overlap while live together."""
+        packing = pack(items, self.phases)
+        found = conflicts(items, packing.offsets, self.phases)
+        if found:
+            raise AliasError(_alias_message(self.name, found, unit))
+        self._provisional = packing
+        return packing
+
+    def _with_lifetimes(self, entries: tuple[PlanEntry, ...]) -> tuple[PlanEntry, ...]:
+        if self.phases is None:
+            return tuple(
+                dataclasses.replace(e, alias_of=parent.name) if parent is not None else e
+                for e, (_, parent, _) in zip(entries, self._lifetimes)
+            )
+        return tuple(
+            dataclasses.replace(
+                e,
+                phases=tuple(p for p in self.phases if live is None or p in live),
+                alias_of=None if parent is None else parent.name,
+            )
+            for e, (live, parent, _) in zip(entries, self._lifetimes)
+        )
+
+    def _plan_totals(self, packing: Packing | None) -> dict:
+        """The PoolPlan fields of a pool with phases: its phases, lower bound and bump."""
+        if self.phases is None or packing is None:
+            return {}
+        return {"phases": self.phases, "lower_bound": packing.lower_bound, "bump": packing.bump}
+
+    def _size_of(self, buf: Buffer) -> int:
+        raise NotImplementedError
+
+    def _offset_in_pool(self, buf: Buffer) -> int | None:
+        raise NotImplementedError
+
+
+def _alias_message(pool: str, found: list[Overlap], unit: str) -> str:
+    lines = [f"pool {pool!r}: buffers overlaid by hand are live at the same time:"]
+    for o in found:
+        lanes = "" if o.lanes is None else f" on lanes {o.lanes[0]}..{o.lanes[1]}"
+        lines.append(
+            f"  {o.first!r} and {o.second!r} share {unit} [{o.start}, {o.end}){lanes} in "
+            f"phases {', '.join(o.phases)}"
+        )
+    lines.append(
+        "give them disjoint live= sets, drop move_base_to/offset= and let commit() place them, "
+        "or declare an intended view with alias_of="
+    )
+    return "\n".join(lines)
