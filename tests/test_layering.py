@@ -24,6 +24,7 @@ LAYERS = {
     "version": 0,
     "intmath": 0,
     "text": 0,
+    "scopes": 0,
     "layout": 1,
     "plan": 2,
     "pool": 3,

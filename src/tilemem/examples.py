@@ -151,10 +151,9 @@ def attention_fwd_fa4(kv_stages: int = 3, head_dim: int = 128, target: str = "sm
     for i in range(2):
         tmem.alloc((128, head_dim), "float32", datapath="D", name=f"O{i}")
     for i in range(2):  # P_i = softmax(S_i) in bf16, written over the upper half of S_i
-        tmem.alloc(
-            (128, 128), "bfloat16", datapath="D", name=f"P{i}", alias_of=s[i], offset=64,
-            live=MAINLOOP,
-        )  # fmt: skip
+        tmem.alloc(  # packed, two per column: an MMA A operand, not an accumulator
+            (128, 128), "bfloat16", name=f"P{i}", alias_of=s[i], offset=64, live=MAINLOOP
+        )
     smem.commit()
     tmem.commit()
     return smem

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..dtype import DataType
 from ..errors import TilememError
+from ..scopes import SMEM
 
 INT32 = DataType("int32")
 UINT32 = DataType("uint32")
@@ -501,7 +502,7 @@ def _lines(s: Stmt, depth: int) -> list[str]:
         return [f"{pad}let {s.var.name}: {s.var.dtype.name} = {expr_text(s.value)}"]
     if isinstance(s, DeclBuffer):
         b = s.buffer
-        where = f" at {b.region}+{b.byte_offset}" if b.scope == "shared.dyn" else ""
+        where = f" at {b.region}+{b.byte_offset}" if b.scope == SMEM else ""
         shape = "x".join(map(str, b.shape))
         return [
             f"{pad}buffer {b.name}: {b.scope} {b.dtype.name}[{shape}]{where}"

@@ -14,6 +14,8 @@ import itertools
 from typing import TYPE_CHECKING
 
 from ..errors import PlanFileError, PoolStateError
+from ..layout.tmem import TMEM_COLS
+from ..scopes import TMEM
 from ..validate import check_name
 from ..version import __version__
 from .target import get_target
@@ -21,7 +23,6 @@ from .target import get_target
 if TYPE_CHECKING:
     from .model import MemoryPlan, PlanEntry, PoolPlan, StageViews
 
-TMEM_COLS = 512  # columns of tensor memory per CTA (PTX ISA, "Tensor Memory")
 SWIZZLE_ATOM_ROWS = 8  # a swizzle atom: 8 rows of 16 << L bytes (PTX ISA, shared memory layouts)
 _POOL_CONSTANTS = frozenset(
     {
@@ -203,7 +204,7 @@ def cpp_header(plan: MemoryPlan, namespace: str = "tilemem_plan") -> str:
     ]
     for pool in plan.pools:
         lines += [""] + (
-            _smem_lines(pool, plan.target) if pool.scope != "tmem" else _tmem_lines(pool)
+            _smem_lines(pool, plan.target) if pool.scope != TMEM else _tmem_lines(pool)
         )
     if plan.tmem:
         total = " + ".join(f"{identifier(p.name, 'TMEM pool')}::total_cols" for p in plan.tmem)

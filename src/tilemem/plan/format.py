@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import CapacityError
 from ..intmath import ceil_div
+from ..scopes import TMEM
 from ..text import table
 
 if TYPE_CHECKING:  # the model imports this module to render itself
@@ -111,7 +112,7 @@ def format_plan(plan: MemoryPlan) -> str:
         if lines:
             lines.append("")
         lines += _pool_lines(pool)
-        if pool.scope == "tmem" and pool.entries:
+        if pool.scope == TMEM and pool.entries:
             lines += column_map(pool)
     if plan.threads is not None and plan.target:
         lines += ["", f"occupancy ({plan.threads} threads per CTA)"]

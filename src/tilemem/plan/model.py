@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..errors import CapacityError, PlanError, PlanFileError
+from ..scopes import SMEM, TMEM
 from .advice import PaddingAdvice, advise_padding
 from .cpp_header import cpp_header
 from .format import format_plan
@@ -77,7 +78,7 @@ class PoolPlan:
     """One pool: its buffers in allocation order and its totals."""
 
     name: str
-    scope: str  # "shared.dyn" or "tmem"
+    scope: str  # SMEM ("shared.dyn") or TMEM ("tmem")
     unit: str  # "bytes" or "cols"
     entries: tuple[PlanEntry, ...]
     high_water: int
@@ -128,11 +129,11 @@ class MemoryPlan:
 
     @property
     def smem(self) -> PoolPlan | None:
-        return next((p for p in self.pools if p.scope == "shared.dyn"), None)
+        return next((p for p in self.pools if p.scope == SMEM), None)
 
     @property
     def tmem(self) -> list[PoolPlan]:
-        return [p for p in self.pools if p.scope == "tmem"]
+        return [p for p in self.pools if p.scope == TMEM]
 
     @property
     def footprint(self) -> int | None:

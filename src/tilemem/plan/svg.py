@@ -16,6 +16,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING
 
+from ..scopes import TMEM
 from .target import get_target
 
 if TYPE_CHECKING:
@@ -319,7 +320,7 @@ def plan_svg(plan: MemoryPlan, title: str | None = None) -> str:
     """The plan as an SVG document (see the module docstring)."""
     canvas = _Canvas(title)
     for pool in plan.pools:
-        if pool.scope == "tmem":
+        if pool.scope == TMEM:
             _tmem(canvas, pool)
         else:
             _smem(canvas, plan, pool)

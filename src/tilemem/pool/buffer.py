@@ -9,9 +9,8 @@ from typing import Any
 from ..dtype import DataType
 from ..errors import PoolStateError
 from ..layout import Layout
+from ..scopes import SMEM, TMEM
 
-SMEM = "shared.dyn"
-TMEM = "tmem"
 _OFFSET_FIELD = {SMEM: "byte_offset", TMEM: "col_offset"}
 
 
