@@ -125,7 +125,7 @@ def attention_fwd_fa4(kv_stages: int = 3, head_dim: int = 128, target: str = "sm
         s_start = s[i].col_offset
         assert s_start is not None  # every TMEM buffer has a column offset
         tmem.move_base_to(s_start + 64)
-        tmem.alloc((128, 128), "bfloat16", datapath="D", name=f"P{i}")
+        tmem.alloc((128, 128), "bfloat16", name=f"P{i}")  # packed: an A operand, not an accumulator
     tmem.move_base_to(end)
     smem.commit()
     tmem.commit()

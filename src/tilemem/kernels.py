@@ -13,7 +13,7 @@ from . import examples
 from . import lang as T
 from .cuda.kernel import KernelProgram
 from .gemm.hopper import hopper_gemm_persistent
-from .layout.operand import tcgen05_instr_descriptor
+from .layout.operand import instr_descriptor
 
 
 def _init_barriers(pairs) -> None:
@@ -114,7 +114,7 @@ def blackwell_gemm() -> KernelProgram:
     """128x256x64 bf16 tcgen05 GEMM: warp 0 loads, warp 1 owns TMEM and issues MMAs, warps 4-7
     drain."""
     stages = 4
-    idesc = tcgen05_instr_descriptor(128, 256, "bfloat16", "bfloat16", "float32")
+    idesc = instr_descriptor("f16", 128, 256, "bfloat16", "bfloat16", "float32")
 
     @T.kernel(target="sm_100a", grid=(1,), block=(256,), name="blackwell_gemm")
     def kernel(tma_a: T.TensorMap, tma_b: T.TensorMap, tma_c: T.TensorMap, k_tiles: T.int32):
@@ -171,11 +171,35 @@ def blackwell_gemm() -> KernelProgram:
     return kernel
 
 
+def _sf_col(sf, stage, row: int, k: int):
+    """32-bit TMEM column (from ``sf``'s first) of scale factor ``k`` of ``row`` in ``stage``,
+    read off the buffer's ``sf_tmem_layout`` (TCol counts 8-bit factors, 4 per column)."""
+    per_stage = sf.layout.apply(1, 0, 0)["TCol"] // 4
+    return stage * per_stage + sf.layout.apply(0, row, k)["TCol"] // 4
+
+
 def nvfp4_gemm() -> KernelProgram:
-    """Block-scaled NVFP4 GEMM skeleton: TMA of A, B and scale factors; scale factors written to
-    TMEM at the columns ``sf_tmem_layout`` gives; accumulator drained. The block-scaled MMA itself
-    (``kind::mxf4nvf4``) and ``tcgen05.cp`` are not yet intrinsics, so the MMA step is left out."""
-    stages = 4
+    """Block-scaled NVFP4 GEMM, 128 x 256 output tile: ``tcgen05.mma ... kind::mxf4nvf4
+    .block_scale.scale_vec::4X``, K = 64 per MMA, four MMAs per 256-wide K tile.
+
+    Warp 0 loads A, B and their scale factors (UE4M3, one per 16 elements) with TMA;
+    warp 1 copies each stage's factors SMEM -> TMEM with ``tcgen05.cp .32x128b.warpx4``
+    into the columns ``alloc_sf`` planned (double-buffered) and issues the MMAs; warps
+    4-7 drain the accumulator through ``C_epilogue``. Scale factors arrive in the
+    tcgen05 atom order: per 128-row block h and MMA step ko, 32 rows of 16 bytes whose
+    row l holds the 4 factors of rows 128h + l, +32, +64, +96 (so one copy fills the 4
+    columns ``sf_tmem_layout`` gives those rows, in every lane quarter).
+    """
+    stages, k_steps = 4, 4
+    idesc = instr_descriptor(
+        "mxf4nvf4",
+        128,
+        256,
+        "float4_e2m1fn",
+        "float4_e2m1fn",
+        sf_dtype="float8_e4m3fn",
+        scale_vec=4,
+    )
 
     @T.kernel(target="sm_100a", grid=(1,), block=(256,), name="nvfp4_gemm")
     def kernel(
@@ -188,12 +212,13 @@ def nvfp4_gemm() -> KernelProgram:
     ):
         smem = examples.blockscaled_nvfp4_gemm(stages, target="sm_100a")
         tmem = smem.tmem_pools[0]
-        a, b = smem.buffer("A"), smem.buffer("B")
+        a, b, c = smem.buffer("A"), smem.buffer("B"), smem.buffer("C_epilogue")
         sfa_smem, sfb_smem = smem.buffer("SFA_smem"), smem.buffer("SFB_smem")
         full, empty = smem.buffer("full_bar"), smem.buffer("empty_bar")
-        _init_barriers([(full, 1), (empty, 4), (smem.buffer("acc_full_bar"), 1)])
+        acc_full = smem.buffer("acc_full_bar")
+        _init_barriers([(full, 1), (empty, 1), (acc_full, 1)])
         T.tmem_base(tmem)
-        sfa = tmem.buffer("SFA")
+        acc, sfa, sfb = tmem.buffer("acc"), tmem.buffer("SFA"), tmem.buffer("SFB")
         m0, n0 = T.block_id(1) * 128, T.block_id(0) * 256
         warp = T.let("warp", T.warp_id())
         stage_bytes = (a.nbytes + b.nbytes + sfa_smem.nbytes + sfb_smem.nbytes) // stages
@@ -206,24 +231,50 @@ def nvfp4_gemm() -> KernelProgram:
                 T.ptx.tma.load(tma_b, (b, s, 0, 0), (full, s), [kt * 256, n0])
                 T.ptx.tma.load(tma_sfa, (sfa_smem, s, 0, 0), (full, s), [kt * 16, m0])
                 T.ptx.tma.load(tma_sfb, (sfb_smem, s, 0, 0), (full, s), [kt * 16, n0])
-        with T.If(warp >= 4):
-            words = T.alloc_local(4, "uint32", name="sf_words")
-            quarter, lane = warp % 4, T.lane_id()
+        with T.If(T.all_of(warp == 1, T.ptx.elect_sync())):
             for kt in T.serial(k_tiles, name="kt"):
                 s, phase = _stage_and_phase(kt, stages)
+                sf_stage = T.let("sf_stage", kt % 2)
                 T.ptx.mbarrier.wait((full, s), phase)
-                # row r = 32 * group + lane keeps its 16 factors in 4 words; TMEM stage kt % 2
-                for group in range(4):
-                    for w in range(4):
-                        words[w] = T.cast(sfa_smem[s, group * 32 + lane, 4 * w], "uint32")
-                    first = sfa.layout.apply(0, group * 32, 0)["TCol"] // 4
-                    col = T.let(
-                        "sf_col", (kt % 2) * (sfa.layout.apply(1, 0, 0)["TCol"] // 4) + first
+                T.ptx.tcgen05.fence_after_thread_sync()
+                for ko in range(k_steps):  # factors SMEM -> TMEM, one 32x128b atom per copy
+                    for sf, sf_smem in ((sfa, sfa_smem), (sfb, sfb_smem)):
+                        for h in range(sf.shape[-2] // 128):
+                            T.ptx.tcgen05.cp(
+                                T.tmem_addr(sf, col=_sf_col(sf, sf_stage, 128 * h, 4 * ko)),
+                                T.ptx.tcgen05.desc(sf_smem, s, (h * k_steps + ko) * 32, 0),
+                                shape="32x128b",
+                                multicast="warpx4",
+                            )
+                for ko in range(k_steps):
+                    T.ptx.tcgen05.mma_block_scale(
+                        acc,
+                        T.ptx.tcgen05.desc(a, s, 0, ko * 64),
+                        T.ptx.tcgen05.desc(b, s, 0, ko * 64),
+                        idesc,
+                        T.tmem_addr(sfa, col=_sf_col(sfa, sf_stage, 0, 4 * ko)),
+                        T.tmem_addr(sfb, col=_sf_col(sfb, sf_stage, 0, 4 * ko)),
+                        kind="mxf4nvf4",
+                        scale_vec=4,
+                        accumulate=T.any_of(kt > 0, ko > 0),
                     )
-                    T.ptx.tcgen05.st(T.tmem_addr(sfa, lane=quarter * 32, col=col), words, num=4)
-                T.ptx.tcgen05.wait_st()
-                with T.If(T.ptx.elect_sync()):
-                    T.ptx.mbarrier.arrive((empty, s))
+                T.ptx.tcgen05.commit((empty, s))
+            T.ptx.tcgen05.commit((acc_full, 0))
+        with T.If(warp >= 4):
+            regs = T.alloc_local(32, "float32", name="regs")
+            T.ptx.mbarrier.wait((acc_full, 0), 0)
+            T.ptx.tcgen05.fence_after_thread_sync()
+            quarter = warp % 4  # a warp reaches only its own 32-lane quarter of TMEM
+            for j in range(256 // 32):
+                T.ptx.tcgen05.ld(regs, T.tmem_addr(acc, lane=quarter * 32, col=j * 32), num=32)
+                T.ptx.tcgen05.wait_ld()
+                for r in T.unroll(32, name="r"):
+                    c[quarter * 32 + T.lane_id(), r] = regs[r]
+                T.ptx.fence.proxy_async_shared_cta()
+                T.cuda.named_barrier(1, 128)
+                with T.If(warp == 4), T.If(T.ptx.elect_sync()):
+                    _store_and_wait(tma_c, c, [n0 + j * 32, m0])
+                T.cuda.named_barrier(1, 128)
         _release_tmem(tmem)
 
     return kernel
@@ -232,10 +283,12 @@ def nvfp4_gemm() -> KernelProgram:
 def attention_fwd() -> KernelProgram:
     """FlashAttention-4-style forward skeleton: S_i = Q_i K^T into TMEM, softmax warps write P_i
     over the upper half of S_i, O_i += P_i V with P read from TMEM, then O drained through SMEM."""
-    kv_stages, head_dim = 3, 128
-    idesc_s = tcgen05_instr_descriptor(128, 128, "bfloat16", "bfloat16", "float32")
-    idesc_o = tcgen05_instr_descriptor(
-        128, head_dim, "bfloat16", "bfloat16", "float32", b_mn_major=True
+    kv_stages, head_dim, kv_rows = 3, 128, 128
+    idesc_s = instr_descriptor("f16", 128, 128, "bfloat16", "bfloat16", "float32")
+    # O += P V: B = V is the KV stage itself, (kv rows = K, head_dim = N) with N
+    # contiguous, so it is read MN-major
+    idesc_o = instr_descriptor(
+        "f16", 128, head_dim, "bfloat16", "bfloat16", "float32", b_major="MN"
     )
 
     @T.kernel(target="sm_100a", grid=(1,), block=(512,), name="attention_fwd")
@@ -290,14 +343,18 @@ def attention_fwd() -> KernelProgram:
                 for i in range(2):
                     T.ptx.mbarrier.wait((p_full, i), j % 2)
                     T.ptx.tcgen05.fence_after_thread_sync()
-                    # O_i += P_i V: P from TMEM (over S_i), V = the same KV stage read MN-major
-                    T.ptx.tcgen05.mma(
-                        o_acc[i],
-                        p_acc[i],
-                        T.ptx.tcgen05.desc(kv, s, 0, 0),
-                        idesc_o,
-                        accumulate=j > 0,
-                    )
+                    # O_i += P_i V over the block's 128 KV rows: eight K=16 steps. P comes
+                    # from TMEM (over S_i; 16 bf16 = 8 columns a step), V is the same KV
+                    # stage read MN-major from KV row 16*kk on.
+                    for kk in range(kv_rows // 16):
+                        T.ptx.tcgen05.mma(
+                            o_acc[i],
+                            p_acc[i],
+                            T.ptx.tcgen05.desc(kv, s, kk * 16, 0, major="MN"),
+                            idesc_o,
+                            accumulate=T.any_of(j > 0, kk > 0),
+                            a_col=kk * 8,
+                        )
                 T.ptx.tcgen05.commit((kv_empty, s))
             T.ptx.tcgen05.commit((o_full, 0))
         for i in range(2):  # softmax warpgroups: warps 4-7 own S0/P0, warps 8-11 own S1/P1

@@ -131,7 +131,7 @@ def tmem_pool(phases=PHASES):
 def test_p_over_s_in_tmem_via_alias_of():
     smem, tmem = tmem_pool()
     s = tmem.alloc((128, 128), "float32", datapath="D", name="S", live="mma")
-    p = tmem.alloc((128, 128), "bfloat16", datapath="D", name="P", live="epilogue", alias_of=s,
+    p = tmem.alloc((128, 128), "bfloat16", name="P", live="epilogue", alias_of=s,
                    offset=64)  # fmt: skip
     o = tmem.alloc((128, 128), "float32", datapath="D", name="O", live={"mma", "epilogue"})
     smem.commit()

@@ -1,7 +1,8 @@
-"""Matrix descriptors for MMA operands in shared memory, derived from a buffer's layout.
+"""Descriptors of MMA operands: shared-memory matrix descriptors (wgmma, tcgen05), derived
+from a buffer's layout for either major, and tcgen05 instruction descriptors for every kind.
 
-wgmma (sm_90a) and tcgen05 (sm_100a) read K-major operand tiles through a
-64-bit descriptor (HARDWARE.md):
+Shared-memory descriptor, 64 bits (PTX ISA "Matrix Descriptor Format"; wgmma
+sm_90a and tcgen05 sm_100a; HARDWARE.md):
 
 ========  ===============================================================
 bits      field
@@ -11,19 +12,36 @@ bits      field
 32-45     stride byte offset (SBO) >> 4
 46-48     tcgen05 only: fixed 0b001
 49-51     base offset (0: operands start on the swizzle repeat)
-52        tcgen05 only: LBO mode
+52        tcgen05 only: LBO mode (0)
 62-63     wgmma layout: 0 none, 1 128B, 2 64B, 3 32B
 61-63     tcgen05 layout: 0 none, 2 128B, 4 64B, 6 32B
 ========  ===============================================================
 
-K-major swizzled: LBO is unused (field 1) and SBO is the distance between
-8-row groups (8 swizzle rows). No swizzle: LBO is the distance between
-K-adjacent 16-byte core matrices, SBO between 8-row groups. Both are read off
-the layout's unswizzled tile, so they follow the layout that placed the data.
+An operand tile is K-major (shape ``(..., MN, K)``, K contiguous) or MN-major
+(``(..., K, MN)``, MN contiguous); ``mma_shared_layout`` lays out both the same
+way along the contiguous dimension. With ``dist(r, c)`` the byte distance of
+(row r, column c) from (0, 0) in the tile's *unswizzled* layout, ``W`` the
+swizzle row (atom width, elements) and ``e16`` the elements of 16 bytes:
+
+=========  =========  ==========================  ==========================
+major      swizzle    LBO                         SBO
+=========  =========  ==========================  ==========================
+K          yes        16 (field 1, unused)        dist(8, 0): 8-row groups
+K          none       dist(0, e16): K core mats   dist(8, 0): 8-row groups
+MN         yes        dist(0, W): next MN atom    dist(8, 0): 8-row K groups
+MN         none       dist(8, 0): 8-row K groups  dist(0, e16): MN core mats
+=========  =========  ==========================  ==========================
+
+(CuTe's ``make_gmma_desc`` / ``make_umma_desc`` canonical forms; a distance the
+tile does not have, e.g. a second MN atom of a one-atom tile, is encoded 0, and
+so is the K-group pitch of MN-major 32-bit operands, whose 32-byte MMA K is a
+single 8-row group.)
+Instruction descriptors: see :func:`instr_descriptor`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..dtype import DTypeLike, as_dtype
@@ -43,88 +61,119 @@ _TCGEN05_LAYOUT = {
     SwizzleMode.SWIZZLE_64B_ATOM: 4,
     SwizzleMode.SWIZZLE_32B_ATOM: 6,
 }
+MAJORS = ("K", "MN")
+
+
+def check_major(major: str, what: str = "major") -> str:
+    if major not in MAJORS:
+        raise LayoutError(f"{what} must be 'K' or 'MN', got {major!r}")
+    return major
 
 
 @dataclass(frozen=True)
 class OperandGeometry:
-    """What a descriptor needs besides the start address."""
+    """What a shared-memory descriptor needs besides the start address."""
 
     mode: SwizzleMode
-    lbo: int  # bytes
-    sbo: int  # bytes
+    lbo: int  # bytes, a multiple of 16
+    sbo: int  # bytes, a multiple of 16
+    major: str = "K"
 
 
-def _tile(layout: Layout) -> TileLayout:
+def tile_of(layout: Layout) -> TileLayout:
+    """The unswizzled tile of an operand layout (a ComposeLayout's tile, or the TileLayout)."""
     tile = layout.tile if isinstance(layout, ComposeLayout) else layout
     if not isinstance(tile, TileLayout):
         raise LayoutError(f"an MMA operand needs a (swizzled) TileLayout, got {layout!r}")
     return tile
 
 
-def operand_geometry(layout: Layout, dtype: DTypeLike) -> OperandGeometry:
-    """LBO/SBO of a K-major MMA operand tile laid out by ``mma_shared_layout``."""
+def operand_geometry(layout: Layout, dtype: DTypeLike, major: str = "K") -> OperandGeometry:
+    """LBO/SBO of an operand tile ``(..., rows, cols)`` read ``major`` (see the module table)."""
+    check_major(major)
     bits = as_dtype(dtype).bits
-    tile = _tile(layout)
+    tile = tile_of(layout)
     shape = tile.shape
     if len(shape) < 2 or shape[-2] < 8:
         raise LayoutError(
-            f"an MMA operand descriptor needs a tile (..., rows >= 8, K), got shape {shape}"
+            f"an MMA operand descriptor needs a tile (..., rows >= 8, cols), got shape {shape}"
         )
     lead = (0,) * (len(shape) - 2)
     rows, cols = shape[-2:]
     mode = layout_swizzle_mode(layout)
+    per16 = 128 // bits
+    if cols % per16:
+        raise LayoutError(
+            f"an MMA operand needs its contiguous dimension a multiple of {per16} elements "
+            f"(16 bytes), got {cols}"
+        )
+    origin = tile.apply(*lead, 0, 0)["m"]
 
-    def distance(r: int, k: int) -> int:
-        return (tile.apply(*lead, r, k)["m"] - tile.apply(*lead, 0, 0)["m"]) * bits // 8
+    def dist(r: int, c: int) -> int:
+        """Bytes from (0, 0) to (r, c), 0 when the tile has no such position."""
+        if r >= rows or c >= cols:
+            return 0
+        return (tile.apply(*lead, r, c)["m"] - origin) * bits // 8
 
-    # A tile of exactly 8 rows has no second group; the hardware still wants the
-    # pitch the layout would give one: 8 swizzle rows, or one 8 x 16-byte core matrix.
-    sbo = distance(8, 0) if rows > 8 else 8 * mode.row_bytes
-    if mode == SwizzleMode.SWIZZLE_NONE:
-        per16 = 128 // bits
-        if cols % per16:
-            raise LayoutError(
-                f"a no-swizzle operand needs K a multiple of {per16} elements (16 bytes), got "
-                f"{cols}"
-            )
-        lbo = distance(0, per16) if cols > per16 else rows * 16
+    atom = mode.row_bytes * 8 // bits  # elements of one swizzle row (16 bytes: no swizzle)
+    if major == "K":
+        # A tile of exactly 8 rows has no second group; the hardware still wants the
+        # pitch the layout would give one: 8 swizzle rows, or one 8 x 16-byte core matrix.
+        sbo = dist(8, 0) if rows > 8 else 8 * mode.row_bytes
+        if mode == SwizzleMode.SWIZZLE_NONE:
+            lbo = dist(0, per16) if cols > per16 else rows * 16
+        else:
+            lbo = 16  # unused by K-major swizzled operands; the field holds 1
     else:
-        lbo = 16  # unused by K-major swizzled operands; the field holds 1
-    return OperandGeometry(mode, lbo, sbo)
+        # one MMA reads 32 bytes of K = 256 // bits rows: a 32-bit type has a single
+        # 8-row K group, whose pitch is then unused and encoded 0 (as CuTe does)
+        k_pitch = dist(8, 0) if 256 // bits > 8 else 0
+        if mode == SwizzleMode.SWIZZLE_NONE:
+            lbo, sbo = k_pitch, dist(0, per16)
+        else:
+            lbo, sbo = dist(0, atom), k_pitch
+    return OperandGeometry(mode, lbo, sbo, major)
 
 
-def operand_byte_offset(layout: Layout, dtype: DTypeLike, coords) -> int:
+def operand_byte_offset(layout: Layout, dtype: DTypeLike, coords: Sequence[int]) -> int:
     """Byte offset of the *unswizzled* position of ``coords`` (the hardware swizzles it).
 
-    A descriptor's start address is the tile's origin plus this: rows must
-    start an 8-row group, and K a 16-byte chunk.
+    A descriptor's start address is the tile's origin plus this: the strided
+    coordinate must start an 8-row group, the contiguous one a 16-byte chunk.
     """
     bits = as_dtype(dtype).bits
-    tile = _tile(layout)
+    tile = tile_of(layout)
     *_, r, k = coords
     if r % 8 or (k * bits) % 128:
         raise LayoutError(
-            "an MMA operand slice must start on an 8-row group and a 16-byte K chunk, got row "
-            f"{r}, k {k}"
+            "an MMA operand slice must start on an 8-row group and a 16-byte chunk of its "
+            f"contiguous dimension, got row {r}, column {k}"
         )
     return tile.apply(*coords)["m"] * bits // 8
 
 
+def _field(value: int, name: str) -> int:
+    if value % 16 or not 0 <= value >> 4 < 1 << 14:
+        raise LayoutError(
+            f"descriptor {name} {value} bytes must be a multiple of 16 below {16 << 14}"
+        )
+    return value >> 4
+
+
 def wgmma_descriptor_high(geometry: OperandGeometry) -> int:
-    """The descriptor without its start address (fields from bit 14 up)."""
-    lbo = 1 if geometry.mode != SwizzleMode.SWIZZLE_NONE else geometry.lbo >> 4
+    """The wgmma descriptor without its start address (fields from bit 14 up)."""
     return (
-        ((lbo & 0x3FFF) << 16)
-        | (((geometry.sbo >> 4) & 0x3FFF) << 32)
+        (_field(geometry.lbo, "LBO") << 16)
+        | (_field(geometry.sbo, "SBO") << 32)
         | (_WGMMA_LAYOUT[geometry.mode] << 62)
     )
 
 
 def tcgen05_descriptor_high(geometry: OperandGeometry) -> int:
-    lbo = 1 if geometry.mode != SwizzleMode.SWIZZLE_NONE else geometry.lbo >> 4
+    """The tcgen05 descriptor without its start address (version 0b001 at bit 46)."""
     return (
-        ((lbo & 0x3FFF) << 16)
-        | (((geometry.sbo >> 4) & 0x3FFF) << 32)
+        (_field(geometry.lbo, "LBO") << 16)
+        | (_field(geometry.sbo, "SBO") << 32)
         | (0b001 << 46)
         | (_TCGEN05_LAYOUT[geometry.mode] << 61)
     )
@@ -135,46 +184,233 @@ def descriptor(start_address: int, high: int) -> int:
     return high | ((start_address >> 4) & 0x3FFF)
 
 
-_F16_KIND_FORMATS = {"float16": 0, "bfloat16": 1}
-_ACC_FORMATS = {"float16": 0, "float32": 1}
+_ARCH_DESCRIPTORS = {
+    "sm_90a": wgmma_descriptor_high,
+    "sm_100a": tcgen05_descriptor_high,
+    "sm_103a": tcgen05_descriptor_high,
+}
+
+
+def smem_descriptor(
+    layout: Layout, dtype: DTypeLike, *, arch: str, major: str = "K", start_address: int = 0
+) -> int:
+    """64-bit shared-memory matrix descriptor of an operand tile laid out by ``layout``.
+
+    ``arch`` is ``"sm_90a"`` (wgmma) or ``"sm_100a"`` (tcgen05); ``major`` says which
+    dimension is contiguous ("K": shape (..., MN, K); "MN": (..., K, MN));
+    ``start_address`` is the shared-window byte address of the slice's first
+    element (the tile's origin plus :func:`operand_byte_offset`).
+    """
+    if arch not in _ARCH_DESCRIPTORS:
+        raise LayoutError(
+            f"no MMA shared-memory descriptor for arch {arch!r}; use one of "
+            f"{', '.join(sorted(_ARCH_DESCRIPTORS))}"
+        )
+    if not isinstance(start_address, int) or isinstance(start_address, bool):
+        raise LayoutError(f"start_address must be an integer, got {start_address!r}")
+    if start_address % 16 or not 0 <= start_address < 1 << 18:
+        raise LayoutError(
+            f"start_address {start_address} must be a multiple of 16 in [0, {1 << 18}) "
+            "(the field holds address >> 4 in 14 bits)"
+        )
+    high = _ARCH_DESCRIPTORS[arch](operand_geometry(layout, dtype, major))
+    return descriptor(start_address, high)
+
+
+# -- instruction descriptors (tcgen05.mma) -----------------------------------------------------
+
+# format codes per kind (PTX ISA "Instruction descriptor" tables; CuTe UMMA::*Format)
+_FORMATS: dict[str, dict[str, int]] = {
+    "f16": {"float16": 0, "bfloat16": 1},
+    "tf32": {"float32": 2},
+    "f8f6f4": {
+        "float8_e4m3fn": 0,
+        "float8_e5m2": 1,
+        "float6_e2m3fn": 3,
+        "float6_e3m2fn": 4,
+        "float4_e2m1fn": 5,
+    },
+    "i8": {"uint8": 0, "int8": 1},
+    "mxf4": {"float4_e2m1fn": 1},
+    "mxf4nvf4": {"float4_e2m1fn": 1},
+}
+_FORMATS["mxf8f6f4"] = _FORMATS["f8f6f4"]
+_D_FORMATS = {"float16": 0, "float32": 1, "int32": 2}
+_D_ALLOWED = {
+    "f16": ("float16", "float32"),
+    "tf32": ("float32",),
+    "f8f6f4": ("float16", "float32"),
+    "i8": ("int32",),
+    "mxf8f6f4": ("float32",),
+    "mxf4": ("float32",),
+    "mxf4nvf4": ("float32",),
+}
+BLOCK_SCALED = ("mxf8f6f4", "mxf4", "mxf4nvf4")
+KINDS = tuple(_D_ALLOWED)
+# K of one dense MMA per kind (PTX ISA tcgen05 "Matrix Shape" table)
+MMA_K = {"f16": 16, "tf32": 8, "f8f6f4": 32, "i8": 32, "mxf8f6f4": 32, "mxf4": 64, "mxf4nvf4": 64}
+# MN-major reads exist only for 8/16/32-bit formats (CuTe InstrDescriptor a_major_ note)
+_MN_MAJOR_OK = {"float16", "bfloat16", "float32", "float8_e4m3fn", "float8_e5m2", "int8", "uint8"}
+# scale factor dtype -> scale format bit 23; scale vector sizes each kind takes with it
+_SCALE_FORMATS = {"float8_e4m3fn": 0, "float8_e8m0fnu": 1}
+_SCALE_VEC = {
+    ("mxf8f6f4", "float8_e8m0fnu"): (1,),
+    ("mxf4", "float8_e8m0fnu"): (2,),
+    ("mxf4nvf4", "float8_e8m0fnu"): (2,),
+    ("mxf4nvf4", "float8_e4m3fn"): (4,),
+}
+
+
+def legal_mn(kind: str, cta_group: int = 1) -> dict[int, tuple[int, ...]]:
+    """M -> the legal N of dense ``tcgen05.mma`` (no ``.ws``), PTX ISA tcgen05 "Matrix Shape".
+
+    f16, tf32, f8f6f4: cta_group::1 M 64/128, N 8..256 step 8; cta_group::2 M
+    128/256, N 16..256 step 16. Block-scaled kinds: the same with M = 128 only at
+    cta_group::1. i8: cta_group::1 N in {8, 24} and 16..256 step 16; cta_group::2
+    N 32..256 step 32 (TIRx's shape table).
+    """
+    if kind not in KINDS:
+        raise LayoutError(f"unknown tcgen05 kind {kind!r}; known: {', '.join(KINDS)}")
+    if cta_group not in (1, 2):
+        raise LayoutError(f"cta_group must be 1 or 2, got {cta_group!r}")
+    if kind == "i8":
+        ns = (8, 24, *range(16, 257, 16)) if cta_group == 1 else tuple(range(32, 257, 32))
+        ns = tuple(sorted(ns))
+    else:
+        ns = tuple(range(8, 257, 8)) if cta_group == 1 else tuple(range(16, 257, 16))
+    ms: tuple[int, ...] = (64, 128) if cta_group == 1 else (128, 256)
+    if kind in BLOCK_SCALED and cta_group == 1:
+        ms = (128,)
+    return {m: ns for m in ms}
+
+
+def _format(kind: str, dtype: DTypeLike, operand: str) -> tuple[str, int]:
+    name = as_dtype(dtype).name
+    if name not in _FORMATS[kind]:
+        raise LayoutError(
+            f"kind::{kind} takes {operand} in {', '.join(_FORMATS[kind])}, got {name}"
+        )
+    return name, _FORMATS[kind][name]
+
+
+def instr_descriptor(
+    kind: str,
+    m: int,
+    n: int,
+    a_dtype: DTypeLike,
+    b_dtype: DTypeLike,
+    d_dtype: DTypeLike = "float32",
+    *,
+    a_major: str = "K",
+    b_major: str = "K",
+    negate_a: bool = False,
+    negate_b: bool = False,
+    saturate: bool = False,
+    cta_group: int = 1,
+    sf_dtype: DTypeLike | None = None,
+    scale_vec: int | None = None,
+    sfa_id: int = 0,
+    sfb_id: int = 0,
+) -> int:
+    """32-bit instruction descriptor of ``tcgen05.mma.cta_group::N.kind::{kind}``.
+
+    Dense kinds (f16, tf32, f8f6f4, i8): bit 3 saturate, 4-5 D format (0 f16,
+    1 f32, 2 s32), 7-9 A format, 10-12 B format, 13/14 negate A/B, 15/16 A/B
+    major (1 = MN), 17-22 N >> 3, 24-28 M >> 4. Block-scaled kinds (mxf8f6f4,
+    mxf4, mxf4nvf4): 4-5 B scale-factor id, 7-16 as above, 23 scale format (0
+    UE4M3, 1 UE8M0), 29-30 A scale-factor id (PTX ISA "Instruction descriptor";
+    CuTe ``UMMA::InstrDescriptor`` / ``InstrDescriptorBlockScaled``).
+    ``scale_vec`` (``scale_vec::1X/2X/4X``: scale factors per row of one MMA's K) is
+    checked against the kind and scale type; it is an instruction qualifier, not a
+    field. ``sf_dtype`` defaults to UE8M0 (UE4M3 for mxf4nvf4 with ``scale_vec=4``).
+    """
+    if kind not in KINDS:
+        raise LayoutError(f"unknown tcgen05 kind {kind!r}; known: {', '.join(KINDS)}")
+    a_name, a_fmt = _format(kind, a_dtype, "A")
+    b_name, b_fmt = _format(kind, b_dtype, "B")
+    check_major(a_major, "a_major")
+    check_major(b_major, "b_major")
+    for name, major, which in ((a_name, a_major, "A"), (b_name, b_major, "B")):
+        if major == "MN" and (name not in _MN_MAJOR_OK or kind in ("mxf4", "mxf4nvf4")):
+            raise LayoutError(
+                f"kind::{kind}: {which} ({name}) can only be read K-major; MN-major needs an "
+                "8/16/32-bit format (f16, bf16, tf32, e4m3, e5m2, s8, u8)"
+            )
+    legal = legal_mn(kind, cta_group)
+    if m not in legal or n not in legal[m]:
+        ms = ", ".join(map(str, legal))
+        some = legal[max(legal)]
+        raise LayoutError(
+            f"tcgen05.mma.cta_group::{cta_group}.kind::{kind}: M={m} N={n} is not a legal shape; "
+            f"M in {{{ms}}}, N in {{{some[0]}, {some[1]}, ..., {some[-1]}}} (PTX ISA "
+            "tcgen05 matrix shapes)"
+        )
+    common = (
+        (a_fmt << 7)
+        | (b_fmt << 10)
+        | (int(negate_a) << 13)
+        | (int(negate_b) << 14)
+        | (int(a_major == "MN") << 15)
+        | (int(b_major == "MN") << 16)
+        | ((n >> 3) << 17)
+        | ((m >> 4) << 24)
+    )
+    d_name = as_dtype(d_dtype).name
+    if d_name not in _D_ALLOWED[kind]:
+        raise LayoutError(
+            f"kind::{kind} accumulates into {' or '.join(_D_ALLOWED[kind])}, got {d_name}"
+        )
+    if (negate_a or negate_b) and kind == "i8":
+        raise LayoutError("kind::i8 has no negate; negate_a/negate_b need a float kind")
+    if saturate and kind != "i8":
+        raise LayoutError(f"saturate exists only for kind::i8, got kind::{kind}")
+    if kind not in BLOCK_SCALED:
+        if sf_dtype is not None or scale_vec is not None or sfa_id or sfb_id:
+            raise LayoutError(
+                f"kind::{kind} is not block-scaled; sf_dtype/scale_vec/sf ids need mxf8f6f4, "
+                "mxf4 or mxf4nvf4"
+            )
+        return common | (int(saturate) << 3) | (_D_FORMATS[d_name] << 4)
+    return common | _block_scale_fields(kind, sf_dtype, scale_vec, sfa_id, sfb_id)
+
+
+def _block_scale_fields(
+    kind: str, sf_dtype: DTypeLike | None, scale_vec: int | None, sfa_id: int, sfb_id: int
+) -> int:
+    default_sf = "float8_e4m3fn" if kind == "mxf4nvf4" and scale_vec == 4 else "float8_e8m0fnu"
+    sf = as_dtype(sf_dtype if sf_dtype is not None else default_sf).name
+    vecs = _SCALE_VEC.get((kind, sf))
+    if vecs is None:
+        takes = sorted({s for k, s in _SCALE_VEC if k == kind})
+        raise LayoutError(f"kind::{kind} takes scale factors in {', '.join(takes)}, got {sf}")
+    if scale_vec is not None and scale_vec not in vecs:
+        raise LayoutError(
+            f"kind::{kind} with {sf} scale factors uses scale_vec::{vecs[0]}X, got "
+            f"scale_vec::{scale_vec}X"
+        )
+    for name, sf_id in (("sfa_id", sfa_id), ("sfb_id", sfb_id)):
+        if not isinstance(sf_id, int) or isinstance(sf_id, bool) or not 0 <= sf_id < 4:
+            raise LayoutError(f"{name} selects one of 4 scale-factor slots (0..3), got {sf_id!r}")
+    return (sfb_id << 4) | (_SCALE_FORMATS[sf] << 23) | (sfa_id << 29)
 
 
 def tcgen05_instr_descriptor(
     m: int,
     n: int,
-    a_dtype="bfloat16",
-    b_dtype="bfloat16",
-    d_dtype="float32",
+    a_dtype: DTypeLike = "bfloat16",
+    b_dtype: DTypeLike = "bfloat16",
+    d_dtype: DTypeLike = "float32",
     a_mn_major: bool = False,
     b_mn_major: bool = False,
 ) -> int:
-    """32-bit instruction descriptor of ``tcgen05.mma ... kind::f16``.
-
-    bits 4-5 D format (1 = f32), 7-9 A format, 10-12 B format (0 f16, 1 bf16),
-    15/16 A/B major (0 = K), 17-22 N >> 3, 24-28 M >> 4 (PTX ISA, "Instruction
-    descriptor").
-    """
-    names = (as_dtype(a_dtype).name, as_dtype(b_dtype).name, as_dtype(d_dtype).name)
-    if (
-        names[0] not in _F16_KIND_FORMATS
-        or names[1] not in _F16_KIND_FORMATS
-        or names[2] not in _ACC_FORMATS
-    ):
-        raise LayoutError(
-            f"kind::f16 takes f16/bf16 inputs and an f16/f32 accumulator, got {names}"
-        )
-    if m not in (64, 128, 256):
-        raise LayoutError(f"tcgen05.mma M must be 64, 128 or 256, got {m}")
-    if n % (8 if m == 64 else 16) or not 8 <= n <= 256:
-        raise LayoutError(
-            f"tcgen05.mma N={n} must be in [8, 256] in steps of {8 if m == 64 else 16} for M={m}"
-        )
-    return (
-        (_ACC_FORMATS[names[2]] << 4)
-        | (_F16_KIND_FORMATS[names[0]] << 7)
-        | (_F16_KIND_FORMATS[names[1]] << 10)
-        | (int(a_mn_major) << 15)
-        | (int(b_mn_major) << 16)
-        | ((n >> 3) << 17)
-        | ((m >> 4) << 24)
+    """``kind::f16`` shorthand of :func:`instr_descriptor`."""
+    return instr_descriptor(
+        "f16",
+        m,
+        n,
+        a_dtype,
+        b_dtype,
+        d_dtype,
+        a_major="MN" if a_mn_major else "K",
+        b_major="MN" if b_mn_major else "K",
     )

@@ -3,10 +3,19 @@ for tcgen05.mma", data-path layouts A-G) and by block-scaled MMA scale factors.
 
 Positions are ``TLane`` (0..127) and ``TCol`` counted in elements of the
 buffer's dtype; a 32-bit physical column holds ``32 // bits`` of them.
+
+MMA accumulators are the exception: every accumulator element takes a whole
+32-bit cell, so a 16-bit (f16) accumulator sits at every other TCol and a
+128 x N f16 accumulator takes N columns, not N/2. Source: CuTe's accumulator
+fragments (cute/atom/mma_traits_sm100.hpp: every tcgen05 MMA's C is
+``UMMA::tmem_frg_1sm<c_type>``, whose ``StorageType`` defaults to ``uint32_t``,
+one value per 32-bit column, while A operands kept in TMEM use ``StorageType =
+a_type``, packed); HARDWARE.md says the same.
 """
 
 from __future__ import annotations
 
+from ..dtype import DTypeLike, as_dtype
 from ..errors import LayoutError
 from ..validate import MAX_ELEMENTS, check_int, is_int
 from .core import Iter, TileLayout
@@ -30,14 +39,36 @@ DATAPATH_SHAPES = {
 }
 
 
-def tmem_datapath_layout(letter: str, rows: int, cols: int, sub_slab: int = 0) -> TileLayout:
+def accumulator_cell(dtype: DTypeLike | None) -> int:
+    """TCol positions (in ``dtype`` elements) per accumulator element: ``32 // bits``.
+
+    1 for 32-bit accumulators (f32, s32) and when no dtype is given; 2 for f16.
+    """
+    if dtype is None:
+        return 1
+    dtype = as_dtype(dtype)
+    if dtype.bits not in (16, 32):
+        raise LayoutError(
+            f"MMA accumulators are 32-bit (float32, int32) or 16-bit (float16) cells, got "
+            f"{dtype.name}"
+        )
+    return 32 // dtype.bits
+
+
+def tmem_datapath_layout(
+    letter: str, rows: int, cols: int, sub_slab: int = 0, *, dtype: DTypeLike | None = None
+) -> TileLayout:
     """Row ``r``, column ``c`` of an MMA accumulator to (TLane, TCol).
 
     - D, A (128 rows): ``lane = r, col = c``.
     - B, E (64 rows, even cols): ``lane = r + 64*(c // (cols/2)), col = c % (cols/2)``.
     - F, C (64 rows): ``lane = 32*(r // 16) + r % 16 + 16*sub_slab, col = c``.
     - G (32 rows, cols % 4 == 0): ``lane = r + 32*(c // (cols/4)), col = c % (cols/4)``.
+
+    ``col`` counts 32-bit cells; with an accumulator ``dtype`` of 16 bits TCol is
+    ``2 * col`` (one element per cell, module docstring). Without ``dtype``, TCol = col.
     """
+    cell = accumulator_cell(dtype)
     if not isinstance(letter, str) or letter not in DATAPATH_ROWS:
         raise LayoutError(
             f"unknown TMEM data path {letter!r}; known: {', '.join(sorted(DATAPATH_ROWS))}"
@@ -61,7 +92,7 @@ def tmem_datapath_layout(letter: str, rows: int, cols: int, sub_slab: int = 0) -
         )
     shape = (rows, cols)
     if letter in ("D", "A"):
-        return TileLayout([Iter(rows, 1, "TLane"), Iter(cols, 1, "TCol")], shape=shape)
+        return TileLayout([Iter(rows, 1, "TLane"), Iter(cols, cell, "TCol")], shape=shape)
     if letter in ("B", "E", "G"):
         # the columns fold onto lane blocks: B/E two halves 64 lanes apart, G four quarters 32 apart
         parts = 4 if letter == "G" else 2
@@ -75,13 +106,13 @@ def tmem_datapath_layout(letter: str, rows: int, cols: int, sub_slab: int = 0) -
             [
                 Iter(rows, 1, "TLane"),
                 Iter(parts, TMEM_LANES // parts, "TLane"),
-                Iter(cols // parts, 1, "TCol"),
+                Iter(cols // parts, cell, "TCol"),
             ],
             shape=shape,
         ).canonicalize()
     # F, C: 16 rows per warp quarter, in the lower or upper half of its 32 lanes
     return TileLayout(
-        [Iter(4, 32, "TLane"), Iter(16, 1, "TLane"), Iter(cols, 1, "TCol")],
+        [Iter(4, 32, "TLane"), Iter(16, 1, "TLane"), Iter(cols, cell, "TCol")],
         offset={"TLane": 16 * sub_slab},
         shape=shape,
     ).canonicalize()

@@ -234,14 +234,16 @@ class TMEMPool(LifetimePool, BumpPool):
                 raise AllocationError(
                     f"datapath={datapath!r} needs a 2-D shape (rows, cols), got {shape}"
                 )
-            layout = tmem_datapath_layout(datapath, *shape)
+            layout = tmem_datapath_layout(datapath, *shape, dtype=dtype)
             layout_name = f"datapath {datapath}"
         elif layout is not None:
             layout_name = self._check_layout(layout, shape)
         else:
             layout, layout_name = self._default_layout(shape)
         footprint = column_footprint(layout, dtype.bits)
-        if cols is None:
+        if cols is None and datapath is not None:
+            cols = footprint  # an accumulator: one element per 32-bit cell (16-bit ones too)
+        elif cols is None:
             cols = _whole_columns(layout.span("TCol"), dtype.bits, f"buffer {shape} {dtype.name}")
         else:
             cols = check_int(cols, "cols (32-bit TMEM columns)", minimum=1, maximum=TMEM_COLS)

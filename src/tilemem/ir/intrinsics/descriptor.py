@@ -8,15 +8,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ...layout.operand import operand_byte_offset, operand_geometry
+from ...layout.operand import check_major, operand_byte_offset, operand_geometry, tile_of
 from ...pool import SMEM, Buffer
 from ..index import layout_index
 from ..nodes import UINT64, Cast, Const, Expr, IRError, binop
 from .thread import smem_addr
 
 
-def shared_descriptor(buf: Buffer, coords, high_fn: Callable) -> Expr:
-    """``high_fn(geometry) | ((start_address >> 4) & 0x3FFF)`` for ``buf`` at ``coords``."""
+def shared_descriptor(buf: Buffer, coords, high_fn: Callable, major: str = "K") -> Expr:
+    """``high_fn(geometry) | ((start_address >> 4) & 0x3FFF)`` for ``buf`` at ``coords``.
+
+    ``major`` says which of the buffer's last two dimensions is K: "K" for a
+    (..., MN, K) tile, "MN" for a (..., K, MN) tile read MN-major. Coordinates may
+    be run-time expressions for every swizzle mode (the unswizzled tile offset
+    becomes index arithmetic).
+    """
     if not isinstance(buf, Buffer) or buf.scope != SMEM:
         raise IRError(f"an MMA descriptor describes a shared-memory buffer, got {buf!r}")
     coords = tuple(coords) if coords else (0,) * len(buf.shape)
@@ -24,13 +30,12 @@ def shared_descriptor(buf: Buffer, coords, high_fn: Callable) -> Expr:
         raise IRError(
             f"{buf.name} has {len(buf.shape)} dimensions; give all of them (stage..., row, k)"
         )
-    geometry = operand_geometry(buf.layout, buf.dtype)
+    geometry = operand_geometry(buf.layout, buf.dtype, check_major(major))
     offset: int | Expr
     if all(isinstance(c, int) for c in coords):
         offset = operand_byte_offset(buf.layout, buf.dtype, coords)
     else:  # run-time coordinates: the unswizzled tile offset as arithmetic
-        tile = getattr(buf.layout, "tile", buf.layout)
-        elements = layout_index(tile, coords)["m"]
+        elements = layout_index(tile_of(buf.layout), coords)["m"]
         offset = binop("//", binop("*", elements, buf.dtype.bits), 8)
     start = binop("+", smem_addr(buf), offset)
     low = Cast(binop("&", binop(">>", start, 4), 0x3FFF), UINT64)

@@ -168,15 +168,22 @@ def tcgen05_wait_st():
 
 
 @expose("ptx.tcgen05.desc")
-def tcgen05_desc(buf: Buffer, *coords) -> Expr:
-    """tcgen05 shared-memory descriptor of ``buf`` starting at ``coords`` (stage..., row, k)."""
+def tcgen05_desc(buf: Buffer, *coords, major: str = "K") -> Expr:
+    """tcgen05 shared-memory descriptor of ``buf`` starting at ``coords`` (stage..., row, col).
+
+    ``major="MN"`` reads a (..., K, MN) tile MN-major (the instruction descriptor's
+    a/b major bit must say so too).
+    """
     current().target.require("tcgen05", "tcgen05 shared-memory descriptor")
-    return shared_descriptor(buf, coords, tcgen05_descriptor_high)
+    return shared_descriptor(buf, coords, tcgen05_descriptor_high, major)
+
+
+_DENSE_KINDS = ("f16", "tf32", "f8f6f4", "i8")
 
 
 def _lower_mma(call, gen) -> str:
     d, a, b, idesc, acc = call.args
-    g = call.attr("cta_group")
+    g, kind = call.attr("cta_group"), call.attr("kind")
     a_operand, a_input = (
         ("[%1]", f'"r"({gen.expr(a)})')
         if call.attr("a_tmem")
@@ -185,7 +192,7 @@ def _lower_mma(call, gen) -> str:
     text = (
         "{\\n.reg .pred p;\\n"
         "setp.ne.b32 p, %4, 0;\\n"
-        f"tcgen05.mma.cta_group::{g}.kind::f16 [%0], {a_operand}, %2, %3, p;\\n}}"
+        f"tcgen05.mma.cta_group::{g}.kind::{kind} [%0], {a_operand}, %2, %3, p;\\n}}"
     )
     ins = (
         f'"r"({gen.expr(d)}), {a_input}, "l"((uint64_t)({gen.expr(b)})), '
@@ -195,17 +202,39 @@ def _lower_mma(call, gen) -> str:
 
 
 @intrinsic("ptx.tcgen05.mma", feature="tcgen05", lower=_lower_mma)
-def tcgen05_mma(d_tmem, a, b_desc, idesc, *, accumulate=1, cta_group: int = 1):
-    """``tcgen05.mma.cta_group::N.kind::f16 [d], a, bdesc, idesc, enable_input_d``.
+def tcgen05_mma(
+    d_tmem,
+    a,
+    b_desc,
+    idesc,
+    *,
+    accumulate=1,
+    cta_group: int = 1,
+    kind: str = "f16",
+    a_col=0,
+):
+    """``tcgen05.mma.cta_group::N.kind::{kind} [d], a, bdesc, idesc, enable_input_d``.
 
     ``d_tmem`` is a TMEM buffer or address; ``a`` is a shared-memory descriptor
-    (``T.ptx.tcgen05.desc``) or a TMEM buffer (A read from tensor memory, ``[a]``).
+    (``T.ptx.tcgen05.desc``) or a TMEM buffer (A read from tensor memory, ``[a]``,
+    starting ``a_col`` 32-bit columns into it: K step k of packed 16-bit A is at
+    ``a_col = k * K / 2``); ``idesc`` is :func:`tilemem.layout.operand.instr_descriptor`
+    of the same kind.
     """
+    if kind not in _DENSE_KINDS:
+        raise IRError(
+            f"tcgen05.mma kind::{kind}: dense kinds are {', '.join(_DENSE_KINDS)}; block-scaled "
+            "ones go through T.ptx.tcgen05.mma_block_scale"
+        )
     if isinstance(d_tmem, Buffer) and d_tmem.scope == TMEM:
         d_tmem = tmem_addr(d_tmem)
     a_in_tmem = isinstance(a, Buffer) and a.scope == TMEM
     if a_in_tmem:
-        a = tmem_addr(a)
+        a = tmem_addr(a, col=a_col)
+    elif not (isinstance(a_col, int) and a_col == 0):
+        raise IRError(
+            "a_col offsets an A operand in TMEM; a shared-memory A moves by its descriptor"
+        )
     args = (
         convert(d_tmem),
         convert(a),
@@ -213,7 +242,119 @@ def tcgen05_mma(d_tmem, a, b_desc, idesc, *, accumulate=1, cta_group: int = 1):
         Const(int(idesc), UINT32),
         convert(accumulate),
     )
-    return args, (_cta_group(cta_group), ("a_tmem", a_in_tmem))
+    return args, (_cta_group(cta_group), ("a_tmem", a_in_tmem), ("kind", kind))
+
+
+def _tmem_operand(x) -> Expr:
+    return tmem_addr(x) if isinstance(x, Buffer) and x.scope == TMEM else convert(x)
+
+
+def _lower_mma_block_scale(call, gen) -> str:
+    d, a, b, idesc, sfa, sfb, acc = call.args
+    g, kind, vec = call.attr("cta_group"), call.attr("kind"), call.attr("scale_vec")
+    text = (
+        "{\\n.reg .pred p;\\n"
+        "setp.ne.b32 p, %6, 0;\\n"
+        f"tcgen05.mma.cta_group::{g}.kind::{kind}.block_scale.scale_vec::{vec}X "
+        "[%0], %1, %2, %3, [%4], [%5], p;\\n}"
+    )
+    ins = (
+        f'"r"({gen.expr(d)}), "l"((uint64_t)({gen.expr(a)})), "l"((uint64_t)({gen.expr(b)})), '
+        f'"r"({gen.expr(idesc)}), "r"({gen.expr(sfa)}), "r"({gen.expr(sfb)}), '
+        f'"r"((int32_t)({gen.expr(acc)}))'
+    )
+    return asm(text, "", ins)
+
+
+_SCALE_VECS = {"mxf8f6f4": (1,), "mxf4": (2,), "mxf4nvf4": (2, 4)}
+
+
+@intrinsic(
+    "ptx.tcgen05.mma_block_scale",
+    feature="tcgen05",
+    instruction="tcgen05.mma.block_scale",
+    lower=_lower_mma_block_scale,
+)
+def tcgen05_mma_block_scale(
+    d_tmem,
+    a_desc,
+    b_desc,
+    idesc,
+    sfa_tmem,
+    sfb_tmem,
+    *,
+    kind: str,
+    scale_vec: int,
+    accumulate=1,
+    cta_group: int = 1,
+):
+    """``tcgen05.mma.cta_group::N.kind::{kind}.block_scale.scale_vec::{V}X [d], adesc, bdesc,
+    idesc, [sfa], [sfb], enable_input_d`` (PTX ISA 9.0, "tcgen05.mma").
+
+    A and B come from shared memory; the scale factors from TMEM (``sfa_tmem`` /
+    ``sfb_tmem``: TMEM buffers or addresses, e.g. ``T.tmem_addr(sfa, col=...)``).
+    mxf8f6f4 scales with 1X, mxf4 with 2X, mxf4nvf4 with 2X (UE8M0) or 4X (UE4M3).
+    """
+    if kind not in _SCALE_VECS:
+        raise IRError(
+            f"block-scaled tcgen05.mma kinds are {', '.join(_SCALE_VECS)}, got kind::{kind}"
+        )
+    if scale_vec not in _SCALE_VECS[kind]:
+        raise IRError(
+            f"kind::{kind} takes scale_vec::{'X/'.join(map(str, _SCALE_VECS[kind]))}X, got "
+            f"scale_vec {scale_vec!r}"
+        )
+    args = (
+        _tmem_operand(d_tmem),
+        convert(a_desc),
+        convert(b_desc),
+        Const(int(idesc), UINT32),
+        _tmem_operand(sfa_tmem),
+        _tmem_operand(sfb_tmem),
+        convert(accumulate),
+    )
+    return args, (_cta_group(cta_group), ("kind", kind), ("scale_vec", scale_vec))
+
+
+# tcgen05.cp shapes and the multicast each needs (PTX ISA 9.0, "tcgen05.cp")
+_CP_SHAPES = {
+    "128x256b": (None,),
+    "4x256b": (None,),
+    "128x128b": (None,),
+    "64x128b": ("warpx2::02_13", "warpx2::01_23"),
+    "32x128b": ("warpx4",),
+}
+
+
+@intrinsic(
+    "ptx.tcgen05.cp",
+    feature="tcgen05",
+    lower=lambda call, gen: asm(
+        f"tcgen05.cp.cta_group::{call.attr('cta_group')}.{call.attr('shape')}"
+        + (f".{call.attr('multicast')}" if call.attr("multicast") else "")
+        + " [%0], %1;",
+        "",
+        f'"r"({gen.expr(call.args[0])}), "l"((uint64_t)({gen.expr(call.args[1])}))',
+    ),
+)
+def tcgen05_cp(taddr, s_desc, *, shape: str, multicast: str | None = None, cta_group: int = 1):
+    """``tcgen05.cp.cta_group::N.{shape}{.multicast} [taddr], sdesc``: copy a matrix from shared
+    memory (described by ``s_desc``, ``T.ptx.tcgen05.desc``) into TMEM at ``taddr``.
+
+    ``32x128b`` with ``warpx4`` copies 32 rows of 16 bytes into every lane quarter (how
+    block-scale factors reach TMEM, ``sf_tmem_layout``); ``64x128b`` needs a ``warpx2``
+    multicast; ``128x256b``, ``4x256b`` and ``128x128b`` take none.
+    """
+    if shape not in _CP_SHAPES:
+        raise IRError(f"tcgen05.cp shape must be one of {', '.join(_CP_SHAPES)}, got {shape!r}")
+    if multicast not in _CP_SHAPES[shape]:
+        allowed = " or ".join(str(m) for m in _CP_SHAPES[shape])
+        raise IRError(f"tcgen05.cp .{shape} takes multicast {allowed}, got {multicast!r}")
+    return (_tmem_operand(taddr), convert(s_desc)), (
+        _cta_group(cta_group),
+        ("shape", shape),
+        ("multicast", multicast or ""),
+    )
 
 
 @intrinsic(

@@ -11,14 +11,30 @@ from ..nodes import Expr, IRError, convert
 from .descriptor import shared_descriptor
 from .registry import asm, expose, intrinsic
 
+# wgmma input types (PTX ISA 9.0, "wgmma.mma_async"): PTX type, K of one instruction,
+# accumulator type; only 16-bit inputs may be read MN-major (imm-trans-a/b)
+_WGMMA_TYPES = {
+    "float16": ("f16", 16, "float32"),
+    "bfloat16": ("bf16", 16, "float32"),
+    "float32": ("tf32", 8, "float32"),  # tf32 operands are stored as float32
+    "float8_e4m3fn": ("e4m3", 32, "float32"),
+    "float8_e5m2": ("e5m2", 32, "float32"),
+    "int8": ("s8", 32, "int32"),
+    "uint8": ("u8", 32, "int32"),
+}
 _WGMMA_N = set(range(8, 257, 8))
+_WGMMA_N_INT = {8, 16, 24, *range(32, 257, 16)}  # integer wgmma
 
 
 @expose("ptx.wgmma.desc")
-def wgmma_desc(buf: Buffer, *coords) -> Expr:
-    """wgmma shared-memory descriptor of ``buf`` starting at ``coords`` (stage..., row, k)."""
+def wgmma_desc(buf: Buffer, *coords, major: str = "K") -> Expr:
+    """wgmma shared-memory descriptor of ``buf`` starting at ``coords`` (stage..., row, col).
+
+    ``major="MN"`` reads a (..., K, MN) tile MN-major; pass the same major to
+    ``T.ptx.wgmma.mma_async`` (its transpose bit).
+    """
     current().target.require("wgmma", "wgmma descriptor")
-    return shared_descriptor(buf, coords, wgmma_descriptor_high)
+    return shared_descriptor(buf, coords, wgmma_descriptor_high, major)
 
 
 @intrinsic("ptx.wgmma.fence", feature="wgmma", ptx="wgmma.fence.sync.aligned;")
@@ -42,17 +58,25 @@ def wgmma_wait_group(n: int = 0):
 
 def _lower_mma_async(call, gen) -> str:
     acc, a_desc, b_desc, scale_d = call.args
-    n, dtype = call.attr("n"), call.attr("dtype")
-    ab = {"bfloat16": "bf16", "float16": "f16"}[dtype]
+    n, a_type, b_type = call.attr("n"), call.attr("dtype"), call.attr("b_dtype")
+    (a_ptx, k, acc_type), b_ptx = _WGMMA_TYPES[a_type], _WGMMA_TYPES[b_type][0]
     regs = n // 2
     dlist = ", ".join(f"%{i}" for i in range(regs))
+    d_ptx = "s32" if acc_type == "int32" else "f32"
+    if acc_type == "int32":  # integer: no input scaling, no transpose
+        tail = ""
+    elif k == 16:  # imm-scale-a, imm-scale-b, imm-trans-a, imm-trans-b
+        tail = f", 1, 1, {call.attr('trans_a')}, {call.attr('trans_b')}"
+    else:
+        tail = ", 1, 1"
     text = (
         "{\\n.reg .pred p;\\n"
         f"setp.ne.b32 p, %{regs + 2}, 0;\\n"
-        f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ab}.{ab} {{{dlist}}}, "
-        f"%{regs}, %{regs + 1}, p, 1, 1, 0, 0;\\n}}"
+        f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.{d_ptx}.{a_ptx}.{b_ptx} {{{dlist}}}, "
+        f"%{regs}, %{regs + 1}, p{tail};\\n}}"
     )
-    outs = ", ".join(f'"+f"({acc.name}[{i}])' for i in range(regs))
+    constraint = "+r" if acc_type == "int32" else "+f"
+    outs = ", ".join(f'"{constraint}"({acc.name}[{i}])' for i in range(regs))
     ins = (
         f'"l"((uint64_t)({gen.expr(a_desc)})), "l"((uint64_t)({gen.expr(b_desc)})), '
         f'"r"((int32_t)({gen.expr(scale_d)}))'
@@ -66,20 +90,50 @@ def _lower_mma_async(call, gen) -> str:
     instruction="wgmma.mma_async",
     lower=_lower_mma_async,
 )
-def wgmma_mma_async(acc: LocalArray, a_desc, b_desc, *, n: int, dtype="bfloat16", scale_d=1):
-    """``wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{dtype}.{dtype}``: A and B in shared memory.
+def wgmma_mma_async(
+    acc: LocalArray,
+    a_desc,
+    b_desc,
+    *,
+    n: int,
+    dtype="bfloat16",
+    b_dtype=None,
+    scale_d=1,
+    a_major: str = "K",
+    b_major: str = "K",
+):
+    """``wgmma.mma_async.sync.aligned.m64n{n}k{K}.{d}.{a}.{b}``: A and B in shared memory.
 
-    ``acc`` is the thread's ``n/2`` float32 accumulator registers (``T.alloc_local``).
+    ``dtype`` (and ``b_dtype``, default the same) is f16/bf16 (K=16), float32 read
+    as tf32 (K=8), e4m3/e5m2 (K=32) or s8/u8 (K=32, int32 accumulators). ``acc``
+    is the thread's ``n/2`` accumulator registers (``T.alloc_local``, float32 or
+    int32). ``a_major``/``b_major="MN"`` set the transpose bits (16-bit types only)
+    and must match the descriptors' majors.
     """
-    dtype = as_dtype(dtype)
-    if dtype.name not in ("bfloat16", "float16"):
-        raise IRError(f"wgmma_mma_async supports bfloat16/float16 inputs, got {dtype.name}")
-    if n not in _WGMMA_N:
-        raise IRError(f"wgmma m64nNk16: N must be a multiple of 8 in [8, 256], got {n}")
-    if not isinstance(acc, LocalArray) or acc.dtype.name != "float32" or acc.shape != (n // 2,):
+    a_name = as_dtype(dtype).name
+    b_name = as_dtype(b_dtype if b_dtype is not None else dtype).name
+    for name in (a_name, b_name):
+        if name not in _WGMMA_TYPES:
+            raise IRError(f"wgmma inputs are {', '.join(_WGMMA_TYPES)}; got {name}")
+    a_ptx, k, acc_type = _WGMMA_TYPES[a_name]
+    _, b_k, b_acc = _WGMMA_TYPES[b_name]
+    if (k, acc_type) != (b_k, b_acc) or (k != 32 and a_name != b_name):
+        raise IRError(f"wgmma cannot multiply {a_name} by {b_name}")
+    trans = []
+    for major, which in ((a_major, "a_major"), (b_major, "b_major")):
+        if major not in ("K", "MN"):
+            raise IRError(f"{which} must be 'K' or 'MN', got {major!r}")
+        if major == "MN" and k != 16:
+            raise IRError(f"wgmma reads {a_name} K-major only; MN-major needs f16/bf16 inputs")
+        trans.append(int(major == "MN"))
+    ns = _WGMMA_N_INT if acc_type == "int32" else _WGMMA_N
+    if n not in ns:
+        raise IRError(f"wgmma m64nNk{k} {a_ptx}: N={n} is not one of {sorted(ns)}")
+    if not isinstance(acc, LocalArray) or acc.dtype.name != acc_type or acc.shape != (n // 2,):
         raise IRError(
-            f"wgmma m64n{n}k16 accumulates into T.alloc_local({n // 2}, 'float32'), got "
+            f"wgmma m64n{n}k{k} accumulates into T.alloc_local({n // 2}, '{acc_type}'), got "
             f"{getattr(acc, 'shape', acc)!r}"
         )
     args = (acc.var, convert(a_desc), convert(b_desc), convert(scale_d))
-    return args, (("n", n), ("dtype", dtype.name))
+    attrs = (("n", n), ("dtype", a_name), ("b_dtype", b_name))
+    return args, (*attrs, ("trans_a", trans[0]), ("trans_b", trans[1]))

@@ -1,0 +1,109 @@
+"""CUTLASS/CuTe as an oracle for MMA descriptors (a test dependency only).
+
+``cute_oracle.cpp`` is compiled once as host C++ (``nvcc -x c++ -std=c++17``,
+g++ as host compiler) against the headers of the ``nvidia-cutlass`` wheel, into
+a cache directory keyed by a hash of its source, the headers' version and the
+compiler. ``CuteOracle.run`` sends every query in one process call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+SOURCE = Path(__file__).with_name("cute_oracle.cpp")
+
+# (strided extent, contiguous bytes) of the tiles the oracle is compiled for
+SMEM_SHAPES = ((64, 128), (64, 512), (128, 128), (128, 256), (256, 128))
+STAGES = 3
+
+
+class OracleUnavailable(Exception):
+    """nvcc or the CUTLASS headers are missing: the oracle tests skip with this reason."""
+
+
+def find_nvcc() -> str:
+    """The system's nvcc, else the one of the pip wheel ``nvidia-cuda-nvcc``."""
+    candidates = [shutil.which("nvcc"), "/usr/local/bin/nvcc", "/usr/local/cuda/bin/nvcc"]
+    site = Path(sysconfig.get_paths()["purelib"])
+    candidates += [str(p) for p in sorted(site.glob("nvidia/cu*/bin/nvcc"))]
+    candidates += [str(site / "nvidia" / "cuda_nvcc" / "bin" / "nvcc")]
+    for c in candidates:
+        if c and os.access(c, os.X_OK):
+            return c
+    raise OracleUnavailable("no nvcc (install CUDA 13 or pip install nvidia-cuda-nvcc)")
+
+
+def find_cutlass_include() -> Path:
+    try:
+        import cutlass_library
+    except ImportError as e:
+        raise OracleUnavailable("the nvidia-cutlass wheel is not installed (test extra)") from e
+    include = Path(cutlass_library.__file__).parent / "source" / "include"
+    if not (include / "cute" / "arch" / "mma_sm100_desc.hpp").is_file():
+        raise OracleUnavailable(f"no CuTe headers under {include}")
+    return include
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(root) / "tilemem" / "cute-oracle"
+
+
+def build() -> Path:
+    """Compile the oracle (or reuse the cached binary); returns its path."""
+    nvcc, include = find_nvcc(), find_cutlass_include()
+    version = (include / "cutlass" / "version.h").read_bytes()
+    key = hashlib.sha256(SOURCE.read_bytes() + version + nvcc.encode()).hexdigest()[:16]
+    exe = _cache_dir() / f"cute_oracle-{key}"
+    if exe.is_file():
+        return exe
+    exe.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=exe.parent) as tmp:
+        objs = [Path(tmp) / f"part{p}.o" for p in (0, 1)]
+        base = [nvcc, "-x", "c++", "-std=c++17", "-ccbin", "g++", f"-I{include}", "-O0", "-w"]
+
+        def compile_part(part: int) -> subprocess.CompletedProcess:
+            cmd = [*base, f"-DORACLE_PART={part}", "-c", str(SOURCE), "-o", str(objs[part])]
+            return subprocess.run(cmd, check=False, capture_output=True, text=True)
+
+        with ThreadPoolExecutor(2) as pool:
+            results = list(pool.map(compile_part, (0, 1)))
+        for r in results:
+            if r.returncode:
+                raise RuntimeError(f"building the CuTe oracle failed:\n{r.stderr[-4000:]}")
+        linked = Path(tmp) / "oracle"
+        r = subprocess.run(
+            [nvcc, "-ccbin", "g++", *map(str, objs), "-o", str(linked)],
+            check=False,
+            capture_output=True,
+            text=True,
+        )
+        if r.returncode:
+            raise RuntimeError(f"linking the CuTe oracle failed:\n{r.stderr[-4000:]}")
+        os.replace(linked, exe)  # atomic: a concurrent build finds a whole binary
+    return exe
+
+
+def run(exe: Path, queries: list[str]) -> list[int]:
+    """Answers to ``queries`` (one oracle process for all of them)."""
+    out = subprocess.run(
+        [str(exe)], input="\n".join(queries) + "\n", capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    if len(out) != len(queries):
+        raise RuntimeError(f"oracle answered {len(out)} of {len(queries)} queries")
+    bad = [line for line in out if line.startswith("error")]
+    if bad:
+        raise RuntimeError(f"oracle rejected {len(bad)} queries, first: {bad[0]}")
+    return [int(line, 16) for line in out]
+
+
+if __name__ == "__main__":  # python tests/oracle/cute.py 'smem 90 K 3 16 0 64 128 0 0 0 0'
+    print("\n".join(f"{v:#018x}" for v in run(build(), sys.argv[1:])))
