@@ -199,8 +199,9 @@ def test_sub_byte_rows_are_counted_in_bits():
 
 
 def test_empty_rows_suggest_no_swizzle():
-    with pytest.raises(SwizzleError, match=r"use SWIZZLE_NONE or make shape\[-1\] a multiple of 16"):
+    with pytest.raises(SwizzleError) as exc:
         check_mma_tile((8, 0), "bfloat16", SwizzleMode.SWIZZLE_32B_ATOM)
+    assert str(exc.value).endswith("use SWIZZLE_NONE or make shape[-1] a multiple of 16")
 
 
 @pytest.mark.parametrize(("rows", "fix"), [(100, 104), (4, 8), (0, 8), (9, 16)])
