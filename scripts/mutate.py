@@ -17,8 +17,11 @@ where an equivalent survivor is a change no caller can observe (listed with its 
     python3 scripts/mutate.py --module src/tilemem/layout --survivors /tmp/survivors.txt
     python3 scripts/mutate.py --module src/tilemem/plan/capacity.py --tests tests/plan --list
 
-Without ``--tests`` a module of ``src/tilemem/<layer>/`` is tested by ``tests/<layer>/``;
-outside ``layout/`` the slow TIRx oracle tests (``*oracle*``) are left out.
+Without ``--tests`` a module of ``src/tilemem/<layer>/`` is tested by ``tests/<layer>/`` (plan
+modules also by ``tests/pool/``) and ``tests/test_bad_inputs.py``; outside ``layout/`` the slow
+TIRx oracle tests (``*oracle*``) are left out. Each mutant runs only the tests that execute one
+of its lines in the unmutated run (traced once per module); a mutant no test reaches is
+reported as ``uncovered`` and counts as surviving.
 """
 
 from __future__ import annotations
@@ -518,19 +521,28 @@ def _verdict(code: int) -> str:
     return "survived" if code == 0 else "killed"
 
 
+# tests that exercise a layer beyond its own folder: the pools drive the plan checks, and the
+# bad-input campaign calls every public entry point
+_ALSO_TESTED_BY = {"plan": ["pool"], "layout": [], "pool": []}
+_CAMPAIGN = "test_bad_inputs.py"
+
+
 def default_tests(module: Path, root: Path = ROOT) -> list[str]:
-    """``src/tilemem/<layer>/x.py`` -> the test files of ``tests/<layer>``, oracle ones only for
-    layout modules."""
+    """``src/tilemem/<layer>/x.py`` -> the test files of ``tests/<layer>`` (plan: and of
+    ``tests/pool``) and the bad-input campaign; the slow TIRx oracle only for layout modules."""
     rel = module.resolve().relative_to(ROOT / "src" / "tilemem")
     layer = rel.parts[0] if len(rel.parts) > 1 else ""
-    folder = root / "tests" / layer
-    if not layer or not folder.is_dir():
+    if not layer or not (root / "tests" / layer).is_dir():
         raise SystemExit(f"no tests/<layer> folder for {module}: pass --tests")
-    files = sorted(folder.glob("test_*.py"))
+    files: list[Path] = []
+    for folder in [layer, *_ALSO_TESTED_BY.get(layer, [])]:
+        files += sorted((root / "tests" / folder).glob("test_*.py"))
     if layer != "layout":
         files = [f for f in files if "oracle" not in f.name]
     # pinned tests first: they are short and exact, so most mutants die in the first seconds
-    files.sort(key=lambda f: (not f.name.endswith("_pinned.py"), f.name))
+    files.sort(key=lambda f: not f.name.endswith("_pinned.py"))
+    if (root / "tests" / _CAMPAIGN).exists():
+        files.append(root / "tests" / _CAMPAIGN)
     return [str(f.relative_to(root)) for f in files]
 
 
