@@ -349,6 +349,7 @@ class LineTracer:
         self.current = ""
         self.hits: dict[int, set[str]] = {}
         self.order: list[str] = []
+        self.seconds: dict[str, float] = {}
 
     def _line(self, frame, event, arg):
         if event == "line":
@@ -367,6 +368,9 @@ class LineTracer:
 
     def pytest_runtest_logfinish(self, nodeid, location) -> None:
         self.current = ""
+
+    def pytest_runtest_logreport(self, report) -> None:
+        self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
 
     def pytest_sessionfinish(self, session, exitstatus) -> None:
         sys.settrace(None)
@@ -403,7 +407,8 @@ def _child(
         code = int(pytest.main(["-x", "-q", "-p", "no:cacheprovider", *tests], plugins=plugins))
         if tracer is not None and out is not None:
             hits = {line: sorted(ids) for line, ids in tracer.hits.items()}
-            out.write_text(json.dumps({"hits": hits, "order": tracer.order}))
+            data = {"hits": hits, "order": tracer.order, "seconds": tracer.seconds}
+            out.write_text(json.dumps(data))
     finally:
         os._exit(code)
 
@@ -421,22 +426,22 @@ class Workers:
         self,
         mutants: list[Mutant],
         select: Callable[[Mutant], list[str]],
-        timeout: float,
+        limit: Callable[[list[str]], float],
         done: Callable[[Outcome], None],
     ) -> None:
         """Run every mutant against the tests ``select`` picks for it; none picked: uncovered."""
         pending = list(reversed(mutants))
         free = list(self.dirs)
-        running: dict[int, tuple[Mutant, Path, bytes, float]] = {}
+        running: dict[int, tuple[Mutant, Path, bytes, float, float]] = {}
         try:
-            self._loop(pending, free, running, select, timeout, done)
+            self._loop(pending, free, running, select, limit, done)
         finally:
             for pid in running:  # interrupted: no child outlives the run
                 with contextlib.suppress(ProcessLookupError, ChildProcessError):
                     os.kill(pid, signal.SIGKILL)
                     os.waitpid(pid, 0)
 
-    def _loop(self, pending, free, running, select, timeout, done) -> None:
+    def _loop(self, pending, free, running, select, limit, done) -> None:
         while pending or running:
             while pending and free:
                 mutant = pending.pop()
@@ -452,12 +457,13 @@ class Workers:
                 pid = os.fork()
                 if pid == 0:
                     _child(workdir, tests)
-                running[pid] = (mutant, workdir, original, time.monotonic())
+                deadline = time.monotonic() + limit(tests)
+                running[pid] = (mutant, workdir, original, time.monotonic(), deadline)
             time.sleep(0.01)
-            for pid, (mutant, workdir, original, begin) in list(running.items()):
+            for pid, (mutant, workdir, original, begin, deadline) in list(running.items()):
                 finished, status = os.waitpid(pid, os.WNOHANG)
                 elapsed = time.monotonic() - begin
-                if finished == 0 and elapsed < timeout:
+                if finished == 0 and time.monotonic() < deadline:
                     continue
                 if finished == 0:
                     os.kill(pid, signal.SIGKILL)
@@ -485,7 +491,8 @@ class Workers:
             raise SystemExit(f"the unmutated sources fail {' '.join(tests)}: fix that first")
         data = json.loads(out.read_text())
         hits = {int(line): set(ids) for line, ids in data["hits"].items()}
-        return time.monotonic() - begin, Coverage(hits, data["order"], tests)
+        seconds = time.monotonic() - begin
+        return seconds, Coverage(hits, data["order"], tests, data["seconds"], seconds)
 
     def close(self) -> None:
         for d in self.dirs:
@@ -499,6 +506,15 @@ class Coverage:
     hits: dict[int, set[str]]
     order: list[str]
     selection: list[str]
+    seconds: dict[str, float]  # per test, traced (so slower than a mutant's run)
+    total: float  # the traced run of the whole selection
+
+    def time_limit(self, tests: list[str]) -> float:
+        """Seconds a mutant run of ``tests`` may take before it counts as hanging: twice their
+        traced time plus start-up, the whole traced run when it is the whole selection."""
+        if tests == self.selection:
+            return self.total + 10
+        return 10 + 2 * sum(self.seconds.get(t, 1.0) for t in tests)
 
     def tests_for(self, mutant: Mutant) -> list[str]:
         """The test ids that run a line of ``mutant``, in run order; none when no test runs it.
@@ -587,10 +603,9 @@ def _run_module(
         mutants = [m for m in mutants if low <= m.line <= high]
     preload(tests)
     baseline, coverage = workers.baseline(tests, str(module.relative_to(ROOT)))
-    timeout = args.timeout or baseline + 10  # the traced baseline is already ~3x slower
     report(
         f"{module.relative_to(ROOT)}: {len(mutants)} mutants, tests {' '.join(tests)} "
-        f"({baseline:.1f} s unmutated, limit {timeout:.0f} s)"
+        f"({baseline:.1f} s unmutated, traced)"
     )
     outcomes: list[Outcome] = []
 
@@ -603,7 +618,8 @@ def _run_module(
                 f"{m.change}  ({m.source_line})  {outcome.seconds:.1f} s"
             )
 
-    workers.run_all(mutants, coverage.tests_for, timeout, one)
+    limit = (lambda tests: args.timeout) if args.timeout else coverage.time_limit
+    workers.run_all(mutants, coverage.tests_for, limit, one)
     return sorted(outcomes, key=lambda o: o.mutant.index)
 
 
@@ -628,7 +644,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tests", nargs="+", help="test files/folders (default: by layer)")
     parser.add_argument("--jobs", type=int, default=1, help="mutants run at once (default 1)")
     parser.add_argument(
-        "--timeout", type=float, help="seconds per mutant (default: traced baseline + 10 s)"
+        "--timeout", type=float, help="seconds per mutant (default: from the traced run)"
     )
     parser.add_argument("--survivors", type=Path, help="write surviving mutants to this file")
     parser.add_argument(
