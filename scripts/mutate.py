@@ -601,6 +601,9 @@ def _run_module(
     if args.lines:
         low, high = (int(x) for x in args.lines.split("-"))
         mutants = [m for m in mutants if low <= m.line <= high]
+    if args.rerun:
+        listed = args.rerun.read_text()
+        mutants = [m for m in mutants if _describe(m) in listed]
     preload(tests)
     baseline, coverage = workers.baseline(tests, str(module.relative_to(ROOT)))
     report(
@@ -621,6 +624,10 @@ def _run_module(
     limit = (lambda tests: args.timeout) if args.timeout else coverage.time_limit
     workers.run_all(mutants, coverage.tests_for, limit, one)
     return sorted(outcomes, key=lambda o: o.mutant.index)
+
+
+def _describe(m: Mutant) -> str:
+    return f"{m.module}:{m.line}: {m.change}  ({m.source_line})"
 
 
 def _table(rows: list[tuple[str, int, int, int, int]]) -> str:
@@ -651,6 +658,9 @@ def main(argv: list[str] | None = None) -> int:
         "--equivalent", type=Path, default=ROOT / "docs" / "mutation_equivalent.txt"
     )
     parser.add_argument("--lines", help="only mutants on lines LOW-HIGH")
+    parser.add_argument(
+        "--rerun", type=Path, help="only the mutants listed in this survivors file (unchanged code)"
+    )
     parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
     parser.add_argument("--verbose", action="store_true", help="print every outcome")
     args = parser.parse_args(argv)
@@ -660,7 +670,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         for module in modules:
             for m in generate(module):
-                print(f"{m.module}:{m.line}: {m.change}  ({m.source_line})")
+                print(_describe(m))
         return 0
     equivalent = read_equivalent(args.equivalent)
     workers = Workers(max(1, args.jobs))
@@ -681,7 +691,7 @@ def main(argv: list[str] | None = None) -> int:
                 reason = equivalent.get(m.key)
                 judged_equal += reason is not None
                 tag = f"EQUIVALENT ({reason})" if reason else o.status.upper()
-                survivors.append(f"{m.module}:{m.line}: {m.change}  ({m.source_line})  {tag}")
+                survivors.append(f"{_describe(m)}  {tag}")
             rel = str(module.relative_to(ROOT))
             rows.append((rel, len(outcomes), killed, len(outcomes) - killed, judged_equal))
     finally:
