@@ -322,6 +322,9 @@ def preload(tests: list[str]) -> None:
     """Import the third-party modules the selected tests use, once, before any fork."""
     import pytest  # noqa: F401
 
+    # the pool-program fuzz replays 10,000 programs per CI run; per mutant a few hundred
+    os.environ.setdefault("TILEMEM_PROGRAMS", "300")
+
     files: list[Path] = []
     for t in tests:
         path = ROOT / t.split("::")[0]
