@@ -175,8 +175,8 @@ def check_shape(
         raise error(f"{rule}, got ()")
     for s in shape:
         if not is_int(s) or s < 1:
-            kind = "not an integer" if not is_int(s) else "below 1"
-            raise error(f"{rule}, got {shape!r}: extent {s!r} is {kind}")
+            kind = f"({type(s).__name__}) is not an integer" if not is_int(s) else "is below 1"
+            raise error(f"{rule}, got {shape!r}: extent {s!r} {kind}")
     out = tuple(int(s) for s in shape)
     if math.prod(out) > max_elements:
         raise error(

@@ -229,9 +229,9 @@ def test_auto_names_step_around_user_names():
 @pytest.mark.parametrize(
     "shape,fact",
     [
-        ((4.7, 128, 64), "extent 4.7 is not an integer"),
-        ((4.0, 128, 64), "extent 4.0 is not an integer"),
-        ((True, 128, 64), "extent True is not an integer"),
+        ((4.7, 128, 64), "extent 4.7 (float) is not an integer"),
+        ((4.0, 128, 64), "extent 4.0 (float) is not an integer"),
+        ((True, 128, 64), "extent True (bool) is not an integer"),
         ((-1, 128, 64), "extent -1 is below 1"),
         ((), "got ()"),
         ("128", "got '128'"),

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from ..errors import PoolStateError, TilememError
 from ..plan.target import get_target
 from ..pool.emit import emitting
+from ..validate import check_shape
 from .builder import (
     BufferSpec,
     Builder,
@@ -44,8 +45,8 @@ class KernelBuilder(Builder):
 
 
 def _dims(value, what: str) -> tuple:
-    value = (value,) if isinstance(value, int) else tuple(value)
-    if not 1 <= len(value) <= 3 or any(not isinstance(v, int) or v < 1 for v in value):
+    value = check_shape(value, what, error=IRError)
+    if len(value) > 3:
         raise IRError(f"{what} must be 1 to 3 positive integers, got {value!r}")
     return value + (1,) * (3 - len(value))
 
