@@ -180,3 +180,26 @@ def test_svg_renders_to_png_with_blocks_where_the_svg_puts_them():
     assert (width, height) == (int(root.get("width")), int(root.get("height")))
     colour = b.get("fill").lstrip("#")
     assert rows[y][4 * x : 4 * x + 3].hex() == colour
+
+
+def test_phases_are_rows_and_buffers_show_where_they_are_live():
+    smem = SMEMPool(target="sm_90a", phases=("load", "mma", "epilogue"))
+    a = smem.alloc_mma((2, 128, 64), "bfloat16", "128B", name="A", live=("load", "mma"))
+    c = smem.alloc_mma((128, 128), "bfloat16", "128B", name="C", live="epilogue")
+    smem.alloc((64, 64), "bfloat16", name="P", alias_of=c, offset=0, live="epilogue")
+    smem.commit()
+    root = parse(smem.plan())
+    blocks = rects(root, "buffer")
+    rows = {}
+    for r in blocks:
+        rows.setdefault(r.get("data-name"), []).append(num(r, "y"))
+    labels = {t.text: num(t, "y") for t in root.iter(f"{SVG}text")}
+    assert labels["load"] < labels["mma"] < labels["epilogue"]
+    assert len(rows["A"]) == 2 and len(rows["C"]) == 1 and len(rows["P"]) == 1
+    row = rows["A"][1] - rows["A"][0]  # one phase apart
+    assert rows["C"][0] == pytest.approx(rows["A"][0] + 2 * row)
+    # A and C share bytes (never live together): the same x, different phase rows
+    x = {r.get("data-name"): num(r, "x") for r in blocks}
+    assert x["A"] == x["C"] == x["P"] and a.byte_offset == c.byte_offset
+    (view,) = [r for r in blocks if r.get("data-name") == "P"]
+    assert view.get("data-alias-of") == "C"
