@@ -25,7 +25,7 @@ def test_version():
 def test_default_plan_is_the_hopper_gemm(capsys):
     assert main(["plan"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("hopper-gemm") and "full_bar" in out and "high-water 213056 bytes" in out
+    assert out.startswith("hopper-gemm") and "full_bar" in out and "high-water 196672 bytes" in out
 
 
 def test_list_names_every_example(capsys):
