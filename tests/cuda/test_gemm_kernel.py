@@ -170,3 +170,26 @@ def test_operands_must_be_row_major():
     with pytest.raises(GemmShapeError, match=r"B must be dense row-major .*b.contiguous\(\)"):
         _check_operands(a, transposed, c)
     assert _check_operands(a, _Strided((512, 256), (512, 2)), c) == (512, 256, 512)
+
+
+class _Float8Tensor:
+    """Like a torch float8 tensor: the array interface raises KeyError, data_ptr() works."""
+
+    shape, dtype = (128, 128), "torch.float8_e4m3fn"
+
+    @property
+    def __cuda_array_interface__(self):
+        raise KeyError("float8_e4m3fn")
+
+    def is_contiguous(self):
+        return True
+
+    def data_ptr(self):
+        return 0x7F0000001000
+
+
+def test_float8_tensors_are_addressed_through_data_ptr():
+    from tilemem.cuda.device import device_pointer, element_bytes
+
+    assert device_pointer(_Float8Tensor()) == 0x7F0000001000
+    assert element_bytes(_Float8Tensor()) is None  # unknown, not a crash

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import lang as T
-from ..cuda.device import check, driver
+from ..cuda.device import array_interface, check, driver
 from ..cuda.kernel import KernelProgram
 from ..cuda.launch import Launcher
 from ..cuda.tma import tile_map
@@ -349,7 +349,7 @@ def _row_major(x) -> bool:
     """Dense row-major (C order), as the tensor maps assume; unknown array kinds pass."""
     if hasattr(x, "is_contiguous"):  # torch
         return bool(x.is_contiguous())
-    cai = getattr(x, "__cuda_array_interface__", None)
+    cai = array_interface(x)
     if cai is None or cai.get("strides") is None:
         return True
     rows, cols = cai["shape"]
