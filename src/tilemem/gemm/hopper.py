@@ -1,19 +1,23 @@
-"""Persistent, warp-specialised Hopper bf16 GEMM: ``C = A @ B^T``.
+"""Persistent, warp-specialised Hopper GEMM: ``C = A @ B^T``, bf16 or fp8 e4m3 inputs.
 
-A is ``M x K``, B is ``N x K`` and C is ``M x N``, all row-major bf16; accumulation is fp32.
-One CTA of 384 threads runs per SM and walks the output tiles ``b, b + gridDim, ...``:
+A is ``M x K``, B is ``N x K`` (bf16 or both fp8 e4m3) and C is ``M x N`` bf16, all
+row-major; accumulation is fp32. One CTA of 384 threads runs per SM and walks the output
+tiles of its cluster (``Schedule``):
 
 - warpgroup 0 is the producer. It gives registers back (``setmaxnreg.dec``) and one elected
   thread streams the A and B tiles of every K step into the stage ring with TMA, waiting on
   each stage's ``empty`` mbarrier and arming its ``full`` mbarrier with the byte count.
+  In a cluster of ``cluster_m`` CTAs (adjacent M tiles, one N tile) each producer loads
+  ``1 / cluster_m`` of B and multicasts it to all of them.
 - warpgroups 1 and 2 are the consumers (``setmaxnreg.inc``). Each owns 64 rows of the
-  128 x 256 tile: 128 fp32 accumulators a thread, ``wgmma m64n256k16`` four times per K tile.
-  One wgmma group stays in flight (``wait_group 1``): the stage of K tile ``k - 1`` is
-  released once the group of tile ``k`` has been issued and the older one has completed.
+  128 x 256 tile: 128 fp32 accumulators a thread, four ``wgmma m64n256`` per 128-byte K tile
+  (k16 for bf16, k32 for fp8). One wgmma group stays in flight (``wait_group 1``): the stage
+  of K tile ``k - 1`` is released, to every CTA that wrote into it, once the group of tile
+  ``k`` has been issued and the older one has completed.
 - the epilogue rounds to bf16, writes 64-column slices with ``stmatrix`` into the consumer's
   two swizzled staging tiles and TMA-stores them; meanwhile the producer is already filling
   the ring for the next tile. TMA zero-fills loads and clips stores outside the matrices, so
-  M, N and K need not be multiples of the tile (K and N must keep rows 16-byte aligned).
+  M, N and K need not be multiples of the tile (rows must stay 16-byte aligned).
 
 Tile order (``tile_coords``): tiles are taken in groups of ``group_m`` rows of M tiles, every N
 tile of a group before the next group, so the CTAs that run together reuse A and B from L2.
