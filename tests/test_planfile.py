@@ -4,7 +4,13 @@ from pathlib import Path
 
 import pytest
 
-from tilemem.errors import AlignmentError, PlanFileError, SwizzleError, TMEMOverflowError
+from tilemem.errors import (
+    AlignmentError,
+    AllocationError,
+    PlanFileError,
+    SwizzleError,
+    TMEMOverflowError,
+)
 from tilemem.examples import EXAMPLES
 from tilemem.planfile import load_plan_file, parse_plan_file
 
@@ -222,3 +228,52 @@ def test_unknown_pool_key_is_a_plan_file_error():
     message = _error(SMEM_ONLY.replace('name = "tiles"', 'name = "tiles"\nregion = 4'))
     assert message.startswith("k.toml:4: [smem]: unknown key 'region'")
     assert "commit" in message and "threads" in message
+
+
+LIFETIMES = """\
+target = "sm_90a"
+[smem]
+phases = ["load", "mma", "epilogue"]
+
+[[smem.buffers]]
+kind = "mma"
+name = "A"
+shape = [2, 128, 64]
+dtype = "bfloat16"
+live = ["load", "mma"]
+
+[[smem.buffers]]
+kind = "mma"
+name = "C"
+shape = [128, 128]
+dtype = "bfloat16"
+live = "epilogue"
+
+[[smem.buffers]]
+name = "P"
+shape = [64, 64]
+dtype = "bfloat16"
+alias_of = "C"
+offset = 0
+live = "epilogue"
+"""
+
+
+def test_lifetimes_in_a_plan_file_give_the_python_plan():
+    from tilemem import SMEMPool
+
+    smem = SMEMPool(target="sm_90a", phases=("load", "mma", "epilogue"))
+    smem.alloc_mma((2, 128, 64), "bfloat16", name="A", live=("load", "mma"))
+    c = smem.alloc_mma((128, 128), "bfloat16", name="C", live="epilogue")
+    smem.alloc((64, 64), "bfloat16", name="P", alias_of=c, offset=0, live="epilogue")
+    smem.commit()
+    plan = parse_plan_file(LIFETIMES).build().plan()
+    assert plan == smem.plan()
+    # A (load, mma) and C (epilogue) are never live together: both at byte 0
+    assert (plan.entry("A").offset, plan.entry("C").offset, plan.entry("P").alias_of) == (0, 0, "C")
+
+
+def test_unknown_phase_in_a_plan_file_points_at_the_buffer():
+    bad = LIFETIMES.replace('live = "epilogue"\n\n', 'live = "drain"\n\n', 1)
+    message = _error(bad, AllocationError)  # the pool's own error class, with the line
+    assert message.startswith("k.toml:12: [[smem.buffers]] #2 'C': ") and "drain" in message

@@ -23,6 +23,14 @@ def test_stage_solver_counts_the_c_staging_tiles_beside_the_ring():
     assert gemm_plan.hopper_gemm_persistent_bf16().plan().smem.committed == solution.bytes_used
 
 
+def test_the_ring_and_the_c_tiles_are_live_together_in_the_epilogue():
+    # persistent: while the consumers stage C (epilogue), the producer refills the ring for the
+    # next tile, so no byte of C may reuse the ring: the packed footprint is the bump total
+    plan = gemm_plan.hopper_gemm_persistent_bf16().plan()
+    assert plan.footprint == plan.lower_bound == plan.smem.bump == 229_440
+    assert plan.entry("C_stage").offset == 4 * 48 * KIB
+
+
 def test_kernel_uses_the_planned_ring_and_hopper_instructions():
     source = hopper_gemm_persistent().source
     for text in (

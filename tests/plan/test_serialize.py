@@ -37,10 +37,10 @@ def test_occupancy_is_data_with_the_hardware_limits():
     assert data["occupancy"] == {
         "target": "sm_90a",
         "threads": 384,
-        "smem_bytes": 213056,
+        "smem_bytes": 196672,  # A + B stages and barriers; C is packed over A
         "tmem_cols": 0,
         "limits": {
-            "shared memory": 233472 // (213056 + 1024),
+            "shared memory": 233472 // (196672 + 1024),
             "threads": 2048 // 384,
             "block slots": 32,
         },
@@ -272,5 +272,49 @@ def test_random_pool_programs_round_trip(
         plan = plan.with_threads(threads)
     data = through_json(plan)
     assert data["schema"] == PLAN_SCHEMA
+    assert MemoryPlan.from_dict(data) == plan
+    assert MemoryPlan.from_dict(data).to_dict() == data
+
+
+def test_lifetimes_round_trip_as_data():
+    smem = SMEMPool(target="sm_90a", phases=("load", "mma", "epilogue"))
+    smem.alloc_mma((2, 128, 64), "bfloat16", name="A", live=("load", "mma"))
+    c = smem.alloc_mma((128, 128), "bfloat16", name="C", live="epilogue")
+    smem.alloc((64, 64), "bfloat16", name="P", alias_of=c, offset=0, live="epilogue")
+    smem.commit()
+    plan = smem.plan()
+    data = through_json(plan)
+    pool = data["pools"][0]
+    assert pool["phases"] == ["load", "mma", "epilogue"]
+    # busiest phase: load/mma hold A (32768 bytes); epilogue holds C (32768), P is inside C
+    assert pool["lower_bound"] == 32768
+    assert [e["phases"] for e in pool["entries"]] == [["load", "mma"], ["epilogue"], ["epilogue"]]
+    assert pool["entries"][2]["alias_of"] == "C"
+    assert MemoryPlan.from_dict(data) == plan
+
+
+phase_sets = st.sets(st.sampled_from(["load", "mma", "epilogue"]), min_size=1)
+
+
+@pytest.mark.filterwarnings("ignore::tilemem.errors.TilememWarning")
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    buffers=st.lists(
+        st.tuples(
+            st.integers(1, 64), st.sampled_from(["uint8", "float32", "bfloat16"]), phase_sets
+        ),
+        max_size=6,
+    ),
+    mma=st.lists(st.tuples(st.sampled_from([64, 128]), phase_sets), max_size=3),
+)
+def test_random_programs_with_lifetimes_round_trip(buffers, mma):
+    smem = SMEMPool(target="sm_100a", phases=("load", "mma", "epilogue"))
+    for rows, live in mma:
+        smem.alloc_mma((rows, 64), "bfloat16", live=tuple(sorted(live)))
+    for n, dtype, live in buffers:
+        smem.alloc((n,), dtype, live=tuple(sorted(live)))
+    smem.commit()
+    plan = smem.plan().with_advice()
+    data = through_json(plan)
     assert MemoryPlan.from_dict(data) == plan
     assert MemoryPlan.from_dict(data).to_dict() == data

@@ -43,19 +43,19 @@ def test_smem_blocks_sit_at_their_offsets_on_one_scale():
     blocks = by_name(root, "buffer")
     a, b, c = blocks["A"], blocks["B"], blocks["C_epilogue"]
     # A: 4 x 128 x 64 bf16 = 65536 bytes at 0; B: 4 x 256 x 64 bf16 = 131072 bytes after it;
-    # C: 128 x 64 bf16 = 16384 bytes at 196608
+    # C: 128 x 64 bf16 = 16384 bytes, live in the epilogue only: packed at 0, over A
     scale = num(a, "width") / 65536
     x0 = num(a, "x")
     assert num(b, "x") == pytest.approx(x0 + 65536 * scale, abs=1e-3)
     assert num(b, "width") == pytest.approx(131072 * scale, abs=1e-3)
-    assert num(c, "x") == pytest.approx(x0 + 196608 * scale, abs=1e-3)
+    assert num(c, "x") == pytest.approx(x0, abs=1e-3)
     assert num(c, "width") == pytest.approx(16384 * scale, abs=1e-3)
     assert [blocks[n].get("data-swizzle") for n in ("A", "full_bar")] == ["3", "0"]
     # the target's limit: sm_90a gives a block at most 227 KiB of dynamic shared memory
     capacity = next(x for x in root.iter(f"{SVG}line") if x.get("class") == "capacity")
     assert num(capacity, "x1") == pytest.approx(x0 + 227 * 1024 * scale, abs=1e-3)
     committed = next(x for x in root.iter(f"{SVG}line") if x.get("class") == "committed")
-    assert num(committed, "x1") == pytest.approx(x0 + 213056 * scale, abs=1e-3)
+    assert num(committed, "x1") == pytest.approx(x0 + 196672 * scale, abs=1e-3)
 
 
 def test_labels_name_offset_size_and_swizzle_where_they_fit():
@@ -63,7 +63,7 @@ def test_labels_name_offset_size_and_swizzle_where_they_fit():
     texts = [t.text for t in root.iter(f"{SVG}text")]
     assert {"B", "@65536 128KB", "128B"} <= set(texts)
     tips = [t.text for r in rects(root, "buffer") for t in r.iter(f"{SVG}title")]
-    assert "full_bar: bytes 212992..213024 (32 B), align 8, no swizzle" in tips
+    assert "full_bar: bytes 196608..196640 (32 B), align 8, no swizzle" in tips
 
 
 def test_padding_is_marked_before_the_buffer_it_aligns():
@@ -180,3 +180,26 @@ def test_svg_renders_to_png_with_blocks_where_the_svg_puts_them():
     assert (width, height) == (int(root.get("width")), int(root.get("height")))
     colour = b.get("fill").lstrip("#")
     assert rows[y][4 * x : 4 * x + 3].hex() == colour
+
+
+def test_phases_are_rows_and_buffers_show_where_they_are_live():
+    smem = SMEMPool(target="sm_90a", phases=("load", "mma", "epilogue"))
+    a = smem.alloc_mma((2, 128, 64), "bfloat16", "128B", name="A", live=("load", "mma"))
+    c = smem.alloc_mma((128, 128), "bfloat16", "128B", name="C", live="epilogue")
+    smem.alloc((64, 64), "bfloat16", name="P", alias_of=c, offset=0, live="epilogue")
+    smem.commit()
+    root = parse(smem.plan())
+    blocks = rects(root, "buffer")
+    rows = {}
+    for r in blocks:
+        rows.setdefault(r.get("data-name"), []).append(num(r, "y"))
+    labels = {t.text: num(t, "y") for t in root.iter(f"{SVG}text")}
+    assert labels["load"] < labels["mma"] < labels["epilogue"]
+    assert len(rows["A"]) == 2 and len(rows["C"]) == 1 and len(rows["P"]) == 1
+    row = rows["A"][1] - rows["A"][0]  # one phase apart
+    assert rows["C"][0] == pytest.approx(rows["A"][0] + 2 * row)
+    # A and C share bytes (never live together): the same x, different phase rows
+    x = {r.get("data-name"): num(r, "x") for r in blocks}
+    assert x["A"] == x["C"] == x["P"] and a.byte_offset == c.byte_offset
+    (view,) = [r for r in blocks if r.get("data-name") == "P"]
+    assert view.get("data-alias-of") == "C"

@@ -1,11 +1,12 @@
 """Memory plan of the persistent Hopper bf16 GEMM (``gemm/hopper.py``).
 
 The CTA tile is ``TILE_M x TILE_N`` and a K tile ``TILE_K`` wide. Two consumer
-warpgroups own ``TILE_M / 2`` rows each. The ring of A/B stages and each
-consumer's two C staging tiles are live at the same time (the epilogue of tile
-i runs while the producer already fills stages for tile i+1), so the stage
-solver counts the C tiles beside the ring and picks the deepest ring that still
-fits one CTA per SM.
+warpgroups own ``TILE_M / 2`` rows each. The pool has two phases: ``mainloop``
+(TMA fills the ring, wgmma drains it) and ``epilogue`` (the consumers stage C).
+The kernel is persistent, so the epilogue of tile i runs while the producer
+already fills the ring for tile i+1: the ring is live in both phases and the C
+staging tiles cannot reuse its bytes. The stage solver therefore counts the C
+tiles beside the ring and picks the deepest ring that still fits one CTA per SM.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ TILE_M, TILE_N, TILE_K = 128, 256, 64
 CONSUMERS = 2  # consumer warpgroups, TILE_M / CONSUMERS rows each
 EPILOGUE_COLS = 64  # columns of C per staging tile: one 128-byte swizzle row of bf16
 EPILOGUE_BUFFERS = 2  # per consumer: fill one while the TMA store of the other drains
+PHASES = ("mainloop", "epilogue")
+LIVE = {"C_stage": "epilogue"}  # every other buffer is live in both phases
 
 
 def requests(dtype: str = "bfloat16") -> list[BufferRequest]:
@@ -45,15 +48,17 @@ def stages(target: str = "sm_90a") -> StageSolution:
 
 
 def hopper_gemm_persistent_bf16(target: str = "sm_90a") -> SMEMPool:
-    """Allocate :func:`requests` with the solved stage count; inside a kernel the pool emits."""
+    """Allocate :func:`requests` with the solved stage count in a pool with :data:`PHASES`;
+    inside a kernel the pool emits."""
     depth = stages(target).stages
-    smem = SMEMPool(name="smem", target=target)
+    smem = SMEMPool(name="smem", target=target, phases=PHASES)
     for r in requests():
         shape = ((depth,) + tuple(r.shape)) if r.per_stage else tuple(r.shape)
+        live = LIVE.get(r.name)
         if r.swizzle is not None:
-            smem.alloc_mma(shape, r.dtype, r.swizzle, name=r.name)
+            smem.alloc_mma(shape, r.dtype, r.swizzle, name=r.name, live=live)
         else:
-            smem.alloc(shape, r.dtype, name=r.name)
+            smem.alloc(shape, r.dtype, name=r.name, live=live)
     smem.commit()
     return smem
 

@@ -92,8 +92,10 @@ class PoolPlan:
 
     @property
     def footprint(self) -> int:
-        """What the pool occupies: the committed size, or the high-water mark before commit."""
-        return self.used
+        """The extent the buffers occupy: the high-water mark (packed by lifetime in a pool with
+        phases). SMEM commits exactly this unless ``commit(size=)`` asks for more; TMEM rounds
+        it up to a power of two of columns."""
+        return self.high_water
 
     @property
     def padding(self) -> int:

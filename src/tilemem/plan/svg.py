@@ -155,13 +155,14 @@ def _smem(canvas: _Canvas, plan: MemoryPlan, pool: PoolPlan) -> None:
     extent = max(capacity or 0, pool.used, 1)
     scale = PLOT / extent
     committed = "not committed" if pool.committed is None else f"committed {pool.committed} B"
-    canvas.text(10, canvas.y + 14, f"SMEM {pool.name}: {committed}, padding {pool.padding} B")
+    bound = f", lower bound {pool.lower_bound} B" if pool.lower_bound is not None else ""
+    summary = f"SMEM {pool.name}: {committed}, padding {pool.padding} B{bound}"
+    canvas.text(10, canvas.y + 14, summary)
     canvas.y += 24
-    phases: tuple[str, ...] = getattr(pool, "phases", ())
-    if phases:
-        labels = list(phases)
+    if pool.phases:  # a row per phase; a buffer shows in the phases it is live in
+        labels = list(pool.phases)
         rows = [
-            [n for n, phase in enumerate(phases) if phase in (getattr(e, "phases", ()) or phases)]
+            [n for n, phase in enumerate(pool.phases) if phase in (e.phases or pool.phases)]
             for e in pool.entries
         ]
     else:
@@ -222,7 +223,10 @@ def _smem_block(canvas: _Canvas, e: PlanEntry, y: float, scale: float, colour: s
         "data-length": str(e.length),
         "data-swizzle": str(e.swizzle),
     }
-    block = canvas.rect(x, y, w, ROW - 8, fill=colour, stroke="#ffffff", **attrs)
+    if e.alias_of:  # a view inside another buffer's storage: outlined over it
+        attrs.update({"stroke-dasharray": "4,2", "data-alias-of": e.alias_of})
+    stroke = "#000000" if e.alias_of else "#ffffff"
+    block = canvas.rect(x, y, w, ROW - 8, fill=colour, stroke=stroke, **attrs)
     swizzle = SWIZZLE_NAMES.get(e.swizzle, str(e.swizzle))
     _tip(block, f"{e.name}: bytes {e.offset}..{e.end} ({e.length} B), align {e.align}, {swizzle}")
     lines = [e.name, f"@{e.offset} {_kib(e.length)}B", swizzle if e.swizzle else ""]
@@ -246,6 +250,10 @@ def _legend(canvas: _Canvas, pool: PoolPlan) -> None:
         else:
             facts.append(e.layout)
             facts.append("lanes " + ", ".join(f"{lo}-{hi - 1}" for lo, hi in e.lanes))
+        if e.phases and tuple(e.phases) != tuple(pool.phases):
+            facts.append("live " + ", ".join(e.phases))
+        if e.alias_of:
+            facts.append(f"view of {e.alias_of}")
         if e.overlaps:
             facts.append("overlaps " + ", ".join(e.overlaps))
         canvas.text(LEFT + 16, canvas.y, "   ".join(facts), css="legend")
