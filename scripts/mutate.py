@@ -1,0 +1,674 @@
+#!/usr/bin/env python3
+"""Mutation testing for tilemem: does the test suite notice a single-point change to the source?
+
+Each mutant changes one spot of one module (a comparison boundary, an operator, an integer
+constant, a boolean operator, a removed ``not``, a returned value, a removed ``raise`` or
+validation call, a slice bound, ...). The mutant is written over the module in a private copy
+of the repository (never in the working tree) and the module's test selection is run against
+it with ``pytest -x``. A mutant is *killed* when a test fails or the run exceeds the time
+limit, and *survives* when every test passes. The score is
+
+    killed / (mutants - survivors judged equivalent)
+
+where an equivalent survivor is a change no caller can observe (listed with its reason in the
+``--equivalent`` file, one ``module | source line | change | reason`` per line).
+
+    python3 scripts/mutate.py --module src/tilemem/plan/stages.py --jobs 1
+    python3 scripts/mutate.py --module src/tilemem/layout --survivors /tmp/survivors.txt
+    python3 scripts/mutate.py --module src/tilemem/plan/capacity.py --tests tests/plan --list
+
+Without ``--tests`` a module of ``src/tilemem/<layer>/`` is tested by ``tests/<layer>/``;
+outside ``layout/`` the slow TIRx oracle tests (``*oracle*``) are left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import copy
+import json
+import os
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# -- mutation operators ---------------------------------------------------------------------
+
+_COMPARE_SWAP: dict[type, type] = {
+    ast.Lt: ast.LtE,
+    ast.LtE: ast.Lt,
+    ast.Gt: ast.GtE,
+    ast.GtE: ast.Gt,
+    ast.Eq: ast.NotEq,
+    ast.NotEq: ast.Eq,
+    ast.In: ast.NotIn,
+    ast.NotIn: ast.In,
+    ast.Is: ast.IsNot,
+    ast.IsNot: ast.Is,
+}
+_BINOP_SWAP: dict[type, type] = {
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.FloorDiv,
+    ast.FloorDiv: ast.Mult,
+    ast.Div: ast.Mult,
+    ast.Mod: ast.FloorDiv,
+    ast.Pow: ast.Mult,
+    ast.LShift: ast.RShift,
+    ast.RShift: ast.LShift,
+    ast.BitAnd: ast.BitOr,
+    ast.BitOr: ast.BitAnd,
+    ast.BitXor: ast.BitOr,
+}
+_CALL_SWAP = {"min": "max", "max": "min", "any": "all", "all": "any"}
+_SYMBOL = {
+    ast.Lt: "<",
+    ast.LtE: "<=",
+    ast.Gt: ">",
+    ast.GtE: ">=",
+    ast.Eq: "==",
+    ast.NotEq: "!=",
+    ast.In: "in",
+    ast.NotIn: "not in",
+    ast.Is: "is",
+    ast.IsNot: "is not",
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.FloorDiv: "//",
+    ast.Div: "/",
+    ast.Mod: "%",
+    ast.Pow: "**",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.BitAnd: "&",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.And: "and",
+    ast.Or: "or",
+}
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One single-point change: bytes ``[start, end)`` of ``module`` become ``replacement``."""
+
+    module: str  # path relative to the repository root
+    index: int
+    line: int
+    end_line: int
+    start: int
+    end: int
+    replacement: str
+    change: str  # what changed, e.g. "`<` -> `<=`"
+    source_line: str  # the original line, stripped
+
+    def apply(self, source: bytes) -> bytes:
+        return source[: self.start] + self.replacement.encode() + source[self.end :]
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """Stable across edits elsewhere in the file: module, source line and change."""
+        return (self.module, self.source_line, self.change)
+
+
+def _is_docstring(node: ast.AST, parent: ast.AST | None) -> bool:
+    return (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+        and isinstance(parent, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+    )
+
+
+def _is_type_checking(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def _is_text(node: ast.AST) -> bool:
+    return isinstance(node, ast.JoinedStr) or (
+        isinstance(node, ast.Constant) and isinstance(node.value, str)
+    )
+
+
+def _skipped_children(node: ast.AST) -> set[int]:
+    """Children not worth mutating: annotations, decorators and ``__all__``."""
+    skip: set[int] = set()
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        skip.update(id(d) for d in node.decorator_list)
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
+        skip.add(id(node.returns))
+    if isinstance(node, ast.arg) and node.annotation is not None:
+        skip.add(id(node.annotation))
+    if isinstance(node, ast.AnnAssign):
+        skip.add(id(node.annotation))
+    if isinstance(node, ast.Assign) and any(
+        isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets
+    ):
+        skip.add(id(node.value))
+    return skip
+
+
+def _walk(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every node that may be mutated: no docstrings, text, annotations, decorators,
+    ``TYPE_CHECKING`` blocks."""
+    stack: list[tuple[ast.AST, ast.AST | None]] = [(tree, None)]
+    while stack:
+        node, parent = stack.pop()
+        if _is_docstring(node, parent) or _is_type_checking(node) or _is_text(node):
+            continue
+        yield node
+        skip = _skipped_children(node)
+        children = [c for c in ast.iter_child_nodes(node) if id(c) not in skip]
+        stack.extend((child, node) for child in reversed(children))
+
+
+def _expr(node: ast.expr) -> str:
+    return "(" + ast.unparse(node) + ")"
+
+
+def _with(node: ast.AST, **fields) -> ast.AST:
+    new = copy.copy(node)
+    for name, value in fields.items():
+        setattr(new, name, value)
+    return new
+
+
+def _int_constants(node: ast.Constant) -> Iterator[tuple[str, str]]:
+    value = node.value
+    if isinstance(value, bool) or not isinstance(value, int):
+        return
+    for new in (value + 1, value - 1) if value else (1,):
+        yield str(new), f"`{value}` -> `{new}`"
+
+
+def _mutations(node: ast.AST) -> Iterator[tuple[ast.AST, str, str]]:
+    """(node whose source is replaced, replacement source, description) for one node."""
+    if isinstance(node, ast.Compare):
+        for i, op in enumerate(node.ops):
+            new_op = _COMPARE_SWAP.get(type(op))
+            if new_op is not None:
+                ops = list(node.ops)
+                ops[i] = new_op()
+                change = f"`{_SYMBOL[type(op)]}` -> `{_SYMBOL[new_op]}`"
+                yield node, _expr(_with(node, ops=ops)), change
+    elif isinstance(node, ast.BinOp):
+        new_op = _BINOP_SWAP.get(type(node.op))
+        if new_op is not None and not (_is_text(node.left) or _is_text(node.right)):
+            change = f"`{_SYMBOL[type(node.op)]}` -> `{_SYMBOL[new_op]}`"
+            yield node, _expr(_with(node, op=new_op())), change
+    elif isinstance(node, ast.AugAssign):
+        new_op = _BINOP_SWAP.get(type(node.op))
+        if new_op is not None and not _is_text(node.value):
+            change = f"`{_SYMBOL[type(node.op)]}=` -> `{_SYMBOL[new_op]}=`"
+            yield node, ast.unparse(_with(node, op=new_op())), change
+    elif isinstance(node, ast.BoolOp):
+        new_op = ast.Or if isinstance(node.op, ast.And) else ast.And
+        change = f"`{_SYMBOL[type(node.op)]}` -> `{_SYMBOL[new_op]}`"
+        yield node, _expr(_with(node, op=new_op())), change
+    elif isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.Not, ast.USub, ast.Invert)):
+        symbol = {ast.Not: "not ", ast.USub: "-", ast.Invert: "~"}[type(node.op)]
+        yield node, _expr(node.operand), f"`{symbol.strip()}` removed"
+    elif isinstance(node, ast.Constant):
+        if isinstance(node.value, bool):
+            yield node, str(not node.value), f"`{node.value}` -> `{not node.value}`"
+        else:
+            for text, change in _int_constants(node):
+                yield node, text, change
+    elif isinstance(node, ast.Return) and node.value is not None:
+        if not (isinstance(node.value, ast.Constant) and node.value.value is None):
+            yield node, "return None", "return value -> `None`"
+    elif isinstance(node, ast.Raise):
+        yield node, "pass", "`raise` removed"
+    elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        yield node, "pass", f"call `{ast.unparse(node.value.func)}(...)` removed"
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        swap = _CALL_SWAP.get(node.func.id)
+        if swap is not None:
+            new_call = _with(node, func=ast.Name(id=swap, ctx=ast.Load()))
+            yield node, _expr(new_call), f"`{node.func.id}(...)` -> `{swap}(...)`"
+    elif isinstance(node, ast.Slice):
+        if node.lower is not None:
+            yield node, ast.unparse(_with(node, lower=None)), "slice lower bound removed"
+        if node.upper is not None:
+            yield node, ast.unparse(_with(node, upper=None)), "slice upper bound removed"
+
+
+def generate(module: Path) -> list[Mutant]:
+    """Every mutant of ``module`` that still compiles, one per distinct resulting source."""
+    source = module.read_bytes()
+    tree = ast.parse(source)
+    line_start = [0]
+    for line in source.splitlines(keepends=True):
+        line_start.append(line_start[-1] + len(line))
+    lines = source.decode().splitlines()
+    rel = str(module.resolve().relative_to(ROOT))
+    mutants: list[Mutant] = []
+    seen: set[bytes] = {source}
+    for node in _walk(tree):
+        for target, replacement, change in _mutations(node):
+            start = line_start[target.lineno - 1] + target.col_offset
+            end = line_start[target.end_lineno - 1] + target.end_col_offset  # type: ignore[operator]
+            mutant = Mutant(
+                rel,
+                len(mutants),
+                target.lineno,
+                target.end_lineno or target.lineno,
+                start,
+                end,
+                replacement,
+                change,
+                lines[target.lineno - 1].strip(),
+            )
+            text = mutant.apply(source)
+            if text in seen:
+                continue
+            try:
+                compile(text, rel, "exec")
+            except SyntaxError:
+                continue
+            seen.add(text)
+            mutants.append(mutant)
+    return mutants
+
+
+# -- running ------------------------------------------------------------------------------
+#
+# Starting Python, pytest, numpy, hypothesis (and TVM for the oracle tests) costs more than
+# most mutants take to die, so this process imports them once and forks one child per
+# mutant. The child imports tilemem fresh from a private copy of the repository that holds
+# the mutant, and runs pytest in-process.
+
+
+@dataclass(frozen=True)
+class Outcome:
+    mutant: Mutant
+    status: str  # "killed", "timeout", "survived", "uncovered" (no test runs the line)
+    seconds: float
+
+
+def _copy_tree(dest: Path) -> None:
+    ignore = shutil.ignore_patterns("__pycache__", ".hypothesis", ".pytest_cache", "*.egg-info")
+    for name in ("src", "tests"):
+        shutil.copytree(ROOT / name, dest / name, ignore=ignore)
+    shutil.copy2(ROOT / "pyproject.toml", dest / "pyproject.toml")
+
+
+def _drop_bytecode(path: Path) -> None:
+    """Remove the cached bytecode of ``path`` (a same-size rewrite within one second would
+    otherwise be served from the stale .pyc)."""
+    for pyc in (path.parent / "__pycache__").glob(path.stem + ".*.pyc"):
+        pyc.unlink(missing_ok=True)
+
+
+_IMPORT_RE = re.compile(
+    r"""^(?:import|from)\s+([A-Za-z_][\w.]*)|importorskip\(\s*["']([\w.]+)["']""", re.M
+)
+
+
+def preload(tests: list[str]) -> None:
+    """Import the third-party modules the selected tests use, once, before any fork."""
+    import pytest  # noqa: F401
+
+    files: list[Path] = []
+    for t in tests:
+        path = ROOT / t.split("::")[0]
+        files += sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    for f in files:
+        for match in _IMPORT_RE.finditer(f.read_text()):
+            name = match.group(1) or match.group(2)
+            if name.split(".")[0] in ("tilemem", "__future__") or name in sys.modules:
+                continue
+            with contextlib.suppress(Exception):  # the test itself reports (or skips) it
+                __import__(name)
+    if "tilemem" in sys.modules:
+        raise SystemExit("tilemem was imported before forking: mutants would not be seen")
+
+
+class LineTracer:
+    """pytest plugin: which tests run which lines of one source file.
+
+    Lines run outside any test (at import, during collection) are recorded for the test id
+    ``""``: a mutant there needs the whole selection.
+    """
+
+    def __init__(self, filename: str) -> None:
+        self.filename = filename
+        self.current = ""
+        self.hits: dict[int, set[str]] = {}
+        self.order: list[str] = []
+
+    def _line(self, frame, event, arg):
+        if event == "line":
+            self.hits.setdefault(frame.f_lineno, set()).add(self.current)
+        return self._line
+
+    def _call(self, frame, event, arg):
+        return self._line if frame.f_code.co_filename == self.filename else None
+
+    def pytest_sessionstart(self, session) -> None:
+        sys.settrace(self._call)
+
+    def pytest_runtest_logstart(self, nodeid, location) -> None:
+        self.current = nodeid
+        self.order.append(nodeid)
+
+    def pytest_runtest_logfinish(self, nodeid, location) -> None:
+        self.current = ""
+
+    def pytest_sessionfinish(self, session, exitstatus) -> None:
+        sys.settrace(None)
+
+
+def _child(
+    workdir: Path, tests: list[str], tracer: LineTracer | None = None, out: Path | None = None
+) -> None:
+    """In the forked child: run pytest on ``workdir``'s copy, exit with pytest's status. With a
+    ``tracer``, its line hits are written as JSON to ``out``."""
+    code = 3
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        os.chdir(workdir)
+        sys.path.insert(0, str(workdir / "src"))
+        try:  # deterministic and without shrinking: a failure is all we need to know
+            from hypothesis import Phase, settings
+
+            settings.register_profile(
+                "mutate",
+                derandomize=True,
+                database=None,
+                deadline=None,
+                phases=(Phase.explicit, Phase.reuse, Phase.generate),
+            )
+            settings.load_profile("mutate")
+        except ImportError:
+            pass
+        import pytest
+
+        plugins = [tracer] if tracer else []
+        code = int(pytest.main(["-x", "-q", "-p", "no:cacheprovider", *tests], plugins=plugins))
+        if tracer is not None and out is not None:
+            hits = {line: sorted(ids) for line, ids in tracer.hits.items()}
+            out.write_text(json.dumps({"hits": hits, "order": tracer.order}))
+    finally:
+        os._exit(code)
+
+
+class Workers:
+    """One private copy of the repository per job; a mutant is written into one copy at a time,
+    then a forked child runs the tests there."""
+
+    def __init__(self, jobs: int) -> None:
+        self.dirs = [Path(tempfile.mkdtemp(prefix="tilemem-mutate-")) for _ in range(jobs)]
+        for d in self.dirs:
+            _copy_tree(d)
+
+    def run_all(
+        self,
+        mutants: list[Mutant],
+        select: Callable[[Mutant], list[str]],
+        timeout: float,
+        done: Callable[[Outcome], None],
+    ) -> None:
+        """Run every mutant against the tests ``select`` picks for it; none picked: uncovered."""
+        pending = list(reversed(mutants))
+        free = list(self.dirs)
+        running: dict[int, tuple[Mutant, Path, bytes, float]] = {}
+        try:
+            self._loop(pending, free, running, select, timeout, done)
+        finally:
+            for pid in running:  # interrupted: no child outlives the run
+                with contextlib.suppress(ProcessLookupError, ChildProcessError):
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+
+    def _loop(self, pending, free, running, select, timeout, done) -> None:
+        while pending or running:
+            while pending and free:
+                mutant = pending.pop()
+                tests = select(mutant)
+                if not tests:
+                    done(Outcome(mutant, "uncovered", 0.0))
+                    continue
+                workdir = free.pop()
+                path = workdir / mutant.module
+                original = path.read_bytes()
+                path.write_bytes(mutant.apply(original))
+                _drop_bytecode(path)
+                pid = os.fork()
+                if pid == 0:
+                    _child(workdir, tests)
+                running[pid] = (mutant, workdir, original, time.monotonic())
+            time.sleep(0.01)
+            for pid, (mutant, workdir, original, begin) in list(running.items()):
+                finished, status = os.waitpid(pid, os.WNOHANG)
+                elapsed = time.monotonic() - begin
+                if finished == 0 and elapsed < timeout:
+                    continue
+                if finished == 0:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                    verdict = "timeout"
+                else:
+                    verdict = _verdict(os.waitstatus_to_exitcode(status))
+                path = workdir / mutant.module
+                path.write_bytes(original)
+                _drop_bytecode(path)
+                del running[pid]
+                free.append(workdir)
+                done(Outcome(mutant, verdict, elapsed))
+
+    def baseline(self, tests: list[str], module: str) -> tuple[float, Coverage]:
+        """Run the unmutated selection once, tracing which tests run which lines of ``module``."""
+        workdir = self.dirs[0]
+        out = workdir / "coverage.json"
+        begin = time.monotonic()
+        pid = os.fork()
+        if pid == 0:
+            _child(workdir, tests, LineTracer(str(workdir / module)), out)
+        _, status = os.waitpid(pid, 0)
+        if _verdict(os.waitstatus_to_exitcode(status)) != "survived":
+            raise SystemExit(f"the unmutated sources fail {' '.join(tests)}: fix that first")
+        data = json.loads(out.read_text())
+        hits = {int(line): set(ids) for line, ids in data["hits"].items()}
+        return time.monotonic() - begin, Coverage(hits, data["order"], tests)
+
+    def close(self) -> None:
+        for d in self.dirs:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Which tests run which lines of the mutated module (from the traced unmutated run)."""
+
+    hits: dict[int, set[str]]
+    order: list[str]
+    selection: list[str]
+
+    def tests_for(self, mutant: Mutant) -> list[str]:
+        """The test ids that run a line of ``mutant``, in run order; none when no test runs it.
+
+        A line run only at import (a module constant, a default argument) can change what any
+        test sees: the whole selection. A line run at import and by tests: those tests (each
+        of them imports the module, so a change at import shows there too).
+        """
+        ids: set[str] = set()
+        for line in range(mutant.line, mutant.end_line + 1):
+            ids |= self.hits.get(line, set())
+        if ids == {""}:
+            return list(self.selection)
+        return [t for t in self.order if t in ids]
+
+
+def _verdict(code: int) -> str:
+    """0: every test passed. Anything else (failures, a collection error, tests that vanish
+    because the mutant changed a parametrisation) kills the mutant."""
+    return "survived" if code == 0 else "killed"
+
+
+def default_tests(module: Path, root: Path = ROOT) -> list[str]:
+    """``src/tilemem/<layer>/x.py`` -> the test files of ``tests/<layer>``, oracle ones only for
+    layout modules."""
+    rel = module.resolve().relative_to(ROOT / "src" / "tilemem")
+    layer = rel.parts[0] if len(rel.parts) > 1 else ""
+    folder = root / "tests" / layer
+    if not layer or not folder.is_dir():
+        raise SystemExit(f"no tests/<layer> folder for {module}: pass --tests")
+    files = sorted(folder.glob("test_*.py"))
+    if layer != "layout":
+        files = [f for f in files if "oracle" not in f.name]
+    # pinned tests first: they are short and exact, so most mutants die in the first seconds
+    files.sort(key=lambda f: (not f.name.endswith("_pinned.py"), f.name))
+    return [str(f.relative_to(root)) for f in files]
+
+
+def read_equivalent(path: Path | None) -> dict[tuple[str, str, str], str]:
+    """``module | source line | change | reason`` lines -> {key: reason}."""
+    if path is None or not path.exists():
+        return {}
+    found: dict[tuple[str, str, str], str] = {}
+    for raw in path.read_text().splitlines():
+        if not raw.strip() or raw.lstrip().startswith("#"):
+            continue
+        parts = [p.strip() for p in raw.split(" | ")]
+        if len(parts) != 4:
+            raise SystemExit(f"{path}: expected 'module | source line | change | reason': {raw}")
+        found[(parts[0], parts[1], parts[2])] = parts[3]
+    return found
+
+
+def modules_from(paths: list[str]) -> list[Path]:
+    found: list[Path] = []
+    for p in paths:
+        path = (ROOT / p).resolve() if not Path(p).is_absolute() else Path(p)
+        if path.is_dir():
+            found += sorted(f for f in path.glob("*.py") if f.name != "__init__.py")
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise SystemExit(f"no such module or folder: {p}")
+    return found
+
+
+def _run_module(
+    module: Path,
+    tests: list[str],
+    workers: Workers,
+    args: argparse.Namespace,
+    report: Callable[[str], None],
+) -> list[Outcome]:
+    mutants = generate(module)
+    if args.lines:
+        low, high = (int(x) for x in args.lines.split("-"))
+        mutants = [m for m in mutants if low <= m.line <= high]
+    preload(tests)
+    baseline, coverage = workers.baseline(tests, str(module.relative_to(ROOT)))
+    timeout = args.timeout or baseline + 10  # the traced baseline is already ~3x slower
+    report(
+        f"{module.relative_to(ROOT)}: {len(mutants)} mutants, tests {' '.join(tests)} "
+        f"({baseline:.1f} s unmutated, limit {timeout:.0f} s)"
+    )
+    outcomes: list[Outcome] = []
+
+    def one(outcome: Outcome) -> None:
+        outcomes.append(outcome)
+        if outcome.status != "killed" or args.verbose:
+            m = outcome.mutant
+            report(
+                f"  [{len(outcomes)}/{len(mutants)}] {outcome.status:8s} {m.module}:{m.line}: "
+                f"{m.change}  ({m.source_line})  {outcome.seconds:.1f} s"
+            )
+
+    workers.run_all(mutants, coverage.tests_for, timeout, one)
+    return sorted(outcomes, key=lambda o: o.mutant.index)
+
+
+def _table(rows: list[tuple[str, int, int, int, int]]) -> str:
+    head = ("module", "mutants", "killed", "survived", "equivalent", "score")
+    body = []
+    for module, total, killed, survived, equivalent in rows:
+        judged = total - equivalent
+        score = f"{100 * killed / judged:.1f}%" if judged else "-"
+        body.append((module, str(total), str(killed), str(survived), str(equivalent), score))
+    widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
+    lines = [
+        "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths)))
+        for r in [head, *body]
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--module", nargs="+", required=True, help="module files or folders")
+    parser.add_argument("--tests", nargs="+", help="test files/folders (default: by layer)")
+    parser.add_argument("--jobs", type=int, default=1, help="mutants run at once (default 1)")
+    parser.add_argument(
+        "--timeout", type=float, help="seconds per mutant (default: traced baseline + 10 s)"
+    )
+    parser.add_argument("--survivors", type=Path, help="write surviving mutants to this file")
+    parser.add_argument(
+        "--equivalent", type=Path, default=ROOT / "docs" / "mutation_equivalent.txt"
+    )
+    parser.add_argument("--lines", help="only mutants on lines LOW-HIGH")
+    parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
+    parser.add_argument("--verbose", action="store_true", help="print every outcome")
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # clean up on kill
+
+    modules = modules_from(args.module)
+    if args.list:
+        for module in modules:
+            for m in generate(module):
+                print(f"{m.module}:{m.line}: {m.change}  ({m.source_line})")
+        return 0
+    equivalent = read_equivalent(args.equivalent)
+    workers = Workers(max(1, args.jobs))
+    rows: list[tuple[str, int, int, int, int]] = []
+    survivors: list[str] = []
+    begin = time.monotonic()
+    try:
+        for module in modules:
+            # the copy's tests: files added to the working tree since the copy are not there
+            tests = args.tests or default_tests(module, workers.dirs[0])
+            outcomes = _run_module(module, tests, workers, args, lambda s: print(s, flush=True))
+            killed = sum(o.status in ("killed", "timeout") for o in outcomes)
+            judged_equal = 0
+            for o in outcomes:
+                if o.status not in ("survived", "uncovered"):
+                    continue
+                m = o.mutant
+                reason = equivalent.get(m.key)
+                judged_equal += reason is not None
+                tag = f"EQUIVALENT ({reason})" if reason else o.status.upper()
+                survivors.append(f"{m.module}:{m.line}: {m.change}  ({m.source_line})  {tag}")
+            rel = str(module.relative_to(ROOT))
+            rows.append((rel, len(outcomes), killed, len(outcomes) - killed, judged_equal))
+    finally:
+        workers.close()
+    total = tuple(sum(r[i] for r in rows) for i in range(1, 5))
+    if len(rows) > 1:
+        rows.append(("total", *total))  # type: ignore[arg-type]
+    print()
+    print(_table(rows))
+    print(f"\n{time.monotonic() - begin:.0f} s, {args.jobs} job(s)")
+    if args.survivors:
+        args.survivors.write_text("".join(s + "\n" for s in survivors))
+        print(f"survivors written to {args.survivors}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
