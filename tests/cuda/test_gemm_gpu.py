@@ -39,3 +39,13 @@ def test_persistent_gemm_matches_fp32_reference(torch, gemm, m, n, k, ctas):
     err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
     # bf16 output rounding alone gives about 2e-3 (8 mantissa bits); a wrong tile gives ~1
     assert bool(torch.isfinite(c).all()) and err < 1e-2, err
+
+
+def test_a_transposed_view_is_refused_not_misread(torch, gemm):
+    from tilemem.gemm.hopper import GemmShapeError
+
+    a = torch.zeros(256, 512, device="cuda", dtype=torch.bfloat16)
+    w = torch.zeros(512, 256, device="cuda", dtype=torch.bfloat16)
+    c = torch.zeros(256, 256, device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(GemmShapeError, match="B must be dense row-major"):
+        gemm(a, w.T, c)  # B = (W^T) with K = 512 along W's rows: strides (1, 256)

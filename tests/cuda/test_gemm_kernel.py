@@ -129,3 +129,23 @@ def test_operands_must_be_bfloat16():
         200,
         520,
     )
+
+
+class _Strided:
+    def __init__(self, shape, strides):
+        self.shape, self.dtype = shape, "bfloat16"
+        self.__cuda_array_interface__ = {
+            "shape": shape,
+            "typestr": "<V2",
+            "strides": strides,
+            "data": (0, False),
+            "version": 3,
+        }
+
+
+def test_operands_must_be_row_major():
+    a, c = _tensor(512, 256), _tensor(512, 512)
+    transposed = _Strided((512, 256), (2, 1024))  # a (256, 512) matrix viewed transposed
+    with pytest.raises(GemmShapeError, match=r"B must be dense row-major .*b.contiguous\(\)"):
+        _check_operands(a, transposed, c)
+    assert _check_operands(a, _Strided((512, 256), (512, 2)), c) == (512, 256, 512)

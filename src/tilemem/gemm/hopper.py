@@ -319,9 +319,21 @@ class HopperGemm:
         self.prepare(a, b, c)(stream)
 
 
+def _row_major(x) -> bool:
+    """Dense row-major (C order), as the tensor maps assume; unknown array kinds pass."""
+    if hasattr(x, "is_contiguous"):  # torch
+        return bool(x.is_contiguous())
+    cai = getattr(x, "__cuda_array_interface__", None)
+    if cai is None or cai.get("strides") is None:
+        return True
+    rows, cols = cai["shape"]
+    size = int(cai["typestr"][2:])
+    return tuple(cai["strides"]) == (cols * size, size) or rows == 1
+
+
 def _check_operands(a, b, c) -> tuple[int, int, int]:
-    """(M, K, N) after the rules: 2-D bf16, B's K equals A's, C is M x N, rows 16-byte aligned,
-    and each matrix at least one TMA box (128, 256 and 64 x 64)."""
+    """(M, K, N) after the rules: 2-D bf16 row-major, B's K equals A's, C is M x N, rows 16-byte
+    aligned, and each matrix at least one TMA box (128, 256 and 64 x 64)."""
     shapes = [tuple(int(s) for s in getattr(x, "shape", ())) for x in (a, b, c)]
     if any(len(s) != 2 for s in shapes):
         raise GemmShapeError(f"A, B and C must be 2-D, got shapes {shapes}")
@@ -334,6 +346,11 @@ def _check_operands(a, b, c) -> tuple[int, int, int]:
     for name, x in zip("ABC", (a, b, c)):
         if "bfloat16" not in str(getattr(x, "dtype", "")):
             raise GemmShapeError(f"{name} must be bfloat16, got {getattr(x, 'dtype', None)}")
+        if not _row_major(x):
+            raise GemmShapeError(
+                f"{name} must be dense row-major (its tensor map assumes it): pass "
+                f"{name.lower()}.contiguous(), or for B = W^T pass W itself"
+            )
     if k % 8 or n % 8:
         raise GemmShapeError(
             f"K = {k} and N = {n} must be multiples of 8 (TMA needs 16-byte row pitches): pad them"
