@@ -155,3 +155,14 @@ def test_plan_writes_an_svg_picture(tmp_path):
     root = ET.parse(picture).getroot()
     names = {r.get("data-name") for r in root.iter("{http://www.w3.org/2000/svg}rect")}
     assert {"Q", "KV", "S0", "P1"} <= names
+
+
+def test_json_holds_occupancy_and_advice_as_data(capsys):
+    assert main(["plan", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    # hopper-gemm, 384 threads on sm_90a: 213056 + 1024 reserved bytes of 228 KiB per SM
+    assert data["occupancy"]["ctas_per_sm"] == 1
+    assert data["occupancy"]["binding"] == "shared memory"
+    assert data["occupancy"]["limits"] == {"shared memory": 1, "threads": 5, "block slots": 32}
+    assert data["advice"]["padding"] == 0 and data["advice"]["order"] == []
+    assert "sections" not in data

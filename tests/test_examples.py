@@ -82,3 +82,12 @@ def test_attention_output_tile_over_q():
     assert plan.entry("O_epilogue").overlaps == ("Q",)
     assert plan.footprint == plan.lower_bound == 160 * KIB + 14 * 8 + 4
     assert plan.smem.bump == plan.footprint + 32 * KIB
+
+
+def test_tilemem_plan_prints_the_phase_table(capsys):
+    from tilemem.cli import main
+
+    assert main(["plan", "--example", "attention-fwd"]) == 0
+    out = capsys.readouterr().out
+    assert "packed by lifetime: footprint 163956 bytes, lower bound 163956 bytes" in out
+    assert "O_epilogue    .         #         [0, 32768)" in out

@@ -77,6 +77,7 @@ def test_tmem_slot_goes_where_the_file_puts_it():
     text = """\
 target = "sm_100a"
 [smem]
+threads = 1024  # 2 CTAs per SM x 64 columns: no TMEM waits
 [[smem.buffers]]
 slot_of = "t"
 [[smem.buffers]]
@@ -171,6 +172,8 @@ stages = 2
 def test_stage_views_appear_in_the_plan():
     text = """\
 target = "sm_100a"
+[smem]
+threads = 1024
 [[tmem]]
 name = "t"
 total_cols = 64

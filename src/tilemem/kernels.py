@@ -2,9 +2,11 @@
 
 Each kernel builds its pools with the same function as ``tilemem plan``
 (``examples.py``); inside a kernel those pools emit their declarations and
-the TMEM protocol. The bodies are skeletons: the data movement and MMA issue
-of one output tile, enough to emit and compile every pool feature. They are
-compiled in CI for their targets; ``tilemem emit --example NAME`` prints them.
+the TMEM protocol. The bodies cover the data movement and MMA issue of one
+output tile (the GEMMs, including the block-scaled NVFP4 one, compute it; the
+attention kernel's softmax is a stand-in scaling), enough to emit and compile
+every pool feature. They are compiled in CI for their targets; ``tilemem emit
+--example NAME`` prints them.
 """
 
 from collections.abc import Callable

@@ -276,7 +276,7 @@ def parse_plan_file(text: str, source: str = "<plan>") -> Example:
             form = "[smem]" if kind is dict else "[[tmem]] tables"
             raise PlanFileError(f"{source}:{lines.key(1, key)}: {key} must be {form}")
     name = data.get("name", Path(source).stem)
-    threads = data.get("threads", 0)  # 0: unknown, no occupancy
+    threads = data.get("threads", data.get("smem", {}).get("threads") or 0)  # 0: no occupancy
     example = Example(
         name=name,
         target=data.get("target") or "",

@@ -361,3 +361,86 @@ def test_smem_descriptor_errors():
         smem_descriptor(layout, "bfloat16", arch="sm_90a", major="k")
     with pytest.raises(LayoutError, match="row 4, column 0"):
         operand_byte_offset(layout, "bfloat16", (4, 0))
+
+
+# -- CuTe's answers kept as constants: these run without nvcc -------------------------------------
+
+
+def tilemem_answer(query: str) -> int:
+    """tilemem's value for one oracle query line, in the oracle's format."""
+    from tilemem.layout.operand import instr_descriptor
+
+    what, *f = query.split()
+    if what == "smem":
+        arch, major, mode, bits, order, rows, cb, stage, row0, col0, base = (
+            int(x) if x not in ("K", "MN") else x for x in f
+        )
+        dtype, contig, mode = DTYPES[bits], cb * 8 // bits, SwizzleMode(mode)
+        layout = (
+            mma_shared_layout(dtype, mode, (cute.STAGES, rows, contig))
+            if order == 0
+            else atoms_contiguous_first(dtype, mode, rows, contig, bits)
+        )
+        start = base + operand_byte_offset(layout, dtype, (stage, row0, col0))
+        return smem_descriptor(layout, dtype, arch=ARCHS[arch], major=major, start_address=start)
+    majors = {"0": "K", "1": "MN"}
+    if what == "instr":
+        kind, a, b, d, am, bm, m, n, na, nb, sat = f
+        cta_group = 2 if int(m) == 256 else 1
+        value = instr_descriptor(
+            kind, int(m), int(n), a, b, d, a_major=majors[am], b_major=majors[bm],
+            negate_a=na == "1", negate_b=nb == "1", saturate=sat == "1", cta_group=cta_group,
+        )  # fmt: skip
+    else:
+        kind, a, b, sf, am, bm, m, n, sfa, sfb = f
+        cta_group = 2 if int(m) == 256 else 1
+        value = instr_descriptor(
+            kind, int(m), int(n), a, b, a_major=majors[am], b_major=majors[bm], sf_dtype=sf,
+            cta_group=cta_group, sfa_id=int(sfa) >> 30, sfb_id=int(sfb) >> 30,
+        )  # fmt: skip
+    return value << 32
+
+
+# printed by tests/oracle/cute.py (CuTe 4.2.0 make_gmma_desc / make_umma_desc /
+# make_runtime_instr_desc(_block_scaled)) for the query on the left
+CUTE_ANSWERS = [
+    ("smem 90 K 3 16 0 128 128 1 64 16 1024", 0x4000004000010642),
+    ("smem 90 K 0 16 0 128 128 0 0 0 0", 0x0000000800800000),
+    ("smem 90 MN 3 16 0 128 256 2 16 0 2048", 0x4000004004001100),
+    ("smem 90 MN 0 16 0 128 256 0 0 0 0", 0x0000008000080000),
+    ("smem 90 K 1 8 0 64 128 0 0 32 0", 0xC000001000010080),
+    ("smem 100 K 2 32 0 256 128 1 0 8 4096", 0x8000402000010902),
+    ("smem 100 MN 3 16 0 128 256 0 0 0 0", 0x4000404004000000),
+    ("smem 100 MN 1 8 1 64 512 0 32 0 1024", 0xC000410000100440),
+    ("smem 100 MN 0 16 1 128 256 0 16 0 0", 0x0000400800800100),
+    ("smem 100 K 0 8 0 64 512 2 0 64 8192", 0x0000400800401300),
+    ("instr f16 bfloat16 bfloat16 float32 0 1 128 256 0 0 0", 0x0841049000000000),
+    ("instr f16 float16 float16 float16 1 0 64 8 1 0 0", 0x0402A00000000000),
+    ("instr tf32 float32 float32 float32 0 0 128 128 0 1 0", 0x0820491000000000),
+    ("instr i8 int8 uint8 int32 1 1 128 24 0 0 1", 0x080780A800000000),
+    ("instr f8f6f4 float6_e3m2fn float4_e2m1fn float32 0 0 256 16 0 0 0", 0x1004161000000000),
+    ("instr f8f6f4 float8_e5m2 float8_e4m3fn float16 1 0 128 248 0 0 0", 0x083E808000000000),
+    (
+        "bs mxf4nvf4 float4_e2m1fn float4_e2m1fn float8_e4m3fn 0 0 128 256 1073741824 3221225472",
+        0x284004B000000000,
+    ),
+    (
+        "bs mxf8f6f4 float6_e2m3fn float8_e5m2 float8_e8m0fnu 0 1 256 64 2147483648 0",
+        0x5091058000000000,
+    ),
+    (
+        "bs mxf4 float4_e2m1fn float4_e2m1fn float8_e8m0fnu 0 0 128 8 0 1073741824",
+        0x0882049000000000,
+    ),
+]
+
+
+@pytest.mark.parametrize("query, want", CUTE_ANSWERS)
+def test_recorded_cute_answers(query, want):
+    assert tilemem_answer(query) == want
+
+
+def test_recorded_cute_answers_are_current(oracle):
+    """The constants above are what the oracle says today."""
+    queries = [q for q, _ in CUTE_ANSWERS]
+    assert oracle(queries) == [v for _, v in CUTE_ANSWERS]

@@ -60,6 +60,8 @@ def _cache_dir() -> Path:
 def build() -> Path:
     """Compile the oracle (or reuse the cached binary); returns its path."""
     nvcc, include = find_nvcc(), find_cutlass_include()
+    if shutil.which("g++") is None:
+        raise OracleUnavailable("no g++ (nvcc's host compiler for the oracle)")
     version = (include / "cutlass" / "version.h").read_bytes()
     key = hashlib.sha256(SOURCE.read_bytes() + version + nvcc.encode()).hexdigest()[:16]
     exe = _cache_dir() / f"cute_oracle-{key}"
