@@ -386,9 +386,10 @@ def _child(
     ``tracer``, its line hits are written as JSON to ``out``."""
     code = 3
     try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
+        if tracer is None:  # a mutant's run is silent; the unmutated run shows its failures
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
         os.chdir(workdir)
         sys.path.insert(0, str(workdir / "src"))
         try:  # deterministic and without shrinking: a failure is all we need to know
