@@ -300,10 +300,11 @@ class Outcome:
 
 
 def _copy_tree(dest: Path) -> None:
-    ignore = shutil.ignore_patterns("__pycache__", ".hypothesis", ".pytest_cache", "*.egg-info")
-    for name in ("src", "tests"):
-        shutil.copytree(ROOT / name, dest / name, ignore=ignore)
-    shutil.copy2(ROOT / "pyproject.toml", dest / "pyproject.toml")
+    """The working tree (tests read benchmarks/ and examples/ too), without caches and git."""
+    ignore = shutil.ignore_patterns(
+        ".git", ".wt", "__pycache__", ".hypothesis", ".pytest_cache", "*.egg-info", "build", "dist"
+    )
+    shutil.copytree(ROOT, dest, ignore=ignore, dirs_exist_ok=True)
 
 
 def _drop_bytecode(path: Path) -> None:
@@ -418,6 +419,7 @@ def _child(
             hits = {line: sorted(ids) for line, ids in tracer.hits.items()}
             data = {"hits": hits, "order": tracer.order, "seconds": tracer.seconds}
             data["failed"] = tracer.failed
+            data["status"] = code
             out.write_text(json.dumps(data))
             code = 0
     finally:
@@ -499,6 +501,8 @@ class Workers:
             _child(workdir, tests, LineTracer(str(workdir / module)), out)
         os.waitpid(pid, 0)
         data = json.loads(out.read_text())
+        if data["status"] not in (0, 1):  # collection errors, usage errors, no tests
+            raise SystemExit(f"pytest could not run {' '.join(tests)} (status {data['status']})")
         if data["failed"]:  # again without the tracer: only a real failure stops the run
             print(f"failed under the tracer, run again untraced: {' '.join(data['failed'])}")
             pid = os.fork()
