@@ -509,3 +509,78 @@ def test_compose_tile_to_keeps_the_swizzle():
     assert repr(ComposeLayout(FLIP, TileLayout.of((4,)))) == (
         "Swizzle(pe=0, L=1, a=1) o TileLayout(4:1@m)"
     )
+
+
+# -- construction checks (shared integer rules) -----------------------------------------------
+
+
+@pytest.mark.parametrize("shard", ["ab", 5, Iter(2, 1), None])
+def test_shard_must_be_a_sequence_of_iters(shard):
+    with pytest.raises(LayoutError, match="TileLayout shard must be a sequence of Iter objects"):
+        TileLayout(shard)
+
+
+@pytest.mark.parametrize("replica", ["ab", 5, Iter(2, 1)])
+def test_replica_must_be_a_sequence_of_iters(replica):
+    with pytest.raises(LayoutError, match="TileLayout replica must be a sequence of Iter objects"):
+        TileLayout([Iter(2, 1)], replica=replica)
+
+
+@pytest.mark.parametrize(
+    ("offset", "message"),
+    [
+        ([("m", 1)], "offset must be a mapping {axis: int}, got"),
+        ({"": 1}, "offset axis must be a name such as 'TCol', got ''"),
+        ({3: 1}, "offset axis must be a name such as 'TCol', got 3"),
+        ({"m": -1}, "offset on axis 'm' must be an integer in [0, "),
+        ({"m": 1.5}, "offset on axis 'm' must be an integer in [0, "),
+    ],
+)
+def test_offsets_are_checked(offset, message):
+    with pytest.raises(LayoutError) as exc:
+        TileLayout([Iter(2, 1)], offset=offset)
+    assert str(exc.value).startswith(message)
+
+
+@pytest.mark.parametrize("axes", ["TCol", [3], ("m", None)])
+def test_declared_axes_are_names(axes):
+    with pytest.raises(LayoutError, match="axes must be a sequence of axis names"):
+        TileLayout([Iter(2, 1)], axes=axes)
+
+
+def test_positions_up_to_2_62_are_allowed():
+    # span = 1 + (2**31 + 1) * (2**31 - 1) = 2**62 exactly
+    layout = TileLayout([Iter(2**31 + 2, 2**31 - 1)])
+    assert layout.span() == 2**62
+
+
+def test_positions_beyond_2_62_are_refused():
+    # span = 1 + (2**31 + 1) * 2**31 = 2**62 + 2**31 + 1
+    with pytest.raises(LayoutError) as exc:
+        TileLayout([Iter(2**31 + 2, 2**31)])
+    assert str(exc.value) == (
+        f"layout reaches position {2**62 + 2**31} on axis 'm', beyond the {2**62} that 64-bit "
+        "index arithmetic holds without wrapping"
+    )
+
+
+def test_strides_must_be_a_sequence():
+    for strides in ("11", 3):
+        with pytest.raises(LayoutError, match="strides must be a sequence, got"):
+            TileLayout.of((2, 2), strides)
+
+
+def test_apply_needs_integer_coordinates():
+    with pytest.raises(LayoutError, match="apply needs a flat index or one index per dimension"):
+        ROW_2x3.apply()
+    with pytest.raises(LayoutError, match=r"coordinate \(1.0, 2\).*1.0 is not an integer"):
+        ROW_2x3.apply(1.0, 2)
+    with pytest.raises(LayoutError, match="is not an integer"):
+        ROW_2x3.apply(True)
+    assert ROW_2x3.apply(np.int64(1), np.int32(2)) == {"m": 5}
+
+
+def test_apply_flat_needs_integer_arrays():
+    with pytest.raises(LayoutError, match="flat indices must be integers, got an array of float64"):
+        ROW_2x3.apply_flat([1.0, 2.0])
+    assert ROW_2x3.apply_flat(np.array([5], dtype=np.uint8))["m"].tolist() == [5]
