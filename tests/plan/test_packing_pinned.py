@@ -34,7 +34,14 @@ def test_check_align_accepts_zero_and_powers_of_two_up_to_2_30(align):
 
 @pytest.mark.parametrize(
     ("align", "hint"),
-    [(3, "; use 4"), (5, "; use 8"), (1000, "; use 1024"), (-4, ""), ((1 << 30) + 1, "")],
+    [
+        (3, "; use 4"),
+        (5, "; use 8"),
+        (1000, "; use 1024"),
+        ((1 << 29) + 1, "; use 1073741824"),
+        (-4, ""),
+        ((1 << 30) + 1, ""),
+    ],
 )
 def test_check_align_refuses_other_integers_with_the_next_power(align, hint):
     with pytest.raises(AlignmentError) as exc:
