@@ -584,3 +584,9 @@ def test_apply_flat_needs_integer_arrays():
     with pytest.raises(LayoutError, match="flat indices must be integers, got an array of float64"):
         ROW_2x3.apply_flat([1.0, 2.0])
     assert ROW_2x3.apply_flat(np.array([5], dtype=np.uint8))["m"].tolist() == [5]
+
+
+def test_swizzle_apply_reads_coordinates_row_major():
+    # (1, 0) of (8, 64) is element 64 -> 72 (see test_swizzle_128b_on_bf16)
+    assert SW128_BF16.apply(1, 0, shape=(8, 64)) == {"m": 72}
+    assert SW128_BF16.apply(457, shape=(512,)) == {"m": 497}
