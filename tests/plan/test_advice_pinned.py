@@ -32,11 +32,12 @@ def test_seven_buffers_are_searched_exhaustively():
 
 
 def test_eight_buffers_are_placed_widest_alignment_first():
-    # X 0-5, Y 8-13, Z 13-15, 5 W 15-20 -> 20 (the optimum, 17, is not searched for);
-    # narrowest first would give Z 0-2, W 2-7, X 8-13, Y 16-21 -> 21
-    order, total = best_order(_entries(5))
+    # given W4..W0, Z, Y, X: 5 W 0-5, Z 5-7, Y 8-13, X 16-21 -> 21. Widest first, ties in the
+    # given order: Y 0-5, X 8-13, 5 W 13-18, Z 18-20 -> 20 (the optimum, 17, is not searched
+    # for above 7 buffers)
+    order, total = best_order(list(reversed(_entries(5))))
     assert total == 20
-    assert [e.name for e in order[:3]] == ["X", "Y", "Z"]
+    assert [e.name for e in order] == ["Y", "X", "W4", "W3", "W2", "W1", "W0", "Z"]
 
 
 def test_given_order_is_kept_when_nothing_is_better():
