@@ -590,3 +590,50 @@ def test_swizzle_apply_reads_coordinates_row_major():
     # (1, 0) of (8, 64) is element 64 -> 72 (see test_swizzle_128b_on_bf16)
     assert SW128_BF16.apply(1, 0, shape=(8, 64)) == {"m": 72}
     assert SW128_BF16.apply(457, shape=(512,)) == {"m": 497}
+
+
+# -- edges found by mutation -----------------------------------------------------------------
+
+
+def test_all_unit_iters_keep_the_first_axis():
+    layout = TileLayout([Iter(1, 1, "TLane"), Iter(1, 1, "TCol")])
+    assert repr(layout.canonicalize()) == "TileLayout(1:1@TLane)"
+
+
+def test_fusion_replaces_the_last_iter_only():
+    # 4:8 and 8:1 fuse to 32:1; 2:100 before them stays first
+    layout = TileLayout.of((2, 4, 8), (100, 8, 1))
+    assert repr(layout.canonicalize()) == "TileLayout(2:100@m, 32:1@m)"
+
+
+def test_a_split_iter_goes_in_front_of_the_inner_ones():
+    # [4:2, 2:1] as (2, 4): the last dimension takes 2:1 and the inner half of 4:2 (2:2),
+    # in front of it; the outer half (2:4) is the first dimension
+    layout = TileLayout([Iter(4, 2), Iter(2, 1)])
+    assert layout.iters_by_dim((2, 4)) == [[Iter(2, 4)], [Iter(2, 2), Iter(2, 1)]]
+
+
+def test_leftover_unit_iters_are_ignored():
+    assert TileLayout.of((1, 4)).iters_by_dim((4,)) == [[Iter(4, 1)]]
+
+
+def test_a_window_of_one():
+    assert ROW_4x8.window(1, 3, 1).apply(2, 0) == {"m": 19}
+    assert ROW_4x8.window(0, 3, 1).apply(0, 5) == {"m": 29}
+
+
+@pytest.mark.parametrize(("start", "length"), [(2, 3), (3, 2), (3, 5)])
+def test_a_window_ending_one_past_a_block_is_refused(start, length):
+    # the last element (start + length - 1) is the first of the next block of 4
+    with pytest.raises(LayoutError, match="is not a strided layout"):
+        TWO_BLOCKS.window(0, start, length)
+
+
+THREE_LEVELS = TileLayout([Iter(2, 1000), Iter(2, 100), Iter(4, 1)], shape=(16,))
+
+
+def test_window_covering_the_middle_level():
+    win = THREE_LEVELS.window(0, 8, 8)
+    assert [win.apply(i)["m"] for i in range(8)] == [1000, 1001, 1002, 1003, 1100, 1101, 1102, 1103]
+    win = THREE_LEVELS.window(0, 0, 8)
+    assert [win.apply(i)["m"] for i in range(8)] == [0, 1, 2, 3, 100, 101, 102, 103]
