@@ -622,9 +622,10 @@ def test_a_window_of_one():
     assert ROW_4x8.window(0, 3, 1).apply(0, 5) == {"m": 29}
 
 
-@pytest.mark.parametrize(("start", "length"), [(2, 3), (3, 2), (3, 5)])
-def test_a_window_ending_one_past_a_block_is_refused(start, length):
-    # the last element (start + length - 1) is the first of the next block of 4
+@pytest.mark.parametrize(("start", "length"), [(2, 3), (3, 2), (3, 5), (0, 6)])
+def test_a_window_that_is_not_whole_blocks_is_refused(start, length):
+    # (2, 3), (3, 2), (3, 5): the last element is the first of the next block of 4;
+    # (0, 6): starts on a block but covers one and a half
     with pytest.raises(LayoutError, match="is not a strided layout"):
         TWO_BLOCKS.window(0, start, length)
 
