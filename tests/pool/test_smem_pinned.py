@@ -92,6 +92,10 @@ def test_move_base_to_refuses_other_offsets(offset):
         SMEMPool().move_base_to(offset)
 
 
+def test_commit_accepts_sizes_up_to_2_40():
+    assert SMEMPool().commit(1 << 40) == 1 << 40  # plan-only, no target: no capacity check
+
+
 def test_an_empty_pool_commits_zero_bytes():
     assert SMEMPool().commit() == 0
     assert SMEMPool().commit(0) == 0
