@@ -166,3 +166,8 @@ def test_json_holds_occupancy_and_advice_as_data(capsys):
     assert data["occupancy"]["limits"] == {"shared memory": 1, "threads": 5, "block slots": 32}
     assert data["advice"]["padding"] == 0 and data["advice"]["order"] == []
     assert "sections" not in data
+
+
+def test_plan_file_and_example_together_is_a_usage_error(capsys):
+    assert main(["plan", "x.toml", "-e", "hopper-gemm"]) == 2
+    assert capsys.readouterr().err == "tilemem: give a plan file or --example, not both\n"

@@ -27,10 +27,6 @@ _TOP_LEVEL_OPTIONS = {"-h", "--help", "--version"}
 _SIGPIPE_EXIT = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader went away
 
 
-class TilememUsage(Exception):
-    """A command line that names something that does not exist; exit status 2."""
-
-
 def write_file(path: str, text: str) -> None:
     """Write ``text`` to ``path`` atomically: a temporary file in the same folder, then rename.
 
@@ -58,18 +54,24 @@ def _output(text: str, path: str | None) -> None:
 
 
 def _example(args: argparse.Namespace):
-    """The Example to plan: a plan file, a built-in by name, or the default built-in."""
+    """The Example to plan (a plan file, a built-in by name, or the default built-in), or None
+    after saying why there is none."""
     from .examples import DEFAULT_EXAMPLE, EXAMPLES
 
+    if args.file and args.example:
+        print("tilemem: give a plan file or --example, not both", file=sys.stderr)
+        return None
     if args.file:
-        if args.example:
-            raise TilememUsage("give a plan file or --example, not both")
         from .planfile import load_plan_file
 
         return load_plan_file(args.file)
     name = args.example or DEFAULT_EXAMPLE
     if name not in EXAMPLES:
-        raise TilememUsage(f"unknown example {name!r}; choose one of: {', '.join(EXAMPLES)}")
+        print(
+            f"tilemem: unknown example {name!r}; choose one of: {', '.join(EXAMPLES)}",
+            file=sys.stderr,
+        )
+        return None
     return EXAMPLES[name]
 
 
@@ -82,6 +84,8 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         _output("\n".join(lines) + "\n", args.output)
         return 0
     example = _example(args)
+    if example is None:
+        return 2
     plan = example.build().plan().with_advice()
     if example.threads and plan.target:
         plan = plan.with_threads(example.threads)
@@ -232,9 +236,6 @@ def main(argv: list[str] | None = None) -> int:
             return args.run(args)
         except BrokenPipeError:
             raise
-        except TilememUsage as exc:
-            print(f"tilemem: {exc}", file=sys.stderr)
-            return 2
         except TilememError as exc:  # a plan that breaks a rule: the message says which
             print(f"tilemem: {exc}", file=sys.stderr)
             return 1
