@@ -1,4 +1,16 @@
+import os
+
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Random pool programs (tests/pool/test_program_fuzz.py): every CI run replays 10,000 of them.
+# TILEMEM_PROGRAMS=200 (say) for a quick local run.
+settings.register_profile(
+    "pool-programs",
+    max_examples=int(os.environ.get("TILEMEM_PROGRAMS", "10000")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 def _gpu_present() -> bool:

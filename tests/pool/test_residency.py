@@ -105,3 +105,14 @@ def test_a_warp_outside_the_block_is_refused():
     smem = SMEMPool(target="sm_100a", threads=64)
     with pytest.raises(ValueError, match=r"alloc_warp=2 is outside the block: 64 threads"):
         TMEMPool(smem, 32, alloc_warp=2)
+
+
+def test_a_refused_commit_changes_nothing():
+    smem = SMEMPool(target="sm_100a", threads=128)
+    tmem = TMEMPool(smem, 256, cta_group=2)
+    tmem.commit()
+    with pytest.raises(CapacityError):
+        smem.commit(48 * 1024)  # 4 CTAs x 256 columns, cooperative
+    assert not smem.committed
+    smem.commit(100_000)  # 2 CTAs x 256 = 512: fine
+    assert smem.size == 100_000

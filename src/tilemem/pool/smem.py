@@ -220,25 +220,31 @@ class SMEMPool(LifetimePool, BumpPool):
             )
         if self.target is not None:
             check_smem_capacity(self._pool_plan(size, spots), self.target)
+        self.check_tmem_residency(size=size)  # before any state changes
         if self.phases is not None:
             self._settle(spots, high_water)
         self._size = size
         if self.emitter is not None:
             self.emitter.smem_commit(self, size)
-        self.check_tmem_residency()
         return size
 
-    def check_tmem_residency(self) -> None:
+    def check_tmem_residency(self, size: int | None = None, pending=None) -> None:
         """SPEC section 5 over every TMEM pool of this CTA, once all of them and this pool are
-        committed (so the verdict does not depend on the order of commits)."""
-        if self.target is None or self._size is None or not self.tmem_pools:
+        committed (so the verdict does not depend on the order of commits).
+
+        ``size`` (this pool's bytes) and ``pending`` (a TMEM pool and its ``total_cols``) are
+        commits about to happen: the rule is checked before they change any state.
+        """
+        size = self._size if size is None else size
+        if self.target is None or size is None or not self.tmem_pools:
             return
-        if not all(t.committed for t in self.tmem_pools):
+        waiting, cols = pending if pending is not None else (None, 0)
+        if not all(t.committed or t is waiting for t in self.tmem_pools):
             return
         lowest_threads = 32 * (1 + max(max(t.alloc_warp, t.dealloc_warp) for t in self.tmem_pools))
         check_tmem_residency(
-            [(t.name, t.total_cols) for t in self.tmem_pools],
-            smem_bytes=self._size,
+            [(t.name, cols if t is waiting else t.total_cols) for t in self.tmem_pools],
+            smem_bytes=size,
             threads=self.threads,
             target=self.target,
             cooperative=self.cooperative,

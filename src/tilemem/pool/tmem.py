@@ -343,6 +343,7 @@ class TMEMPool(LifetimePool, BumpPool):
             )
         others = [(t.name, t.capacity) for t in self.smem_pool.tmem_pools if t is not self]
         check_tmem_per_cta(others + [(self.name, total_cols)])
+        self.smem_pool.check_tmem_residency(pending=(self, total_cols))  # before state changes
         if offsets is not None:
             self._packing, self._high_water = self._provisional, high_water
             for buf, col in zip(self._buffers, offsets):
@@ -351,7 +352,6 @@ class TMEMPool(LifetimePool, BumpPool):
         self._committed = True
         if self.emitter is not None:
             self.emitter.tmem_commit(self)
-        self.smem_pool.check_tmem_residency()
         return self.total_cols
 
     def dealloc(self) -> None:
