@@ -125,6 +125,18 @@ def test_footprint_is_the_brute_force_minimum(items):
     assert packing.footprint == _minimum(key)
 
 
+LANE_GROUPS = (None, frozenset(range(64)), frozenset(range(64, 128)))  # TMEM: all, halves
+
+
+@given(instances(max_items=5, max_units=9), st.lists(st.sampled_from(LANE_GROUPS), min_size=5))
+@settings(max_examples=40, deadline=None)
+def test_footprint_with_lanes_is_the_brute_force_minimum(items, lanes):
+    items = [Item(it.name, it.size, it.align, it.live, lane) for it, lane in zip(items, lanes)]
+    packing = pack(items, PHASES)
+    assert packing.exact and clashes(items, packing.offsets) == []
+    assert packing.footprint == brute_force_minimum(items)
+
+
 def test_epilogue_tile_goes_over_drained_stages():
     # 4 stages of A (16 KiB) + B (32 KiB) in the mainloop; a 32 KiB epilogue tile afterwards.
     items = [

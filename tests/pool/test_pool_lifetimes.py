@@ -211,3 +211,28 @@ def test_a_kernel_declares_buffers_at_their_packed_offsets():
     assert k.dyn_smem_bytes == 4096
     assert "reinterpret_cast<float*>(smem + 0);" in k.source
     assert k.source.count("smem + 0)") == 2  # c over a: their phases are disjoint
+
+
+def test_without_phases_a_view_is_placed_at_once():
+    smem = SMEMPool()
+    smem.alloc((100,), "uint8", name="pad")
+    big = smem.alloc((4096,), "uint8", name="big")
+    view = smem.alloc((16,), "float32", name="view", alias_of=big, offset=64)
+    assert view.byte_offset == big.byte_offset + 64 == 164
+    assert smem.offset == 100 + 4096  # a view takes no space
+    assert smem.plan().entry("view").overlaps == ("big",)
+
+
+def test_without_phases_an_explicit_offset_leaves_the_cursor():
+    smem = SMEMPool()
+    smem.alloc((256,), "uint8", name="a")
+    pinned = smem.alloc((64,), "uint8", name="pinned", offset=1024)
+    assert pinned.byte_offset == 1024 and smem.offset == 256
+    assert smem.commit() == 1088
+
+
+def test_an_explicit_offset_must_keep_the_alignment():
+    smem = SMEMPool(phases=PHASES)
+    with pytest.raises(AllocationError, match=r"offset=100 bytes is not a multiple of .* 1024"):
+        smem.alloc_mma((128, 64), "bfloat16", offset=100)
+    assert smem.buffers == ()
