@@ -14,7 +14,7 @@ import itertools
 from typing import TYPE_CHECKING
 
 from ..errors import PlanFileError, PoolStateError
-from ..layout.tmem import TMEM_COLS
+from ..layout.tmem import TMEM_COLS, TMEM_MIN_ALLOC_COLS
 from ..scopes import TMEM
 from ..validate import check_name
 from ..version import __version__
@@ -131,9 +131,10 @@ def _tmem_lines(pool: PoolPlan) -> list[str]:
         "// into the slot; a cell's address is base + (lane << 16) + column",
         f"namespace {name} {{",
         f"constexpr unsigned total_cols = {pool.committed};  // tcgen05.alloc size",
-        "static_assert(total_cols >= 32 && total_cols <= 512 && "
+        f"static_assert(total_cols >= {TMEM_MIN_ALLOC_COLS} && total_cols <= {TMEM_COLS} && "
         "(total_cols & (total_cols - 1)) == 0, "
-        f'"{pool.name}: tcgen05.alloc takes a power of two of columns in [32, 512]");',
+        f'"{pool.name}: tcgen05.alloc takes a power of two of columns in '
+        f'[{TMEM_MIN_ALLOC_COLS}, {TMEM_COLS}]");',
         f"constexpr unsigned high_water = {pool.high_water};",
         f'static_assert(high_water <= total_cols, "{pool.name}: buffers beyond total_cols");',
     ]
@@ -211,7 +212,7 @@ def cpp_header(plan: MemoryPlan, namespace: str = "tilemem_plan") -> str:
         lines += [
             "",
             f"static_assert({total} <= {TMEM_COLS}, "
-            '"the TMEM pools of one CTA need more than its 512 columns");',
+            f'"the TMEM pools of one CTA need more than its {TMEM_COLS} columns");',
         ]
     lines += ["", f"}}  // namespace {outer}", ""]
     return "\n".join(lines)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING
 
+from ..layout.tmem import TMEM_LANES
 from ..scopes import TMEM
 from .target import get_target
 
@@ -28,7 +29,6 @@ RIGHT = 30
 PLOT = WIDTH - LEFT - RIGHT  # pixels for the byte / column axis
 ROW = 46  # height of one SMEM row
 LANE = 1.25  # pixels per TMEM lane: 128 lanes = 160 px
-TMEM_LANES = 128  # lanes of tensor memory (PTX ISA, "Tensor Memory")
 LINE = 16  # text line height
 CHAR = 6.6  # average width of one 11-px character, to decide whether a label fits
 PALETTE = (
