@@ -1,14 +1,17 @@
-"""bf16 GEMM ``C = A @ B^T``: tilemem's persistent Hopper kernel against cuBLAS, one process.
+"""GEMM ``C = A @ B^T``: tilemem's persistent Hopper kernel against cuBLAS, one process.
 
-    python3 benchmarks/gemm.py                # every shape: check, then time, then the table
+    python3 benchmarks/gemm.py                # every shape, bf16 then fp8: check, time, table
     python3 benchmarks/gemm.py --sanitize     # one small non-multiple shape, checked only
                                               # (run under compute-sanitizer --tool memcheck)
-    python3 benchmarks/gemm.py --shapes ragged  # the ragged shape and its one-dimension parts
+    python3 benchmarks/gemm.py --shapes ragged --dtypes bfloat16  # the ragged shape and its
+                                              # one-dimension parts
 
+A and B are bf16 or fp8 e4m3, C is bf16, accumulation fp32. The library side is
+``torch.matmul`` (cuBLAS) for bf16 and ``torch._scaled_mm`` (cuBLASLt, unit scales) for fp8.
 Check: fresh random inputs per shape, C poisoned with NaN before the launch; the relative
-Frobenius error ``|C - ref| / |ref|`` against an fp32 product of the same bf16 inputs (TF32
-off) is printed for tilemem (without clusters and with 2x1 clusters; the larger) and
-for ``torch.matmul`` (cuBLAS), and tilemem must stay below 1e-2 with every element written.
+Frobenius error ``|C - ref| / |ref|`` against an fp32 product of the same inputs (TF32 off)
+is printed for tilemem (without clusters and with 2x1 clusters; the larger) and for the
+library, and tilemem must stay below 1e-2 with every element written.
 Timing: each implementation is captured in a CUDA graph of
 ``reps`` back-to-back launches; every round replays the graphs (tilemem in each cluster
 shape, cuBLAS; the order rotates from round to round), each between CUDA events, after
@@ -44,15 +47,31 @@ RAGGED_PARTS = [  # the ragged shape rounded to whole tiles, then ragged in one 
     (4992, 3000, 2048),
     (4992, 3072, 2040),
 ]
-SANITIZE = (300, 520, 200)
+RAGGED_FP8 = [(5008, 3008, 2032)]  # cuBLASLt's fp8 GEMM wants multiples of 16
+SANITIZE = (304, 528, 208)
+TORCH_TYPES = {"bfloat16": torch.bfloat16, "float8_e4m3fn": torch.float8_e4m3fn}
+
+
+def _inputs(m: int, n: int, k: int, dtype: torch.dtype, gen=None):
+    a = torch.randn(m, k, device="cuda", generator=gen).to(dtype)
+    b = torch.randn(n, k, device="cuda", generator=gen).to(dtype)
+    return a, b
+
+
+def cublas(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """The library product: ``torch.matmul`` for bf16, cuBLASLt's fp8 GEMM through
+    ``torch._scaled_mm`` (unit scales, bf16 out) for e4m3."""
+    if a.dtype == torch.bfloat16:
+        return torch.matmul(a, b.T)
+    one = torch.ones((), device="cuda")
+    return torch._scaled_mm(a, b.T, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
 
 
 def check(gemms: list[HopperGemm], m: int, n: int, k: int, seed: int) -> list[float]:
     """Errors against the fp32 product: each tilemem variant's, then cuBLAS's; raises if a
     tilemem variant is wrong."""
     gen = torch.Generator(device="cuda").manual_seed(seed)
-    a = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)
-    b = torch.randn(n, k, device="cuda", generator=gen).to(torch.bfloat16)
+    a, b = _inputs(m, n, k, TORCH_TYPES[gemms[0].dtype], gen)
     ref = a.float() @ b.float().T
 
     def rel(x: torch.Tensor) -> float:
@@ -66,9 +85,10 @@ def check(gemms: list[HopperGemm], m: int, n: int, k: int, seed: int) -> list[fl
         errors.append(rel(c))
         if not bool(torch.isfinite(c).all()) or not errors[-1] < 1e-2:
             raise SystemExit(
-                f"WRONG RESULT for {m}x{n}x{k}, cluster {gemm.cluster_m}: error {errors[-1]:.3e}"
+                f"WRONG RESULT for {m}x{n}x{k} {gemm.dtype}, cluster {gemm.cluster_m}: error "
+                f"{errors[-1]:.3e}"
             )
-    return errors + [rel(torch.matmul(a, b.T))]
+    return errors + [rel(cublas(a, b))]
 
 
 def _graph(launch, reps: int) -> torch.cuda.CUDAGraph:
@@ -82,16 +102,14 @@ def _graph(launch, reps: int) -> torch.cuda.CUDAGraph:
 
 def time_all(gemms: list[HopperGemm], m: int, n: int, k: int, rounds: int) -> list[float]:
     """Median seconds per product: each tilemem variant, then cuBLAS, timed interleaved."""
-    a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
-    b = torch.randn(n, k, device="cuda").to(torch.bfloat16)
+    a, b = _inputs(m, n, k, TORCH_TYPES[gemms[0].dtype])
     c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-    bt = b.T
 
     def run_cublas(stream) -> None:
-        torch.matmul(a, bt, out=c)
+        cublas(a, b)
 
     runs = [gemm.prepare(a, b, c) for gemm in gemms] + [run_cublas]
-    est = 2.0 * m * n * k / 700e12
+    est = 2.0 * m * n * k / (700e12 if a.dtype == torch.bfloat16 else 1400e12)
     reps = max(3, min(50, int(0.01 / est)))
     for _ in range(3):  # warm-up: module load, cuBLAS handle and heuristics, clocks
         for run in runs:
@@ -127,6 +145,33 @@ def _smi(query: str) -> str:
         return "nvidia-smi unavailable"
 
 
+def report(gemms: list[HopperGemm], shapes, rounds: int) -> None:
+    """Check and time every shape for one input type, then print its table."""
+    rows = []
+    for i, (m, n, k) in enumerate(shapes):
+        errors = check(gemms, m, n, k, seed=100 + i)
+        flops = 2.0 * m * n * k
+        rates = [flops / t / 1e12 for t in time_all(gemms, m, n, k, rounds)]
+        rows.append(((m, n, k), errors, rates))
+        print(f"{m}x{n}x{k}: errors {errors}, TFLOP/s {[round(r) for r in rates]}", flush=True)
+    print()
+    print(f"{gemms[0].dtype}: TFLOP/s; errors are |C - ref| / |ref| against the fp32 product")
+    names = [f"{g.cluster_m}x1" if g.cluster_m > 1 else "tilemem" for g in gemms]
+    print(f"| M x N x K | error | cuBLAS error | {' | '.join(names)} | cuBLAS | ratio", end="")
+    print("".join(f" | ratio {n}" for n in names[1:]) + " |")
+    print("| --- " * (4 + 2 * len(names)) + "|")
+    for (m, n, k), errors, rates in rows:
+        tilemem, library = rates[:-1], rates[-1]
+        print(
+            f"| {m}x{n}x{k} | {max(errors[:-1]):.2e} | {errors[-1]:.2e} | "
+            + " | ".join(f"{r:.0f}" for r in rates)
+            + " | "
+            + " | ".join(f"{r / library:.3f}" for r in tilemem)
+            + " |"
+        )
+    print()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=15)
@@ -135,6 +180,7 @@ def main() -> None:
     parser.add_argument(  # 4x1 measured slower: 30 of them fit at once, 120 CTAs of 132
         "--clusters", default="1,2", help="tilemem cluster sizes to check and time, e.g. 1,2,4"
     )
+    parser.add_argument("--dtypes", default="bfloat16,float8_e4m3fn", help="input types")
     parser.add_argument("--sanitize", action="store_true")
     parser.add_argument(
         "--profile", metavar="M,N,K,CLUSTER", help="only run tilemem 3 times (for ncu)"
@@ -144,55 +190,41 @@ def main() -> None:
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.zeros(1, device="cuda")  # torch's context first: the launcher then finds it current
     clusters = tuple(int(c) for c in args.clusters.split(","))
-    gemms = [
-        HopperGemm(group_m=args.group_m, cluster_m=cm, l2_promotion=args.l2_promotion)
-        for cm in clusters
-    ]
+    dtypes = args.dtypes.split(",")
+
+    def variants(dtype: str) -> list[HopperGemm]:
+        return [
+            HopperGemm(args.group_m, cm, dtype, l2_promotion=args.l2_promotion) for cm in clusters
+        ]
+
     if args.profile:
         m, n, k, cm = (int(x) for x in args.profile.split(","))
-        a = torch.randn(m, k, device="cuda").to(torch.bfloat16)
-        b = torch.randn(n, k, device="cuda").to(torch.bfloat16)
-        c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
-        run = gemms[clusters.index(cm)].prepare(a, b, c)
+        gemm = HopperGemm(args.group_m, cm, dtypes[0], l2_promotion=args.l2_promotion)
+        a, b = _inputs(m, n, k, TORCH_TYPES[dtypes[0]])
+        run = gemm.prepare(a, b, torch.empty(m, n, device="cuda", dtype=torch.bfloat16))
         for _ in range(3):
             run()
         torch.cuda.synchronize()
         return
     if args.sanitize:
-        for cm, err in zip((*clusters, "cuBLAS"), check(gemms, *SANITIZE, seed=1)):
-            print(f"sanitize shape {SANITIZE}, cluster {cm}: relative error {err:.3e}")
+        for dtype in dtypes:
+            errors = check(variants(dtype), *SANITIZE, seed=1)
+            for cm, err in zip((*clusters, "cuBLAS"), errors):
+                print(f"sanitize {SANITIZE} {dtype}, cluster {cm}: relative error {err:.3e}")
         return
     print(f"date {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
     print(f"gpu, driver: {_smi('name,driver_version')}; torch {torch.__version__}")
     print(f"clocks before (sm, max sm, mem MHz): {_smi('clocks.sm,clocks.max.sm,clocks.mem')}")
     print(f"command: {' '.join([sys.executable.rsplit('/', 1)[-1]] + sys.argv)}")
     print(f"group_m {args.group_m}, TMA L2 promotion {args.l2_promotion} B, {args.rounds} rounds")
-    resident = ", ".join(f"{g.max_clusters} of {g.cluster_m}x1" for g in gemms if g.cluster_m > 1)
-    print(f"clusters resident at once: {resident}")
     sets = {"all": SQUARE + LLM + RAGGED, "square": SQUARE, "ragged": RAGGED + RAGGED_PARTS}
-    rows = []
-    for i, (m, n, k) in enumerate(sets[args.shapes]):
-        errors = check(gemms, m, n, k, seed=100 + i)
-        flops = 2.0 * m * n * k
-        rates = [flops / t / 1e12 for t in time_all(gemms, m, n, k, args.rounds)]
-        rows.append(((m, n, k), errors, rates))
-        print(f"{m}x{n}x{k}: errors {errors}, TFLOP/s {[round(r) for r in rates]}", flush=True)
+    for dtype in dtypes:
+        gemms = variants(dtype)
+        resident = ", ".join(f"{g.max_clusters} of {g.cluster_m}x1" for g in gemms[1:])
+        print(f"{dtype}: clusters resident at once: {resident}")
+        shapes = sets[args.shapes] if dtype == "bfloat16" else SQUARE + LLM + RAGGED_FP8
+        report(gemms, shapes, args.rounds)
     print(f"clocks after (sm, max sm, mem MHz): {_smi('clocks.sm,clocks.max.sm,clocks.mem')}")
-    print()
-    print("TFLOP/s; errors are |C - ref| / |ref| against the fp32 product")
-    names = [f"{c}x1" if c > 1 else "tilemem" for c in clusters]
-    print(f"| M x N x K | error | cuBLAS error | {' | '.join(names)} | cuBLAS | ratio", end="")
-    print("".join(f" | ratio {n}" for n in names[1:]) + " |")
-    print("| --- " * (4 + 2 * len(names)) + "|")
-    for (m, n, k), errors, rates in rows:
-        tilemem, cublas = rates[:-1], rates[-1]
-        print(
-            f"| {m}x{n}x{k} | {max(errors[:-1]):.2e} | {errors[-1]:.2e} | "
-            + " | ".join(f"{r:.0f}" for r in rates)
-            + " | "
-            + " | ".join(f"{r / cublas:.3f}" for r in tilemem)
-            + " |"
-        )
 
 
 if __name__ == "__main__":

@@ -49,3 +49,19 @@ def test_a_transposed_view_is_refused_not_misread(torch, gemm):
     c = torch.zeros(256, 256, device="cuda", dtype=torch.bfloat16)
     with pytest.raises(GemmShapeError, match="B must be dense row-major"):
         gemm(a, w.T, c)  # B = (W^T) with K = 512 along W's rows: strides (1, 256)
+
+
+def test_fp8_inputs_give_the_fp32_product(torch):
+    from tilemem.gemm.hopper import HopperGemm
+
+    m, n, k = 1000, 1040, 528  # ragged; 5 K tiles of 128 fp8, the last one partial
+    gen = torch.Generator(device="cuda").manual_seed(17)
+    a = torch.randn(m, k, device="cuda", generator=gen).to(torch.float8_e4m3fn)
+    b = torch.randn(n, k, device="cuda", generator=gen).to(torch.float8_e4m3fn)
+    ref = a.float() @ b.float().T
+    for cluster_m in (1, 2):
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+        HopperGemm(group_m=3, cluster_m=cluster_m, dtype="float8_e4m3fn")(a, b, c)
+        torch.cuda.synchronize()
+        err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
+        assert bool(torch.isfinite(c).all()) and err < 1e-2, (cluster_m, err)

@@ -45,6 +45,18 @@ def test_kernel_uses_the_planned_ring_and_hopper_instructions():
         assert text in source, text
 
 
+def test_fp8_kernel_takes_128_wide_k_tiles_in_four_k32_steps():
+    # a 128-byte swizzle row holds 128 e4m3 values; wgmma reads 32 of them per instruction
+    source = hopper_gemm_persistent(dtype="float8_e4m3fn").source
+    assert source.count("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3") == 4
+    assert "(kt * 128)" in source and "229440 bytes of dynamic shared memory" in source
+
+
+def test_input_types_are_bf16_or_e4m3():
+    with pytest.raises(GemmShapeError, match=r"one of \('bfloat16', 'float8_e4m3fn'\)"):
+        hopper_gemm_persistent(dtype="float16")
+
+
 def test_cluster_kernel_multicasts_b_and_arrives_on_both_ctas():
     source = hopper_gemm_persistent(cluster_m=2).source
     assert ".multicast::cluster" in source and "%cluster_ctarank" in source
@@ -110,7 +122,7 @@ def _tensor(*shape, dtype="torch.bfloat16"):
     ("a", "b", "c", "match"),
     [
         ((512, 256), (512, 128), (512, 512), r"A \(M, K\), B \(N, K\), C \(M, N\)"),
-        ((512, 260), (512, 260), (512, 512), r"K = 260 and N = 512 must be multiples of 8"),
+        ((512, 260), (512, 260), (512, 512), r"K = 260 must be a multiple of 8 and N = 512 of 8"),
         ((64, 256), (512, 256), (64, 512), r"M >= 128, N >= 256, K >= 64"),
     ],
 )
@@ -131,6 +143,15 @@ def test_operands_must_be_bfloat16():
     )
 
 
+def test_fp8_operands_need_k_in_16_byte_rows_and_a_bf16_c():
+    fp8 = "torch.float8_e4m3fn"
+    a, b = _tensor(300, 200, dtype=fp8), _tensor(520, 200, dtype=fp8)
+    with pytest.raises(GemmShapeError, match=r"K = 200 must be a multiple of 16"):
+        _check_operands(a, b, _tensor(300, 520), "float8_e4m3fn")
+    with pytest.raises(GemmShapeError, match=r"C must be bfloat16, got torch.float8_e4m3fn"):
+        _check_operands(a, b, _tensor(300, 520, dtype=fp8), "float8_e4m3fn")
+
+
 class _Strided:
     def __init__(self, shape, strides):
         self.shape, self.dtype = shape, "bfloat16"
@@ -149,3 +170,26 @@ def test_operands_must_be_row_major():
     with pytest.raises(GemmShapeError, match=r"B must be dense row-major .*b.contiguous\(\)"):
         _check_operands(a, transposed, c)
     assert _check_operands(a, _Strided((512, 256), (512, 2)), c) == (512, 256, 512)
+
+
+class _Float8Tensor:
+    """Like a torch float8 tensor: the array interface raises KeyError, data_ptr() works."""
+
+    shape, dtype = (128, 128), "torch.float8_e4m3fn"
+
+    @property
+    def __cuda_array_interface__(self):
+        raise KeyError("float8_e4m3fn")
+
+    def is_contiguous(self):
+        return True
+
+    def data_ptr(self):
+        return 0x7F0000001000
+
+
+def test_float8_tensors_are_addressed_through_data_ptr():
+    from tilemem.cuda.device import device_pointer, element_bytes
+
+    assert device_pointer(_Float8Tensor()) == 0x7F0000001000
+    assert element_bytes(_Float8Tensor()) is None  # unknown, not a crash

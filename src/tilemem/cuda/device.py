@@ -50,16 +50,28 @@ def gpu_name() -> str | None:
         return None
 
 
+def array_interface(obj) -> dict | None:
+    """``__cuda_array_interface__``, or None when the object has none or cannot describe its
+    element type that way (torch raises KeyError for float8 tensors)."""
+    try:
+        return getattr(obj, "__cuda_array_interface__", None)
+    except (KeyError, TypeError):
+        return None
+
+
 def device_pointer(obj) -> int:
-    """The device address of a tensor-like object (cuda.core Buffer, CAI, DLPack) or an int."""
+    """The device address of a tensor-like object (cuda.core Buffer, CAI, torch ``data_ptr``,
+    DLPack) or an int."""
     if isinstance(obj, int):
         return obj
+    cai = array_interface(obj)
     handle = getattr(obj, "handle", None)
-    if handle is not None and hasattr(obj, "size") and not hasattr(obj, "__cuda_array_interface__"):
+    if handle is not None and hasattr(obj, "size") and cai is None:
         return int(handle)  # cuda.core Buffer
-    cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is not None:
         return int(cai["data"][0])
+    if callable(getattr(obj, "data_ptr", None)):  # torch tensors the interface cannot describe
+        return int(obj.data_ptr())
     if hasattr(obj, "__dlpack__"):
         from cuda.core.utils import StridedMemoryView
 
@@ -78,7 +90,7 @@ def array_shape(obj) -> tuple | None:
 
 def element_bytes(obj) -> int | None:
     """Bytes per element of an array-like, or None when it does not say."""
-    cai = getattr(obj, "__cuda_array_interface__", None)
+    cai = array_interface(obj)
     if cai is not None:
         return int(cai["typestr"][2:])
     return getattr(obj, "itemsize", None) or getattr(getattr(obj, "dtype", None), "itemsize", None)

@@ -1,19 +1,23 @@
-"""Persistent, warp-specialised Hopper bf16 GEMM: ``C = A @ B^T``.
+"""Persistent, warp-specialised Hopper GEMM: ``C = A @ B^T``, bf16 or fp8 e4m3 inputs.
 
-A is ``M x K``, B is ``N x K`` and C is ``M x N``, all row-major bf16; accumulation is fp32.
-One CTA of 384 threads runs per SM and walks the output tiles ``b, b + gridDim, ...``:
+A is ``M x K``, B is ``N x K`` (bf16 or both fp8 e4m3) and C is ``M x N`` bf16, all
+row-major; accumulation is fp32. One CTA of 384 threads runs per SM and walks the output
+tiles of its cluster (``Schedule``):
 
 - warpgroup 0 is the producer. It gives registers back (``setmaxnreg.dec``) and one elected
   thread streams the A and B tiles of every K step into the stage ring with TMA, waiting on
   each stage's ``empty`` mbarrier and arming its ``full`` mbarrier with the byte count.
+  In a cluster of ``cluster_m`` CTAs (adjacent M tiles, one N tile) each producer loads
+  ``1 / cluster_m`` of B and multicasts it to all of them.
 - warpgroups 1 and 2 are the consumers (``setmaxnreg.inc``). Each owns 64 rows of the
-  128 x 256 tile: 128 fp32 accumulators a thread, ``wgmma m64n256k16`` four times per K tile.
-  One wgmma group stays in flight (``wait_group 1``): the stage of K tile ``k - 1`` is
-  released once the group of tile ``k`` has been issued and the older one has completed.
+  128 x 256 tile: 128 fp32 accumulators a thread, four ``wgmma m64n256`` per 128-byte K tile
+  (k16 for bf16, k32 for fp8). One wgmma group stays in flight (``wait_group 1``): the stage
+  of K tile ``k - 1`` is released, to every CTA that wrote into it, once the group of tile
+  ``k`` has been issued and the older one has completed.
 - the epilogue rounds to bf16, writes 64-column slices with ``stmatrix`` into the consumer's
   two swizzled staging tiles and TMA-stores them; meanwhile the producer is already filling
   the ring for the next tile. TMA zero-fills loads and clips stores outside the matrices, so
-  M, N and K need not be multiples of the tile (K and N must keep rows 16-byte aligned).
+  M, N and K need not be multiples of the tile (rows must stay 16-byte aligned).
 
 Tile order (``tile_coords``): tiles are taken in groups of ``group_m`` rows of M tiles, every N
 tile of a group before the next group, so the CTAs that run together reuse A and B from L2.
@@ -28,14 +32,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import lang as T
-from ..cuda.device import check, driver
+from ..cuda.device import array_interface, check, driver
 from ..cuda.kernel import KernelProgram
 from ..cuda.launch import Launcher
 from ..cuda.tma import tile_map
+from ..dtype import as_dtype
 from ..errors import TilememError
 from ..intmath import ceil_div
 from . import plan as gemm_plan
-from .plan import CONSUMERS, EPILOGUE_BUFFERS, EPILOGUE_COLS, TILE_K, TILE_M, TILE_N
+from .plan import (
+    CONSUMERS,
+    EPILOGUE_BUFFERS,
+    EPILOGUE_COLS,
+    INPUT_TYPES,
+    TILE_M,
+    TILE_N,
+    tile_k,
+)
 
 PRODUCER_REGS = 40  # a TMA-issuing warpgroup needs few registers
 CONSUMER_REGS = 232  # 128 accumulators + descriptors + epilogue; 128*40 + 256*232 <= 65536
@@ -119,7 +132,7 @@ def _producer(tma_a, tma_b, a, b, full, empty, sched: Schedule) -> None:
     stage's bytes, load this CTA's A tile and its share of B. With a cluster, B's
     ``TILE_N / cluster_m`` rows of this rank are multicast into every CTA of the cluster, which
     all compute the same N tile, so each CTA's ``full`` barrier still receives a whole stage."""
-    stages = a.shape[0]
+    stages, tk = a.shape[0], a.shape[-1]
     stage_bytes = (a.nbytes + b.nbytes) // stages
     k_tiles, cluster_m = sched.k_tiles, sched.cluster_m
     b_rows = TILE_N // cluster_m
@@ -130,12 +143,12 @@ def _producer(tma_a, tma_b, a, b, full, empty, sched: Schedule) -> None:
             s, phase = _stage_and_phase(i * k_tiles + kt, stages)
             T.ptx.mbarrier.wait((empty, s), phase ^ 1)
             T.ptx.mbarrier.arrive_expect_tx((full, s), stage_bytes)
-            T.ptx.tma.load(tma_a, (a, s, 0, 0), (full, s), [kt * TILE_K, m_tile * TILE_M])
+            T.ptx.tma.load(tma_a, (a, s, 0, 0), (full, s), [kt * tk, m_tile * TILE_M])
             T.ptx.tma.load(
                 tma_b,
                 (b, s, sched.rank * b_rows, 0),
                 (full, s),
-                [kt * TILE_K, n_tile * TILE_N + sched.rank * b_rows],
+                [kt * tk, n_tile * TILE_N + sched.rank * b_rows],
                 multicast_mask=(1 << cluster_m) - 1 if cluster_m > 1 else None,
             )
 
@@ -152,20 +165,25 @@ def _release(empty, stage, cluster_m: int) -> None:
 
 
 def _mainloop(acc, a, b, full, empty, consumer, first_step, sched: Schedule) -> None:
-    """All K tiles of one output tile into ``acc``; the first wgmma overwrites (scale-d 0)."""
-    stages = a.shape[0]
+    """All K tiles of one output tile into ``acc``; the first wgmma overwrites (scale-d 0).
+
+    One wgmma consumes 32 bytes of K (PTX ISA, "wgmma.mma_async": k16 for bf16, k32 for
+    fp8), so a 128-byte K tile takes four for either input type."""
+    stages, tk, dtype = a.shape[0], a.shape[-1], a.dtype
+    step = 256 // dtype.bits
     rows = TILE_M // CONSUMERS
     k_tiles = sched.k_tiles
     for kt in T.serial(k_tiles, name="kt"):
         s, phase = _stage_and_phase(first_step + kt, stages)
         T.ptx.mbarrier.wait((full, s), phase)
         T.ptx.wgmma.fence()
-        for kk in range(TILE_K // 16):
+        for kk in range(tk // step):
             T.ptx.wgmma.mma_async(
                 acc,
-                T.ptx.wgmma.desc(a, s, consumer * rows, kk * 16),
-                T.ptx.wgmma.desc(b, s, 0, kk * 16),
+                T.ptx.wgmma.desc(a, s, consumer * rows, kk * step),
+                T.ptx.wgmma.desc(b, s, 0, kk * step),
                 n=TILE_N,
+                dtype=dtype.name,
                 scale_d=(kt > 0) if kk == 0 else 1,
             )
         T.ptx.wgmma.commit_group()
@@ -222,16 +240,20 @@ def _consumer(tma_c, a, b, c, full, empty, consumer, sched: Schedule) -> None:
         T.ptx.tma.wait_group(0)  # C fully written before the CTA retires
 
 
-def hopper_gemm_persistent(cluster_m: int = 1) -> KernelProgram:
+def hopper_gemm_persistent(cluster_m: int = 1, dtype: str = "bfloat16") -> KernelProgram:
     """The kernel: ``(tma_a, tma_b, tma_c, m_tiles, n_tiles, k_tiles, group_m)``, 384 threads,
     launched with at most one CTA per SM. ``cluster_m`` = 2 or 4 groups CTAs of adjacent M
     tiles in a cluster (launched with cluster dimensions at run time) that share B by multicast,
-    each loading ``TILE_N / cluster_m`` of its rows."""
+    each loading ``TILE_N / cluster_m`` of its rows. ``dtype`` is A's and B's type
+    (:data:`~.plan.INPUT_TYPES`); C stays bfloat16."""
     if cluster_m not in CLUSTER_SIZES:
         raise GemmShapeError(
             f"cluster_m is one of {CLUSTER_SIZES} (CTAs sharing B by multicast), got {cluster_m}"
         )
+    if dtype not in INPUT_TYPES:
+        raise GemmShapeError(f"the GEMM takes A and B as one of {INPUT_TYPES}, got {dtype!r}")
     name = "hopper_gemm_persistent" + (f"_cluster{cluster_m}" if cluster_m > 1 else "")
+    name += "_e4m3" if dtype == "float8_e4m3fn" else ""
 
     @T.kernel(target="sm_90a", grid=(132,), block=(THREADS,), name=name)
     def kernel(
@@ -243,7 +265,7 @@ def hopper_gemm_persistent(cluster_m: int = 1) -> KernelProgram:
         k_tiles: T.int32,
         group_m: T.int32,
     ):
-        smem = gemm_plan.hopper_gemm_persistent_bf16("sm_90a")
+        smem = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a")
         a, b, c = smem.buffer("A"), smem.buffer("B"), smem.buffer("C_stage")
         full, empty = smem.buffer("full_bar"), smem.buffer("empty_bar")
         _init_barriers(full, empty, cluster_m)
@@ -269,17 +291,25 @@ class HopperGemm:
 
     ``prepare(a, b, c)`` checks the operands, encodes their tensor maps and returns a launch
     callable (what a benchmark times); calling the object does both at once. ``group_m`` is the
-    rasterisation group (M tiles), ``cluster_m`` the CTAs per cluster sharing B (1 or 2),
-    ``l2_promotion`` the TMA L2 fetch size for A and B.
+    rasterisation group (M tiles), ``cluster_m`` the CTAs per cluster sharing B (1, 2 or 4),
+    ``dtype`` the type of A and B (C is bfloat16), ``l2_promotion`` the TMA L2 fetch size for
+    A and B.
     """
 
-    def __init__(self, group_m: int = DEFAULT_GROUP_M, cluster_m: int = 1, l2_promotion: int = 0):
+    def __init__(
+        self,
+        group_m: int = DEFAULT_GROUP_M,
+        cluster_m: int = 2,
+        dtype: str = "bfloat16",
+        l2_promotion: int = 0,
+    ):
         if not isinstance(group_m, int) or group_m < 1:
             raise GemmShapeError(f"group_m is a positive number of M tiles, got {group_m!r}")
         self.group_m, self.cluster_m, self.l2_promotion = group_m, cluster_m, l2_promotion
-        self.program = hopper_gemm_persistent(cluster_m)
+        self.dtype = dtype
+        self.program = hopper_gemm_persistent(cluster_m, dtype)
         self.launcher = Launcher(self.program)
-        self.plan = gemm_plan.hopper_gemm_persistent_bf16("sm_90a")  # the same placement
+        self.plan = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a")  # the same placement
         drv = driver()
         attr = drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
         self.sms = int(
@@ -296,13 +326,13 @@ class HopperGemm:
 
     def prepare(self, a, b, c, ctas: int | None = None) -> Callable[..., None]:
         """Check and map the operands; ``ctas`` caps the persistent grid (default: one per SM)."""
-        m, k, n = _check_operands(a, b, c)
+        m, k, n = _check_operands(a, b, c, self.dtype)
         maps = (
             tile_map(a, self.plan.buffer("A"), self.l2_promotion),
-            tile_map(b, gemm_plan.b_share(self.cluster_m), self.l2_promotion),
+            tile_map(b, gemm_plan.b_share(self.cluster_m, self.dtype), self.l2_promotion),
             tile_map(c, self.plan.buffer("C_stage")),
         )
-        tiles = (ceil_div(m, TILE_M), ceil_div(n, TILE_N), ceil_div(k, TILE_K))
+        tiles = (ceil_div(m, TILE_M), ceil_div(n, TILE_N), ceil_div(k, tile_k(self.dtype)))
         if ctas is not None and (not isinstance(ctas, int) or ctas < 1):
             raise GemmShapeError(f"ctas caps the grid at a positive number of CTAs, got {ctas!r}")
         cm = self.cluster_m
@@ -323,7 +353,7 @@ def _row_major(x) -> bool:
     """Dense row-major (C order), as the tensor maps assume; unknown array kinds pass."""
     if hasattr(x, "is_contiguous"):  # torch
         return bool(x.is_contiguous())
-    cai = getattr(x, "__cuda_array_interface__", None)
+    cai = array_interface(x)
     if cai is None or cai.get("strides") is None:
         return True
     rows, cols = cai["shape"]
@@ -331,9 +361,9 @@ def _row_major(x) -> bool:
     return tuple(cai["strides"]) == (cols * size, size) or rows == 1
 
 
-def _check_operands(a, b, c) -> tuple[int, int, int]:
-    """(M, K, N) after the rules: 2-D bf16 row-major, B's K equals A's, C is M x N, rows 16-byte
-    aligned, and each matrix at least one TMA box (128, 256 and 64 x 64)."""
+def _check_operands(a, b, c, dtype: str = "bfloat16") -> tuple[int, int, int]:
+    """(M, K, N) after the rules: 2-D and row-major, A and B of ``dtype`` and C bfloat16, B's K
+    equals A's, C is M x N, rows 16-byte aligned, each matrix at least one TMA box."""
     shapes = [tuple(int(s) for s in getattr(x, "shape", ())) for x in (a, b, c)]
     if any(len(s) != 2 for s in shapes):
         raise GemmShapeError(f"A, B and C must be 2-D, got shapes {shapes}")
@@ -343,21 +373,24 @@ def _check_operands(a, b, c) -> tuple[int, int, int]:
             f"C = A @ B^T needs A (M, K), B (N, K), C (M, N); got A {shapes[0]}, B {shapes[1]}, "
             f"C {shapes[2]}"
         )
-    for name, x in zip("ABC", (a, b, c)):
-        if "bfloat16" not in str(getattr(x, "dtype", "")):
-            raise GemmShapeError(f"{name} must be bfloat16, got {getattr(x, 'dtype', None)}")
+    for name, x, want in zip("ABC", (a, b, c), (dtype, dtype, "bfloat16")):
+        if want not in str(getattr(x, "dtype", "")):
+            raise GemmShapeError(f"{name} must be {want}, got {getattr(x, 'dtype', None)}")
         if not _row_major(x):
             raise GemmShapeError(
                 f"{name} must be dense row-major (its tensor map assumes it): pass "
                 f"{name.lower()}.contiguous(), or for B = W^T pass W itself"
             )
-    if k % 8 or n % 8:
+    k_align = 16 * 8 // as_dtype(dtype).bits
+    if k % k_align or n % 8:
         raise GemmShapeError(
-            f"K = {k} and N = {n} must be multiples of 8 (TMA needs 16-byte row pitches): pad them"
+            f"K = {k} must be a multiple of {k_align} and N = {n} of 8 (TMA needs 16-byte row "
+            "pitches): pad them"
         )
-    if m < TILE_M or n < TILE_N or k < TILE_K:
+    tk = tile_k(dtype)
+    if m < TILE_M or n < TILE_N or k < tk:
         raise GemmShapeError(
             f"M, N, K = {m}, {n}, {k}: this kernel needs M >= {TILE_M}, N >= {TILE_N}, "
-            f"K >= {TILE_K} (one TMA box each); use torch.matmul for smaller products"
+            f"K >= {tk} (one TMA box each); use torch.matmul for smaller products"
         )
     return m, k, n

@@ -1,6 +1,6 @@
-"""Memory plan of the persistent Hopper bf16 GEMM (``gemm/hopper.py``).
+"""Memory plan of the persistent Hopper GEMM (``gemm/hopper.py``), bf16 or fp8 inputs.
 
-The CTA tile is ``TILE_M x TILE_N`` and a K tile ``TILE_K`` wide. Two consumer
+The CTA tile is ``TILE_M x TILE_N``, a K tile one 128-byte row (:func:`tile_k`). Two consumer
 warpgroups own ``TILE_M / 2`` rows each. The pool has two phases: ``mainloop``
 (TMA fills the ring, wgmma drains it) and ``epilogue`` (the consumers stage C).
 The kernel is persistent, so the epilogue of tile i runs while the producer
@@ -11,10 +11,13 @@ tiles beside the ring and picks the deepest ring that still fits one CTA per SM.
 
 from __future__ import annotations
 
+from ..dtype import as_dtype
 from ..plan.stages import BufferRequest, StageSolution, solve_stages
 from ..pool import Buffer, SMEMPool
 
-TILE_M, TILE_N, TILE_K = 128, 256, 64
+TILE_M, TILE_N = 128, 256
+SWIZZLE_ROW_BYTES = 128  # a K tile is one 128-byte swizzle row of A and B
+INPUT_TYPES = ("bfloat16", "float8_e4m3fn")  # A and B; C is bfloat16, accumulation float32
 CONSUMERS = 2  # consumer warpgroups, TILE_M / CONSUMERS rows each
 EPILOGUE_COLS = 64  # columns of C per staging tile: one 128-byte swizzle row of bf16
 EPILOGUE_BUFFERS = 2  # per consumer: fill one while the TMA store of the other drains
@@ -22,37 +25,45 @@ PHASES = ("mainloop", "epilogue")
 LIVE = {"C_stage": "epilogue"}  # every other buffer is live in both phases
 
 
+def tile_k(dtype: str = "bfloat16") -> int:
+    """K elements per stage: one 128-byte swizzle row (64 bf16, 128 fp8)."""
+    return SWIZZLE_ROW_BYTES * 8 // as_dtype(dtype).bits
+
+
 def requests(dtype: str = "bfloat16") -> list[BufferRequest]:
     """The kernel's buffers in allocation order; A, B and both barriers once per stage.
 
-    A stage is ``TILE_M x TILE_K`` of A and ``TILE_N x TILE_K`` of B, K-major with the
-    128-byte swizzle (64 bf16 = one swizzle row): 16 KiB + 32 KiB. ``C_stage`` is
+    A stage is ``TILE_M x tile_k`` of A and ``TILE_N x tile_k`` of B, K-major with the
+    128-byte swizzle: 16 KiB + 32 KiB for either input type. ``C_stage`` is
     ``CONSUMERS x EPILOGUE_BUFFERS`` tiles of ``TILE_M / CONSUMERS x EPILOGUE_COLS`` bf16
     (8 KiB each), written with ``stmatrix`` and stored with TMA.
     """
-    rows = TILE_M // CONSUMERS
+    rows, k = TILE_M // CONSUMERS, tile_k(dtype)
     return [
-        BufferRequest("A", (TILE_M, TILE_K), dtype, swizzle="128B", per_stage=True),
-        BufferRequest("B", (TILE_N, TILE_K), dtype, swizzle="128B", per_stage=True),
+        BufferRequest("A", (TILE_M, k), dtype, swizzle="128B", per_stage=True),
+        BufferRequest("B", (TILE_N, k), dtype, swizzle="128B", per_stage=True),
         BufferRequest(
-            "C_stage", (CONSUMERS * EPILOGUE_BUFFERS, rows, EPILOGUE_COLS), dtype, swizzle="128B"
+            "C_stage",
+            (CONSUMERS * EPILOGUE_BUFFERS, rows, EPILOGUE_COLS),
+            "bfloat16",
+            swizzle="128B",
         ),
         BufferRequest("full_bar", (), "uint64", per_stage=True),
         BufferRequest("empty_bar", (), "uint64", per_stage=True),
     ]
 
 
-def stages(target: str = "sm_90a") -> StageSolution:
+def stages(target: str = "sm_90a", dtype: str = "bfloat16") -> StageSolution:
     """The deepest A/B ring beside the C staging tiles: 4 stages on sm_90a (224 KiB + 64 B)."""
-    return solve_stages(requests(), target, ctas_per_sm=1)
+    return solve_stages(requests(dtype), target, ctas_per_sm=1)
 
 
-def hopper_gemm_persistent_bf16(target: str = "sm_90a") -> SMEMPool:
+def hopper_gemm_persistent_plan(dtype: str = "bfloat16", target: str = "sm_90a") -> SMEMPool:
     """Allocate :func:`requests` with the solved stage count in a pool with :data:`PHASES`;
     inside a kernel the pool emits."""
-    depth = stages(target).stages
+    depth = stages(target, dtype).stages
     smem = SMEMPool(name="smem", target=target, phases=PHASES)
-    for r in requests():
+    for r in requests(dtype):
         shape = ((depth,) + tuple(r.shape)) if r.per_stage else tuple(r.shape)
         live = LIVE.get(r.name)
         if r.swizzle is not None:
@@ -63,9 +74,14 @@ def hopper_gemm_persistent_bf16(target: str = "sm_90a") -> SMEMPool:
     return smem
 
 
-def b_share(cluster_m: int, target: str = "sm_90a") -> Buffer:
+def hopper_gemm_persistent_bf16(target: str = "sm_90a") -> SMEMPool:
+    """The bf16 plan, ``tilemem plan --example hopper-gemm-persistent``."""
+    return hopper_gemm_persistent_plan("bfloat16", target)
+
+
+def b_share(cluster_m: int, dtype: str = "bfloat16", target: str = "sm_90a") -> Buffer:
     """The rows of a B stage one CTA's producer loads (and multicasts) in a cluster of
-    ``cluster_m`` CTAs: ``TILE_N / cluster_m`` x ``TILE_K``, laid out like B's rows (a plan-only
+    ``cluster_m`` CTAs: ``TILE_N / cluster_m`` x ``tile_k``, laid out like B's rows (a plan-only
     buffer from which the B tensor map takes its box)."""
     smem = SMEMPool(name="b_share", target=target)
-    return smem.alloc_mma((TILE_N // cluster_m, TILE_K), "bfloat16", "128B", name="B_share")
+    return smem.alloc_mma((TILE_N // cluster_m, tile_k(dtype)), dtype, "128B", name="B_share")
