@@ -7,6 +7,8 @@ Memory" data path layouts); a bf16 P over it needs half of them.
 """
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tilemem import SMEMPool, T, TMEMPool
 from tilemem.errors import AliasError, AllocationError, PoolStateError, TMEMOverflowError
@@ -236,3 +238,30 @@ def test_an_explicit_offset_must_keep_the_alignment():
     with pytest.raises(AllocationError, match=r"offset=100 bytes is not a multiple of .* 1024"):
         smem.alloc_mma((128, 64), "bfloat16", offset=100)
     assert smem.buffers == ()
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(1, 3000),
+            st.sampled_from([0, 8, 16, 128, 1024]),
+            st.sets(st.sampled_from(PHASES), min_size=1),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+@settings(max_examples=40, deadline=None)
+def test_a_committed_pool_keeps_co_live_buffers_apart(requests):
+    smem = SMEMPool(phases=PHASES)
+    for n, (nbytes, align, live) in enumerate(requests):
+        smem.alloc((nbytes,), "uint8", align=align, live=live, name=f"b{n}")
+    size = smem.commit()
+    spans = [(b.byte_offset, b.byte_offset + b.nbytes, set(live)) for b, (_, _, live) in
+             zip(smem.buffers, requests)]  # fmt: skip
+    for buf, (_, align, _) in zip(smem.buffers, requests):
+        assert buf.byte_offset % max(align, 1) == 0 and buf.byte_offset + buf.nbytes <= size
+    for i, (a0, a1, a_live) in enumerate(spans):
+        for b0, b1, b_live in spans[i + 1 :]:
+            assert not (a_live & b_live) or a1 <= b0 or b1 <= a0
+    assert size <= smem.plan().smem.bump

@@ -17,6 +17,7 @@ from ..intmath import ceil_div
 from ..layout import Layout, TileLayout, sf_tmem_layout, tmem_datapath_layout
 from ..layout.tmem import TMEM_COLS, TMEM_LANES, TMEM_MIN_ALLOC_COLS
 from ..plan.capacity import check_tmem_target
+from ..plan.lifetimes import Packing
 from ..plan.model import PoolPlan, StageViews, TMEMAllocation
 from ..plan.occupancy import check_tmem_per_cta
 from ..plan.packing import is_power_of_two
@@ -328,25 +329,25 @@ class TMEMPool(LifetimePool, BumpPool):
             raise PoolStateError(
                 f"TMEM pool {self.name!r} is already committed; commit() runs once"
             )
-        offsets = self._commit_offsets()
-        high_water = self._high_water if offsets is None else self._provisional_footprint()
+        packing = self._packed()
+        high_water = self._high_water if packing is None else packing.footprint
+        if packing is not None and high_water > self.capacity:
+            raise TMEMOverflowError(
+                f"TMEM overflow in pool {self.name!r}: packed by lifetime the buffers need "
+                f"{high_water} columns (lower bound {packing.lower_bound}) but total_cols is "
+                f"{self.capacity}; shorten lifetimes, free {high_water - self.capacity} "
+                "columns, or raise total_cols"
+            )
         total_cols = self.total_cols
         if not isinstance(total_cols, int):  # 'auto'
             need = max(TMEM_MIN_ALLOC_COLS, high_water)
             total_cols = 1 << (need - 1).bit_length()
-        elif high_water > total_cols:
-            raise TMEMOverflowError(
-                f"TMEM overflow in pool {self.name!r}: packed by lifetime the buffers need "
-                f"{high_water} columns (lower bound {self._lower_bound()}) but total_cols is "
-                f"{total_cols}; shorten lifetimes, free {high_water - total_cols} columns, or "
-                "raise total_cols"
-            )
         others = [(t.name, t.capacity) for t in self.smem_pool.tmem_pools if t is not self]
         check_tmem_per_cta(others + [(self.name, total_cols)])
         self.smem_pool.check_tmem_residency(pending=(self, total_cols))  # before state changes
-        if offsets is not None:
-            self._packing, self._high_water = self._provisional, high_water
-            for buf, col in zip(self._buffers, offsets):
+        if packing is not None:
+            self._packing, self._high_water = packing, high_water
+            for buf, col in zip(self._buffers, packing.offsets):
                 object.__setattr__(buf, "col_offset", col)  # placed once, at commit
         self.total_cols = total_cols
         self._committed = True
@@ -412,8 +413,9 @@ class TMEMPool(LifetimePool, BumpPool):
         )
 
     # -- lifetimes ---------------------------------------------------------------------
-    def _commit_offsets(self) -> list[int] | None:
-        """Columns from the lifetime packer (None for a pool without phases)."""
+    def _packed(self) -> Packing | None:
+        """Columns from the lifetime packer, lanes included (None for a pool without phases);
+        AliasError for overlays live together."""
         if self.phases is None:
             return None
         items = self._items(
@@ -422,22 +424,16 @@ class TMEMPool(LifetimePool, BumpPool):
             [frozenset(_lanes(b)) for b in self._buffers],
             self._col_spots,
         )
-        return list(self._pack(items, "columns").offsets)
-
-    def _provisional_footprint(self) -> int:
-        assert self._provisional is not None  # set by _commit_offsets
-        return self._provisional.footprint
-
-    def _lower_bound(self) -> int:
-        assert self._provisional is not None
-        return self._provisional.lower_bound
+        return self._pack(items, "columns")
 
     def _plan_offsets(self) -> list[int]:
-        if self.phases is None:
-            return [b.col_offset or 0 for b in self._buffers]
-        if self.committed:
-            return [b.col_offset or 0 for b in self._buffers]
-        return self._commit_offsets() or []
+        """Each buffer's first column; before commit in a pool with phases, where commit()
+        would put it."""
+        if self.phases is not None and not self.committed:
+            packing = self._packed()
+            assert packing is not None  # the pool has phases
+            return list(packing.offsets)
+        return [b.col_offset or 0 for b in self._buffers]
 
     def _size_of(self, buf: Buffer) -> int:
         return buf.cols or 0
