@@ -17,8 +17,11 @@ where an equivalent survivor is a change no caller can observe (listed with its 
     python3 scripts/mutate.py --module src/tilemem/layout --survivors /tmp/survivors.txt
     python3 scripts/mutate.py --module src/tilemem/plan/capacity.py --tests tests/plan --list
 
-Without ``--tests`` a module of ``src/tilemem/<layer>/`` is tested by ``tests/<layer>/``;
-outside ``layout/`` the slow TIRx oracle tests (``*oracle*``) are left out.
+Without ``--tests`` a module of ``src/tilemem/<layer>/`` is tested by ``tests/<layer>/`` (plan
+modules also by ``tests/pool/``) and ``tests/test_bad_inputs.py``; outside ``layout/`` the slow
+TIRx oracle tests (``*oracle*``) are left out. Each mutant runs only the tests that execute one
+of its lines in the unmutated run (traced once per module); a mutant no test reaches is
+reported as ``uncovered`` and counts as surviving.
 """
 
 from __future__ import annotations
@@ -319,6 +322,9 @@ def preload(tests: list[str]) -> None:
     """Import the third-party modules the selected tests use, once, before any fork."""
     import pytest  # noqa: F401
 
+    # the pool-program fuzz replays 10,000 programs per CI run; per mutant a few hundred
+    os.environ.setdefault("TILEMEM_PROGRAMS", "300")
+
     files: list[Path] = []
     for t in tests:
         path = ROOT / t.split("::")[0]
@@ -346,6 +352,7 @@ class LineTracer:
         self.current = ""
         self.hits: dict[int, set[str]] = {}
         self.order: list[str] = []
+        self.seconds: dict[str, float] = {}
 
     def _line(self, frame, event, arg):
         if event == "line":
@@ -364,6 +371,9 @@ class LineTracer:
 
     def pytest_runtest_logfinish(self, nodeid, location) -> None:
         self.current = ""
+
+    def pytest_runtest_logreport(self, report) -> None:
+        self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
 
     def pytest_sessionfinish(self, session, exitstatus) -> None:
         sys.settrace(None)
@@ -400,7 +410,8 @@ def _child(
         code = int(pytest.main(["-x", "-q", "-p", "no:cacheprovider", *tests], plugins=plugins))
         if tracer is not None and out is not None:
             hits = {line: sorted(ids) for line, ids in tracer.hits.items()}
-            out.write_text(json.dumps({"hits": hits, "order": tracer.order}))
+            data = {"hits": hits, "order": tracer.order, "seconds": tracer.seconds}
+            out.write_text(json.dumps(data))
     finally:
         os._exit(code)
 
@@ -418,22 +429,22 @@ class Workers:
         self,
         mutants: list[Mutant],
         select: Callable[[Mutant], list[str]],
-        timeout: float,
+        limit: Callable[[list[str]], float],
         done: Callable[[Outcome], None],
     ) -> None:
         """Run every mutant against the tests ``select`` picks for it; none picked: uncovered."""
         pending = list(reversed(mutants))
         free = list(self.dirs)
-        running: dict[int, tuple[Mutant, Path, bytes, float]] = {}
+        running: dict[int, tuple[Mutant, Path, bytes, float, float]] = {}
         try:
-            self._loop(pending, free, running, select, timeout, done)
+            self._loop(pending, free, running, select, limit, done)
         finally:
             for pid in running:  # interrupted: no child outlives the run
                 with contextlib.suppress(ProcessLookupError, ChildProcessError):
                     os.kill(pid, signal.SIGKILL)
                     os.waitpid(pid, 0)
 
-    def _loop(self, pending, free, running, select, timeout, done) -> None:
+    def _loop(self, pending, free, running, select, limit, done) -> None:
         while pending or running:
             while pending and free:
                 mutant = pending.pop()
@@ -449,12 +460,13 @@ class Workers:
                 pid = os.fork()
                 if pid == 0:
                     _child(workdir, tests)
-                running[pid] = (mutant, workdir, original, time.monotonic())
+                deadline = time.monotonic() + limit(tests)
+                running[pid] = (mutant, workdir, original, time.monotonic(), deadline)
             time.sleep(0.01)
-            for pid, (mutant, workdir, original, begin) in list(running.items()):
+            for pid, (mutant, workdir, original, begin, deadline) in list(running.items()):
                 finished, status = os.waitpid(pid, os.WNOHANG)
                 elapsed = time.monotonic() - begin
-                if finished == 0 and elapsed < timeout:
+                if finished == 0 and time.monotonic() < deadline:
                     continue
                 if finished == 0:
                     os.kill(pid, signal.SIGKILL)
@@ -482,7 +494,8 @@ class Workers:
             raise SystemExit(f"the unmutated sources fail {' '.join(tests)}: fix that first")
         data = json.loads(out.read_text())
         hits = {int(line): set(ids) for line, ids in data["hits"].items()}
-        return time.monotonic() - begin, Coverage(hits, data["order"], tests)
+        seconds = time.monotonic() - begin
+        return seconds, Coverage(hits, data["order"], tests, data["seconds"], seconds)
 
     def close(self) -> None:
         for d in self.dirs:
@@ -496,6 +509,15 @@ class Coverage:
     hits: dict[int, set[str]]
     order: list[str]
     selection: list[str]
+    seconds: dict[str, float]  # per test, traced (so slower than a mutant's run)
+    total: float  # the traced run of the whole selection
+
+    def time_limit(self, tests: list[str]) -> float:
+        """Seconds a mutant run of ``tests`` may take before it counts as hanging: twice their
+        traced time plus start-up, the whole traced run when it is the whole selection."""
+        if tests == self.selection:
+            return self.total + 10
+        return 10 + 2 * sum(self.seconds.get(t, 1.0) for t in tests)
 
     def tests_for(self, mutant: Mutant) -> list[str]:
         """The test ids that run a line of ``mutant``, in run order; none when no test runs it.
@@ -518,19 +540,28 @@ def _verdict(code: int) -> str:
     return "survived" if code == 0 else "killed"
 
 
+# tests that exercise a layer beyond its own folder: the pools drive the plan checks, and the
+# bad-input campaign calls every public entry point
+_ALSO_TESTED_BY = {"plan": ["pool"], "layout": [], "pool": []}
+_CAMPAIGN = "test_bad_inputs.py"
+
+
 def default_tests(module: Path, root: Path = ROOT) -> list[str]:
-    """``src/tilemem/<layer>/x.py`` -> the test files of ``tests/<layer>``, oracle ones only for
-    layout modules."""
+    """``src/tilemem/<layer>/x.py`` -> the test files of ``tests/<layer>`` (plan: and of
+    ``tests/pool``) and the bad-input campaign; the slow TIRx oracle only for layout modules."""
     rel = module.resolve().relative_to(ROOT / "src" / "tilemem")
     layer = rel.parts[0] if len(rel.parts) > 1 else ""
-    folder = root / "tests" / layer
-    if not layer or not folder.is_dir():
+    if not layer or not (root / "tests" / layer).is_dir():
         raise SystemExit(f"no tests/<layer> folder for {module}: pass --tests")
-    files = sorted(folder.glob("test_*.py"))
+    files: list[Path] = []
+    for folder in [layer, *_ALSO_TESTED_BY.get(layer, [])]:
+        files += sorted((root / "tests" / folder).glob("test_*.py"))
     if layer != "layout":
         files = [f for f in files if "oracle" not in f.name]
     # pinned tests first: they are short and exact, so most mutants die in the first seconds
-    files.sort(key=lambda f: (not f.name.endswith("_pinned.py"), f.name))
+    files.sort(key=lambda f: not f.name.endswith("_pinned.py"))
+    if (root / "tests" / _CAMPAIGN).exists():
+        files.append(root / "tests" / _CAMPAIGN)
     return [str(f.relative_to(root)) for f in files]
 
 
@@ -573,12 +604,14 @@ def _run_module(
     if args.lines:
         low, high = (int(x) for x in args.lines.split("-"))
         mutants = [m for m in mutants if low <= m.line <= high]
+    if args.rerun:
+        listed = args.rerun.read_text()
+        mutants = [m for m in mutants if _describe(m) in listed]
     preload(tests)
     baseline, coverage = workers.baseline(tests, str(module.relative_to(ROOT)))
-    timeout = args.timeout or baseline + 10  # the traced baseline is already ~3x slower
     report(
         f"{module.relative_to(ROOT)}: {len(mutants)} mutants, tests {' '.join(tests)} "
-        f"({baseline:.1f} s unmutated, limit {timeout:.0f} s)"
+        f"({baseline:.1f} s unmutated, traced)"
     )
     outcomes: list[Outcome] = []
 
@@ -591,8 +624,13 @@ def _run_module(
                 f"{m.change}  ({m.source_line})  {outcome.seconds:.1f} s"
             )
 
-    workers.run_all(mutants, coverage.tests_for, timeout, one)
+    limit = (lambda tests: args.timeout) if args.timeout else coverage.time_limit
+    workers.run_all(mutants, coverage.tests_for, limit, one)
     return sorted(outcomes, key=lambda o: o.mutant.index)
+
+
+def _describe(m: Mutant) -> str:
+    return f"{m.module}:{m.line}: {m.change}  ({m.source_line})"
 
 
 def _table(rows: list[tuple[str, int, int, int, int]]) -> str:
@@ -616,13 +654,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tests", nargs="+", help="test files/folders (default: by layer)")
     parser.add_argument("--jobs", type=int, default=1, help="mutants run at once (default 1)")
     parser.add_argument(
-        "--timeout", type=float, help="seconds per mutant (default: traced baseline + 10 s)"
+        "--timeout", type=float, help="seconds per mutant (default: from the traced run)"
     )
     parser.add_argument("--survivors", type=Path, help="write surviving mutants to this file")
     parser.add_argument(
         "--equivalent", type=Path, default=ROOT / "docs" / "mutation_equivalent.txt"
     )
     parser.add_argument("--lines", help="only mutants on lines LOW-HIGH")
+    parser.add_argument(
+        "--rerun", type=Path, help="only the mutants listed in this survivors file (unchanged code)"
+    )
     parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
     parser.add_argument("--verbose", action="store_true", help="print every outcome")
     args = parser.parse_args(argv)
@@ -632,7 +673,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.list:
         for module in modules:
             for m in generate(module):
-                print(f"{m.module}:{m.line}: {m.change}  ({m.source_line})")
+                print(_describe(m))
         return 0
     equivalent = read_equivalent(args.equivalent)
     workers = Workers(max(1, args.jobs))
@@ -653,7 +694,7 @@ def main(argv: list[str] | None = None) -> int:
                 reason = equivalent.get(m.key)
                 judged_equal += reason is not None
                 tag = f"EQUIVALENT ({reason})" if reason else o.status.upper()
-                survivors.append(f"{m.module}:{m.line}: {m.change}  ({m.source_line})  {tag}")
+                survivors.append(f"{_describe(m)}  {tag}")
             rel = str(module.relative_to(ROOT))
             rows.append((rel, len(outcomes), killed, len(outcomes) - killed, judged_equal))
     finally:
