@@ -37,7 +37,7 @@ from ..cuda.kernel import KernelProgram
 from ..cuda.launch import Launcher
 from ..cuda.tma import tile_map
 from ..dtype import as_dtype
-from ..errors import TilememError
+from ..errors import GemmShapeError
 from ..intmath import ceil_div
 from . import plan as gemm_plan
 from .plan import (
@@ -55,10 +55,6 @@ CONSUMER_REGS = 232  # 128 accumulators + descriptors + epilogue; 128*40 + 256*2
 THREADS = 128 * (1 + CONSUMERS)
 DEFAULT_GROUP_M = 8
 CLUSTER_SIZES = (1, 2, 4)  # CTAs along M sharing B; the multicast box is TILE_N / size rows
-
-
-class GemmShapeError(TilememError, ValueError):
-    """Operands the persistent GEMM cannot take; the message says which rule and the fix."""
 
 
 def tile_coords(tile, m_tiles, n_tiles, group_m):
