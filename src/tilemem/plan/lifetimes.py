@@ -33,43 +33,45 @@ down), so the result is feasible and no larger. Repeating until nothing moves gi
 optimal placement that is reproduced exactly by greedy placement in order of offsets.
 
 *Skyline lemma.* In that order every item placed so far starts at or below the current
-one, so in each class of cells the placed items cover one interval up to the class's
-*height* (the highest end there), and the next item's lowest position is its *skyline
-slot*: the lowest multiple of its alignment at or above the heights of its classes, clear
-of the fixed items. Placing items in any order each at its skyline slot (raising its
-classes' heights to its end) is feasible, and some order reproduces an optimal placement;
-so the minimum over orders is the optimum. What is left to place depends only on the
-*state*: the set of unplaced items and the heights, a vector of at most
-phases x lane groups numbers.
+one, so in each class of cells the placed items cover one interval from the last offset
+up to the class's *height* (the highest end there), and the next item's lowest position
+is its *skyline slot*: the lowest multiple of its alignment at or above the heights of its
+classes, clear of the fixed items. Placing items in any order, each at its skyline slot,
+then raising its classes' heights to its end and every other height to at least its
+offset, is feasible (an item lies above everything placed that it conflicts with), and
+the order of an optimal normal placement reproduces it; so the minimum over orders is the
+optimum. What is left to do depends only on the *state*: the set of unplaced items and
+the heights, a vector of (phases x lane groups) numbers.
 
 *Search.* Depth-first branch-and-bound over the next item, seeded with the best of first
 fit in allocation order and first fit by decreasing size as the incumbent; children in
 order of slot, then larger alignment, then larger size. A state is pruned when
 
-- a waiting item's slot already ends at or beyond the incumbent, or a class of cells or a
-  maximal clique of conflicting items (found once by Bron-Kerbosch) holds waiting items
-  whose sizes, stacked from the lowest of their slots, reach it;
+- its bound reaches the incumbent. The maximal cliques of conflicting items are found once
+  (Bron-Kerbosch); the waiting items of a clique lie one above another, each at or above
+  its slot, so for every slot value t those with slots >= t end at or above t plus their
+  total size (one machine with release dates). Each class of cells lies in a clique;
 - it is dominated: a state with the same unplaced items and heights no higher in every
   class was searched already (slots only grow with the heights and the incumbent only
   shrinks, so it cannot do better);
 - it would place an item before an identical one (same size, alignment, phases, lanes)
   of lower index.
 
-The search stops as soon as the incumbent meets the clique bound (the heaviest set of
-pairwise conflicting items, which lie one above another; with live *sets* it can exceed
-the busiest phase: three buffers live in {a, b}, {b, c}, {a, c}).
+The search stops as soon as the incumbent meets the clique bound (the heaviest clique;
+with live *sets* it can exceed the busiest phase: buffers live in {a, b}, {b, c}, {a, c}).
 
 *Guarantee.* When the search finishes (``Packing.exact``), the footprint is the minimum
 over all feasible placements. Every plan of the real-kernel corpus in
-``benchmarks/packing.py`` and all 1,000 of its random kernel-like instances of up to 16
-buffers are proven so, the slowest in a few tens of milliseconds (docs/PERFORMANCE.md).
-Not every 16-buffer instance is that easy: of 1,000 drawn with exactly 16 buffers, a few
-need more than ``node_limit`` nodes (about half a second of CPU). Then, as for larger
-pools, the best placement found so far is returned, and ``exact`` is False unless it
-meets the clique bound. In every case the footprint is at most that of first fit in
-allocation order, which by the lemma is at most bump placement in allocation order. The
-search visits items in a fixed order and hashes no objects, so the same items give the
-same offsets.
+``benchmarks/packing.py`` is proven so in under a millisecond, and so are all of its
+1,000 random kernel-like instances of 3-16 buffers and 1,000 of exactly 16 (the slowest
+55 ms; docs/PERFORMANCE.md). The problem stays NP-hard and the search exponential in the
+worst case: of 2,000 further 16-buffer instances drawn with other seeds, one needed more
+than ``node_limit`` nodes (50,000 by default, about half a second of CPU at 16 items).
+Then, and for larger pools where the search runs out, the best placement found so far is
+returned, and ``exact`` is False unless it meets the clique bound. In every case the
+footprint is at most that of first fit in allocation order, which by the lemma is at most
+bump placement in allocation order. The search visits items in a fixed order and keys
+its memo by integers and tuples only, so the same items give the same offsets.
 
 *Lower bound.* ``max`` over phases (and TMEM lane groups) of the total size of the items
 live there: no placement can do better, so a reader sees how far a footprint is from it.
@@ -412,7 +414,7 @@ class _Search:
             if not unplaced >> self.twin_before.get(r, self.none) & 1  # identical items in order
         )
         for x, _, _, r in children:
-            raised = list(heights)
+            raised = [max(h, x) for h in heights]  # later items go at or above x
             for k in self.cells[r]:
                 raised[k] = x + self.size[r]
             self.path.append((r, x))
@@ -424,23 +426,19 @@ class _Search:
     def _state_bound(self, unplaced: int, heights: tuple[int, ...], slot: dict[int, int]) -> int:
         """A footprint no completion of this state can beat.
 
-        Each waiting item ends at or above its slot's end; the waiting items of a class of
-        cells lie above its skyline one above another; so do the waiting items of a clique,
-        above the lowest of their slots.
+        The waiting items of a clique of conflicts lie one above another, each at or above
+        its slot; so for every slot value t the ones whose slots are at or above t end at
+        or above t plus their total size (one machine with release dates). Every class of
+        cells lies inside a maximal clique, and every item in one.
         """
-        best = max(x + self.size[r] for r, x in slot.items())
-        rest = [0] * len(self.classes)
-        start = [-1] * len(self.classes)
-        for r, x in slot.items():
-            for k in self.cells[r]:
-                rest[k] += self.size[r]
-                start[k] = x if start[k] < 0 else min(start[k], x)
-        best = max(best, max((x + s for x, s in zip(start, rest) if s), default=0))
+        best = 0
         for clique in self.cliques:
-            members = [r for r in slot if clique >> r & 1]
-            if len(members) > 1:
-                low = min(slot[r] for r in members)
-                best = max(best, low + sum(self.size[r] for r in members))
+            above = 0
+            for x, size in sorted(
+                ((x, self.size[r]) for r, x in slot.items() if clique >> r & 1), reverse=True
+            ):
+                above += size
+                best = max(best, x + above)
         return best
 
 
