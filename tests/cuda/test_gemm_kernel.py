@@ -94,6 +94,8 @@ def test_tile_width_is_one_the_kernel_knows():
         # 1024 units of 256: 16 rounds (4096); 32 x 43 units of 192: 21 rounds (4153)
         (8192, 8192, (256, 2)),
         (8192, 14336, (256, 2)),  # 64 x 56 tiles: 28 rounds (7168); 192: 37 (7317)
+        # one round for every width: 256 costs 256, 192 costs 198, 128 costs 128 x 1.4 = 179
+        (304, 528, (128, 1)),
     ],
 )
 def test_launch_config_counts_rounds_of_whole_tiles(m, n, config):

@@ -352,13 +352,13 @@ class HopperGemm:
         self.prepare(a, b, c)(stream)
 
 
-# Relative cost of one column of a narrower CTA tile: it streams more operand bytes per MAC
-# (shared-memory reads of the two consumers per K step, (2 * 64 + 2 * N) rows of 32 bytes for
-# 128 * N * 16 MACs: +11% at N = 192 and +33% at 128 against 256). The kernel is not bound by
-# shared memory, so only a part of that shows; these factors keep the 256-wide tile unless a
-# narrower one saves a clear share of the rounds. docs/PERFORMANCE.md "GEMM" has the measured
-# per-tile rates of each width.
-WIDTH_COST = {256: 1.0, 192: 1.03, 128: 1.08}
+# Relative cost of one column of a narrower CTA tile. 128 x 192 streams more operand bytes per
+# MAC (shared-memory reads of the two consumers per K step, (2 * 64 + 2 * N) rows of 32 bytes
+# for 128 * N * 16 MACs: +11% against 256) but measured as fast per column on large shapes
+# (H200, 8192^3: 685 against 679 TFLOP/s); 1.03 keeps 128 x 256 unless 192 saves a clear share
+# of the rounds. 128 x 128 measured 1.40 times slower per column (4992x3072x2048: 461 against
+# 647 TFLOP/s for 128 x 192). docs/PERFORMANCE.md "GEMM" has the runs.
+WIDTH_COST = {256: 1.0, 192: 1.03, 128: 1.40}
 
 
 def launch_config(m: int, n: int, sms: int) -> tuple[int, int]:
