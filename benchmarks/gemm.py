@@ -3,6 +3,7 @@
     python3 benchmarks/gemm.py                # every shape, bf16 then fp8: check, time, table
     python3 benchmarks/gemm.py --sanitize     # one small non-multiple shape, checked only
                                               # (run under compute-sanitizer --tool memcheck)
+    python3 benchmarks/gemm.py --variants 256x1,192x2  # the fixed configurations beside it
     python3 benchmarks/gemm.py --shapes ragged --dtypes bfloat16  # the ragged shape and its
                                               # one-dimension parts
 
@@ -10,8 +11,12 @@ A and B are bf16 or fp8 e4m3, C is bf16, accumulation fp32. The library side is
 ``torch.matmul`` (cuBLAS) for bf16 and ``torch._scaled_mm`` (cuBLASLt, unit scales) for fp8.
 Check: fresh random inputs per shape, C poisoned with NaN before the launch; the relative
 Frobenius error ``|C - ref| / |ref|`` against an fp32 product of the same inputs (TF32 off)
-is printed for tilemem (without clusters and with 2x1 clusters; the larger) and for the
-library, and tilemem must stay below 1e-2 with every element written.
+is printed for tilemem (the largest over its variants) and for the library, and every
+tilemem variant must stay below 1e-2 with every element written.
+"tilemem" is ``AutoGemm``: the configuration (CTA tile width, cluster or not) that
+``launch_config`` picks from M and N before the launch, one policy for every shape. The
+other tilemem columns are fixed configurations ``WIDTHxCLUSTER`` (``--variants``), for
+comparison only.
 Timing: each implementation is captured in a CUDA graph of
 ``reps`` back-to-back launches; every round replays the graphs (tilemem in each cluster
 shape, cuBLAS; the order rotates from round to round), each between CUDA events, after
@@ -28,7 +33,7 @@ import sys
 
 import torch
 
-from tilemem.gemm.hopper import HopperGemm
+from tilemem.gemm.hopper import AutoGemm, HopperGemm
 
 SQUARE = [(s, s, s) for s in (2048, 4096, 8192, 16384)]
 LLM = [  # M = 8192 tokens; (N, K) of projection and MLP layers
@@ -48,7 +53,8 @@ RAGGED_PARTS = [  # the ragged shape rounded to whole tiles, then ragged in one 
     (4992, 3072, 2040),
 ]
 RAGGED_FP8 = [(5008, 3008, 2032)]  # cuBLASLt's fp8 GEMM wants multiples of 16
-SANITIZE = (304, 528, 208)
+SANITIZE = (304, 528, 208)  # ragged for every tile width: 2.4 x 128, 2.1 x 256, 2.75 x 192
+Gemm = AutoGemm | HopperGemm
 TORCH_TYPES = {"bfloat16": torch.bfloat16, "float8_e4m3fn": torch.float8_e4m3fn}
 
 
@@ -67,7 +73,7 @@ def cublas(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch._scaled_mm(a, b.T, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
 
 
-def check(gemms: list[HopperGemm], m: int, n: int, k: int, seed: int) -> list[float]:
+def check(gemms: list[Gemm], m: int, n: int, k: int, seed: int) -> list[float]:
     """Errors against the fp32 product: each tilemem variant's, then cuBLAS's; raises if a
     tilemem variant is wrong."""
     gen = torch.Generator(device="cuda").manual_seed(seed)
@@ -85,8 +91,7 @@ def check(gemms: list[HopperGemm], m: int, n: int, k: int, seed: int) -> list[fl
         errors.append(rel(c))
         if not bool(torch.isfinite(c).all()) or not errors[-1] < 1e-2:
             raise SystemExit(
-                f"WRONG RESULT for {m}x{n}x{k} {gemm.dtype}, cluster {gemm.cluster_m}: error "
-                f"{errors[-1]:.3e}"
+                f"WRONG RESULT for {m}x{n}x{k} {gemm.dtype}, {name(gemm)}: error {errors[-1]:.3e}"
             )
     return errors + [rel(cublas(a, b))]
 
@@ -100,7 +105,7 @@ def _graph(launch, reps: int) -> torch.cuda.CUDAGraph:
     return graph
 
 
-def time_all(gemms: list[HopperGemm], m: int, n: int, k: int, rounds: int) -> list[float]:
+def time_all(gemms: list[Gemm], m: int, n: int, k: int, rounds: int) -> list[float]:
     """Median seconds per product: each tilemem variant, then cuBLAS, timed interleaved."""
     a, b = _inputs(m, n, k, TORCH_TYPES[gemms[0].dtype])
     c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
@@ -145,7 +150,14 @@ def _smi(query: str) -> str:
         return "nvidia-smi unavailable"
 
 
-def report(gemms: list[HopperGemm], shapes, rounds: int) -> None:
+def name(gemm: Gemm) -> str:
+    """Column name: ``tilemem`` for the per-shape policy, ``WIDTHxCLUSTER`` for a fixed one."""
+    if isinstance(gemm, AutoGemm):
+        return "tilemem"
+    return f"{gemm.tile_n}x{gemm.cluster_m}"
+
+
+def report(gemms: list[Gemm], shapes, rounds: int) -> None:
     """Check and time every shape for one input type, then print its table."""
     rows = []
     for i, (m, n, k) in enumerate(shapes):
@@ -156,14 +168,19 @@ def report(gemms: list[HopperGemm], shapes, rounds: int) -> None:
         print(f"{m}x{n}x{k}: errors {errors}, TFLOP/s {[round(r) for r in rates]}", flush=True)
     print()
     print(f"{gemms[0].dtype}: TFLOP/s; errors are |C - ref| / |ref| against the fp32 product")
-    names = [f"{g.cluster_m}x1" if g.cluster_m > 1 else "tilemem" for g in gemms]
-    print(f"| M x N x K | error | cuBLAS error | {' | '.join(names)} | cuBLAS | ratio", end="")
+    names = [name(g) for g in gemms]
+    print(
+        f"| M x N x K | config | error | cuBLAS error | {' | '.join(names)} | cuBLAS | ratio",
+        end="",
+    )
     print("".join(f" | ratio {n}" for n in names[1:]) + " |")
-    print("| --- " * (4 + 2 * len(names)) + "|")
+    print("| --- " * (5 + 2 * len(names)) + "|")
     for (m, n, k), errors, rates in rows:
         tilemem, library = rates[:-1], rates[-1]
+        auto = gemms[0]
+        config = name(auto.gemm_for(m, n)) if isinstance(auto, AutoGemm) else "-"
         print(
-            f"| {m}x{n}x{k} | {max(errors[:-1]):.2e} | {errors[-1]:.2e} | "
+            f"| {m}x{n}x{k} | {config} | {max(errors[:-1]):.2e} | {errors[-1]:.2e} | "
             + " | ".join(f"{r:.0f}" for r in rates)
             + " | "
             + " | ".join(f"{r / library:.3f}" for r in tilemem)
@@ -178,28 +195,31 @@ def main() -> None:
     parser.add_argument("--group-m", type=int, default=8)
     parser.add_argument("--l2-promotion", type=int, default=0, choices=(0, 64, 128, 256))
     parser.add_argument(  # 4x1 measured slower: 30 of them fit at once, 120 CTAs of 132
-        "--clusters", default="1,2", help="tilemem cluster sizes to check and time, e.g. 1,2,4"
+        "--variants",
+        default="256x1,256x2,192x2",
+        help="fixed tilemem configurations TILE_NxCLUSTER_M beside the per-shape policy",
     )
     parser.add_argument("--dtypes", default="bfloat16,float8_e4m3fn", help="input types")
     parser.add_argument("--sanitize", action="store_true")
     parser.add_argument(
-        "--profile", metavar="M,N,K,CLUSTER", help="only run tilemem 3 times (for ncu)"
+        "--profile", metavar="M,N,K,CLUSTER,TILE_N", help="only run tilemem 3 times (for ncu)"
     )
     parser.add_argument("--shapes", default="all", choices=("all", "square", "ragged"))
     args = parser.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.zeros(1, device="cuda")  # torch's context first: the launcher then finds it current
-    clusters = tuple(int(c) for c in args.clusters.split(","))
+    configs = [tuple(int(x) for x in v.split("x")) for v in args.variants.split(",") if v]
     dtypes = args.dtypes.split(",")
 
-    def variants(dtype: str) -> list[HopperGemm]:
-        return [
-            HopperGemm(args.group_m, cm, dtype, l2_promotion=args.l2_promotion) for cm in clusters
+    def variants(dtype: str) -> list[Gemm]:
+        fixed: list[Gemm] = [
+            HopperGemm(args.group_m, cm, dtype, args.l2_promotion, tile_n) for tile_n, cm in configs
         ]
+        return [AutoGemm(args.group_m, dtype, args.l2_promotion), *fixed]
 
     if args.profile:
-        m, n, k, cm = (int(x) for x in args.profile.split(","))
-        gemm = HopperGemm(args.group_m, cm, dtypes[0], l2_promotion=args.l2_promotion)
+        m, n, k, cm, tile_n = (int(x) for x in args.profile.split(","))
+        gemm = HopperGemm(args.group_m, cm, dtypes[0], args.l2_promotion, tile_n)
         a, b = _inputs(m, n, k, TORCH_TYPES[dtypes[0]])
         run = gemm.prepare(a, b, torch.empty(m, n, device="cuda", dtype=torch.bfloat16))
         for _ in range(3):
@@ -208,9 +228,10 @@ def main() -> None:
         return
     if args.sanitize:
         for dtype in dtypes:
-            errors = check(variants(dtype), *SANITIZE, seed=1)
-            for cm, err in zip((*clusters, "cuBLAS"), errors):
-                print(f"sanitize {SANITIZE} {dtype}, cluster {cm}: relative error {err:.3e}")
+            gemms = variants(dtype)
+            errors = check(gemms, *SANITIZE, seed=1)
+            for label, err in zip([*map(name, gemms), "cuBLAS"], errors):
+                print(f"sanitize {SANITIZE} {dtype}, {label}: relative error {err:.3e}")
         return
     print(f"date {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
     print(f"gpu, driver: {_smi('name,driver_version')}; torch {torch.__version__}")
@@ -220,7 +241,9 @@ def main() -> None:
     sets = {"all": SQUARE + LLM + RAGGED, "square": SQUARE, "ragged": RAGGED + RAGGED_PARTS}
     for dtype in dtypes:
         gemms = variants(dtype)
-        resident = ", ".join(f"{g.max_clusters} of {g.cluster_m}x1" for g in gemms[1:])
+        resident = ", ".join(
+            f"{g.max_clusters} of {name(g)}" for g in gemms if isinstance(g, HopperGemm)
+        )
         print(f"{dtype}: clusters resident at once: {resident}")
         shapes = sets[args.shapes] if dtype == "bfloat16" else SQUARE + LLM + RAGGED_FP8
         report(gemms, shapes, args.rounds)

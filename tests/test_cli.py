@@ -166,3 +166,27 @@ def test_json_holds_occupancy_and_advice_as_data(capsys):
     assert data["occupancy"]["limits"] == {"shared memory": 1, "threads": 5, "block slots": 32}
     assert data["advice"]["padding"] == 0 and data["advice"]["order"] == []
     assert "sections" not in data
+
+
+def test_plan_file_and_example_together_is_a_usage_error(capsys):
+    assert main(["plan", "x.toml", "-e", "hopper-gemm"]) == 2
+    assert capsys.readouterr().err == "tilemem: give a plan file or --example, not both\n"
+
+
+def test_a_json_plan_gives_back_the_same_report_and_header(tmp_path, capsys):
+    saved = tmp_path / "nvfp4.json"
+    assert main(["plan", "-e", "nvfp4-gemm", "--json", "-o", str(saved)]) == 0
+    assert main(["plan", "-e", "nvfp4-gemm", "--header", str(tmp_path / "a.h")]) == 0
+    first = capsys.readouterr().out
+    assert main(["plan", str(saved), "--header", str(tmp_path / "b.h")]) == 0
+    again = capsys.readouterr().out
+    assert again.split("\n", 1)[1] == first.split("\n", 1)[1]  # all but the title line
+    assert (tmp_path / "a.h").read_text() == (tmp_path / "b.h").read_text()
+
+
+def test_a_broken_json_plan_is_a_one_line_error_with_its_line(tmp_path, capsys):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{\n  "schema": 1,\n  "pools": [\n}\n')
+    assert main(["plan", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"tilemem: {bad}:4: not valid JSON") and err.count("\n") == 1

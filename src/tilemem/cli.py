@@ -27,10 +27,6 @@ _TOP_LEVEL_OPTIONS = {"-h", "--help", "--version"}
 _SIGPIPE_EXIT = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader went away
 
 
-class TilememUsage(Exception):
-    """A command line that names something that does not exist; exit status 2."""
-
-
 def write_file(path: str, text: str) -> None:
     """Write ``text`` to ``path`` atomically: a temporary file in the same folder, then rename.
 
@@ -57,20 +53,33 @@ def _output(text: str, path: str | None) -> None:
         sys.stdout.write(text)
 
 
-def _example(args: argparse.Namespace):
-    """The Example to plan: a plan file, a built-in by name, or the default built-in."""
+def _plan_to_show(args: argparse.Namespace):
+    """(name, summary, plan) from a TOML plan file, a JSON plan, a built-in example by name or
+    the default one; None after saying why there is none."""
     from .examples import DEFAULT_EXAMPLE, EXAMPLES
+    from .planfile import load_plan_file, load_plan_json
 
+    if args.file and args.example:
+        print("tilemem: give a plan file or --example, not both", file=sys.stderr)
+        return None
+    if args.file and args.file.endswith(".json"):
+        name, plan = load_plan_json(args.file)
+        return name, f"plan {args.file}", plan
     if args.file:
-        if args.example:
-            raise TilememUsage("give a plan file or --example, not both")
-        from .planfile import load_plan_file
-
-        return load_plan_file(args.file)
-    name = args.example or DEFAULT_EXAMPLE
-    if name not in EXAMPLES:
-        raise TilememUsage(f"unknown example {name!r}; choose one of: {', '.join(EXAMPLES)}")
-    return EXAMPLES[name]
+        example = load_plan_file(args.file)
+    else:
+        name = args.example or DEFAULT_EXAMPLE
+        if name not in EXAMPLES:
+            print(
+                f"tilemem: unknown example {name!r}; choose one of: {', '.join(EXAMPLES)}",
+                file=sys.stderr,
+            )
+            return None
+        example = EXAMPLES[name]
+    plan = example.build().plan().with_advice()
+    if example.threads and plan.target:
+        plan = plan.with_threads(example.threads)
+    return example.name, example.summary, plan
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
@@ -81,18 +90,18 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         lines = [f"{e.name:<{width}}  {e.target:<8} {e.summary}" for e in EXAMPLES.values()]
         _output("\n".join(lines) + "\n", args.output)
         return 0
-    example = _example(args)
-    plan = example.build().plan().with_advice()
-    if example.threads and plan.target:
-        plan = plan.with_threads(example.threads)
+    chosen = _plan_to_show(args)
+    if chosen is None:
+        return 2
+    name, summary, plan = chosen
     if args.header:
-        write_file(args.header, plan.to_cpp_header(namespace=example.name.replace("-", "_")))
+        write_file(args.header, plan.to_cpp_header(namespace=name.replace("-", "_")))
     if args.svg:
-        write_file(args.svg, plan.to_svg(title=f"{example.name}: {example.summary}"))
+        write_file(args.svg, plan.to_svg(title=f"{name}: {summary}"))
     if args.json:
-        text = json.dumps({"example": example.name, **plan.to_dict()}, indent=2) + "\n"
+        text = json.dumps({"example": name, **plan.to_dict()}, indent=2) + "\n"
     else:
-        text = f"{example.name}: {example.summary}\n{plan.format()}\n"
+        text = f"{name}: {summary}\n{plan.format()}\n"
     _output(text, args.output)
     return 0
 
@@ -170,7 +179,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Print the memory plan of a TOML plan file or a built-in example: buffers, "
         "offsets, padding, occupancy.",
     )
-    plan.add_argument("file", nargs="?", help="a TOML plan file (docs/PLAN_FORMAT.md)")
+    plan.add_argument(
+        "file", nargs="?", help="a TOML plan file, or a JSON plan (docs/PLAN_FORMAT.md)"
+    )
     plan.add_argument("--example", "-e", help="built-in example name (see --list)")
     plan.add_argument("--list", action="store_true", help="list the built-in examples")
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
@@ -232,9 +243,6 @@ def main(argv: list[str] | None = None) -> int:
             return args.run(args)
         except BrokenPipeError:
             raise
-        except TilememUsage as exc:
-            print(f"tilemem: {exc}", file=sys.stderr)
-            return 2
         except TilememError as exc:  # a plan that breaks a rule: the message says which
             print(f"tilemem: {exc}", file=sys.stderr)
             return 1

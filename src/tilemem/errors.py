@@ -64,5 +64,33 @@ class TMAError(TilememError, ValueError):
     """A buffer or tensor map that breaks a TMA rule; the message says which and how to fix it."""
 
 
+# Kernel building, code generation, compilation and launch
+
+
+class IRError(TilememError, ValueError):
+    """An expression or statement that cannot be built (bad operand, wrong type)."""
+
+
+class BuildError(TilememError):
+    """An error raised while building a kernel; the message starts with the user's file and line."""
+
+
+class CodegenError(TilememError):
+    """An IR construct the CUDA backend cannot lower."""
+
+
+class CompileError(TilememError):
+    """NVRTC or ptxas rejected a generated kernel; the message has the log and the source around
+    it."""
+
+
+class LaunchError(TilememError, RuntimeError):
+    """A kernel that cannot be launched here, with the kernel's name and the limit it hit."""
+
+
+class GemmShapeError(TilememError, ValueError):
+    """Operands the persistent GEMM cannot take; the message says which rule and the fix."""
+
+
 class TilememWarning(UserWarning):
     """A plan that works but not as well as it looks (e.g. CTAs waiting for TMEM columns)."""

@@ -11,6 +11,7 @@ described in docs/PLAN_FORMAT.md. Errors carry the file name and line.
 from __future__ import annotations
 
 import inspect
+import json
 import re
 import sys
 from collections.abc import Callable, Mapping
@@ -20,6 +21,7 @@ from typing import Any
 
 from .errors import PlanFileError, TilememError
 from .examples import Example
+from .plan import MemoryPlan
 from .pool import SMEMPool, TMEMPool, TMEMStages
 
 if sys.version_info >= (3, 11):
@@ -288,11 +290,28 @@ def parse_plan_file(text: str, source: str = "<plan>") -> Example:
     return example
 
 
-def load_plan_file(path: str | Path) -> Example:
-    """Read a TOML plan file (see docs/PLAN_FORMAT.md)."""
-    path = Path(path)
+def _read(path: Path) -> str:
     try:
-        text = path.read_text()
+        return path.read_text()
     except OSError as exc:
         raise PlanFileError(f"cannot read plan file {path}: {exc.strerror or exc}") from None
-    return parse_plan_file(text, str(path))
+
+
+def load_plan_file(path: str | Path) -> Example:
+    """Read a TOML plan file (see docs/PLAN_FORMAT.md)."""
+    return parse_plan_file(_read(Path(path)), str(path))
+
+
+def load_plan_json(path: str | Path) -> tuple[str, MemoryPlan]:
+    """(name, plan) from a JSON file written by ``plan.to_dict()`` or ``tilemem plan --json``;
+    the name is its ``example`` key, else the file's stem."""
+    text = _read(Path(path))
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PlanFileError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    try:
+        plan = MemoryPlan.from_dict(data)
+    except PlanFileError as exc:
+        raise PlanFileError(f"{path}: {exc}") from None
+    return str(data.get("example", Path(path).stem)), plan

@@ -13,11 +13,15 @@ def torch():
     return torch
 
 
-@pytest.fixture(scope="module", params=[1, 2, 4], ids=["no-cluster", "cluster2x1", "cluster4x1"])
+CONFIGS = [(tile_n, cm) for tile_n in (256, 192, 128) for cm in (1, 2, 4)]
+
+
+@pytest.fixture(scope="module", params=CONFIGS, ids=[f"n{t}-cluster{c}x1" for t, c in CONFIGS])
 def gemm(torch, request):
     from tilemem.gemm.hopper import HopperGemm
 
-    return HopperGemm(group_m=3, cluster_m=request.param)
+    tile_n, cluster_m = request.param
+    return HopperGemm(group_m=3, cluster_m=cluster_m, tile_n=tile_n)
 
 
 @pytest.mark.parametrize(
@@ -26,6 +30,7 @@ def gemm(torch, request):
         (256, 512, 640, None),  # whole tiles, one per CTA; the 4-stage ring wraps
         (1000, 1032, 520, 3),  # ragged in M, N and K; 40 tiles over 3 CTAs, 9 K steps each
         (1100, 1032, 520, 4),  # 9 M tiles: with clusters the last unit has tiles outside M
+        (520, 1000, 136, 2),  # 1000 = 5 x 192 + 40: 128 x 192 CTAs alternate staging tiles
     ],
 )
 def test_persistent_gemm_matches_fp32_reference(torch, gemm, m, n, k, ctas):
@@ -59,9 +64,26 @@ def test_fp8_inputs_give_the_fp32_product(torch):
     a = torch.randn(m, k, device="cuda", generator=gen).to(torch.float8_e4m3fn)
     b = torch.randn(n, k, device="cuda", generator=gen).to(torch.float8_e4m3fn)
     ref = a.float() @ b.float().T
-    for cluster_m in (1, 2):
+    for cluster_m, tile_n in ((1, 256), (2, 256), (1, 192), (2, 192)):
         c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-        HopperGemm(group_m=3, cluster_m=cluster_m, dtype="float8_e4m3fn")(a, b, c)
+        HopperGemm(group_m=3, cluster_m=cluster_m, dtype="float8_e4m3fn", tile_n=tile_n)(a, b, c)
         torch.cuda.synchronize()
         err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
-        assert bool(torch.isfinite(c).all()) and err < 1e-2, (cluster_m, err)
+        assert bool(torch.isfinite(c).all()) and err < 1e-2, (cluster_m, tile_n, err)
+
+
+def test_shape_policy_picks_and_runs_the_narrow_tile_on_the_ragged_shape(torch):
+    from tilemem.gemm.hopper import AutoGemm
+
+    m, n, k = 4999, 3000, 2040  # the benchmark's ragged shape
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    a = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)
+    b = torch.randn(n, k, device="cuda", generator=gen).to(torch.bfloat16)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    gemm = AutoGemm(group_m=8)
+    gemm(a, b, c)
+    torch.cuda.synchronize()
+    ref = a.float() @ b.float().T
+    err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
+    assert bool(torch.isfinite(c).all()) and err < 1e-2, err
+    assert [(g.tile_n, g.cluster_m) for g in gemm.gemms.values()] == [(192, 2)]

@@ -7,7 +7,12 @@ import pytest
 from tilemem import T
 from tilemem.errors import TargetError
 from tilemem.gemm import plan as gemm_plan
-from tilemem.gemm.hopper import GemmShapeError, _check_operands, hopper_gemm_persistent
+from tilemem.gemm.hopper import (
+    GemmShapeError,
+    _check_operands,
+    hopper_gemm_persistent,
+    launch_config,
+)
 from tilemem.ir.nodes import IRError
 
 KIB = 1024
@@ -50,6 +55,51 @@ def test_fp8_kernel_takes_128_wide_k_tiles_in_four_k32_steps():
     source = hopper_gemm_persistent(dtype="float8_e4m3fn").source
     assert source.count("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3") == 4
     assert "(kt * 128)" in source and "229440 bytes of dynamic shared memory" in source
+
+
+@pytest.mark.parametrize(("tile_n", "depth", "total"), [(192, 4, 196_672), (128, 6, 229_472)])
+def test_narrower_tiles_get_the_ring_that_fits(tile_n, depth, total):
+    # per stage A 128x64 + B tile_n x 64 bf16 + two 8-byte mbarriers, C staging 32 KiB; the
+    # CTA limit is 227 KiB = 232,448 B (CUDA C Programming Guide, compute capability 9.0):
+    # 128 x 192: 4 x 40,976 + 32,768 fits, 5 stages (237,648) do not; 128 x 128: 6 x 32,784
+    # + 32,768 fits, 7 (262,256) do not
+    solution = gemm_plan.stages("sm_90a", tile_n=tile_n)
+    assert (solution.stages, solution.bytes_used) == (depth, total)
+    assert gemm_plan.stages("sm_90a", "float8_e4m3fn", tile_n).bytes_used == total
+
+
+def test_192_wide_kernel_issues_n192_wgmma_and_alternates_staging_across_tiles():
+    source = hopper_gemm_persistent(cluster_m=2, tile_n=192).source
+    assert source.count("wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16") == 4
+    assert "float acc[96]" in source and "196672 bytes of dynamic shared memory" in source
+    # three 64-column slices a tile: the staging tile of slice j of the CTA's tile t is
+    # (3 t + j) % 2, so slice 0 of the next tile does not take the one slice 2 is storing
+    assert "((t_1 * 3) % 2)" in source and "(((t_1 * 3) + 2) % 2)" in source
+    assert "(n_tile_1 * 192)" in source
+
+
+def test_tile_width_is_one_the_kernel_knows():
+    with pytest.raises(GemmShapeError, match=r"128 x one of \(256, 192, 128\) columns, got 160"):
+        hopper_gemm_persistent(tile_n=160)
+    assert _check_operands(_tensor(300, 200), _tensor(128, 200), _tensor(300, 128), tile_n=128)
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "config"),
+    [
+        # 40 x 12 tiles of 128 x 256 in 2x1 clusters: 240 units over 66 pairs, 4 rounds of 256
+        # columns (1024); 40 x 16 of 128 x 192: 320 units, 5 rounds of 192 (960 x 1.03 = 989)
+        (4999, 3000, (192, 2)),
+        (2048, 2048, (256, 1)),  # 16 x 8 = 128 tiles of 128 x 256 fit in one wave of 132
+        # 1024 units of 256: 16 rounds (4096); 32 x 43 units of 192: 21 rounds (4153)
+        (8192, 8192, (256, 2)),
+        (8192, 14336, (256, 2)),  # 64 x 56 tiles: 28 rounds (7168); 192: 37 (7317)
+        # one round for every width: 256 costs 256, 192 costs 198, 128 costs 128 x 1.4 = 179
+        (304, 528, (128, 1)),
+    ],
+)
+def test_launch_config_counts_rounds_of_whole_tiles(m, n, config):
+    assert launch_config(m, n, 132) == config
 
 
 def test_input_types_are_bf16_or_e4m3():

@@ -265,3 +265,13 @@ def test_a_committed_pool_keeps_co_live_buffers_apart(requests):
         for b0, b1, b_live in spans[i + 1 :]:
             assert not (a_live & b_live) or a1 <= b0 or b1 <= a0
     assert size <= smem.plan().smem.bump
+
+
+def test_a_kernel_commits_a_lifetime_smem_pool_before_its_tmem_pool():
+    with pytest.raises(PoolStateError, match="commit SMEM pool 'smem' before TMEM pool 'tmem'"):
+
+        @T.kernel(target="sm_100a", block=128)
+        def k(x: T.Buffer((1,), "float32")):
+            smem = T.SMEMPool(phases=PHASES)
+            tmem = T.TMEMPool(smem, 32)
+            tmem.commit()

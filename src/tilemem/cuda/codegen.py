@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from ..dtype import DataType
-from ..errors import TilememError
+from ..errors import CodegenError
 from ..ir.intrinsics import INTRINSICS
 from ..ir.nodes import (
     BinOp,
@@ -37,10 +37,6 @@ _FLOAT16 = {
     "bfloat16": ("tm_bf16_to_f32", "tm_f32_to_bf16"),
     "float16": ("tm_f16_to_f32", "tm_f32_to_f16"),
 }
-
-
-class CodegenError(TilememError):
-    """An IR construct the CUDA backend cannot lower."""
 
 
 class CudaCodegen:

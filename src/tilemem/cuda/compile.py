@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import re
 
-from ..errors import TilememError
+from ..errors import CompileError
 
 _LINE = re.compile(r"\((\d+)\): (?:error|catastrophic error)")
 _PTXAS_LINE = re.compile(r"ptxas[^\n]*line (\d+)")
-
-
-class CompileError(TilememError):
-    """NVRTC or ptxas rejected a generated kernel; the message has the log and the source around
-    it."""
 
 
 def _context(source: str, log: str, radius: int = 3) -> str:

@@ -8,11 +8,7 @@ dependencies, and building or compiling kernels does not need them.
 
 from __future__ import annotations
 
-from ..errors import TilememError
-
-
-class LaunchError(TilememError, RuntimeError):
-    """A kernel that cannot be launched here, with the kernel's name and the limit it hit."""
+from ..errors import LaunchError
 
 
 def driver():

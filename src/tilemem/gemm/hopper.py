@@ -37,7 +37,7 @@ from ..cuda.kernel import KernelProgram
 from ..cuda.launch import Launcher
 from ..cuda.tma import tile_map
 from ..dtype import as_dtype
-from ..errors import TilememError
+from ..errors import GemmShapeError
 from ..intmath import ceil_div
 from . import plan as gemm_plan
 from .plan import (
@@ -55,10 +55,6 @@ CONSUMER_REGS = 232  # 128 accumulators + descriptors + epilogue; 128*40 + 256*2
 THREADS = 128 * (1 + CONSUMERS)
 DEFAULT_GROUP_M = 8
 CLUSTER_SIZES = (1, 2, 4)  # CTAs along M sharing B; the multicast box is TILE_N / size rows
-
-
-class GemmShapeError(TilememError, ValueError):
-    """Operands the persistent GEMM cannot take; the message says which rule and the fix."""
 
 
 def tile_coords(tile, m_tiles, n_tiles, group_m):
@@ -132,10 +128,10 @@ def _producer(tma_a, tma_b, a, b, full, empty, sched: Schedule) -> None:
     stage's bytes, load this CTA's A tile and its share of B. With a cluster, B's
     ``TILE_N / cluster_m`` rows of this rank are multicast into every CTA of the cluster, which
     all compute the same N tile, so each CTA's ``full`` barrier still receives a whole stage."""
-    stages, tk = a.shape[0], a.shape[-1]
+    stages, tk, tile_n = a.shape[0], a.shape[-1], b.shape[1]
     stage_bytes = (a.nbytes + b.nbytes) // stages
     k_tiles, cluster_m = sched.k_tiles, sched.cluster_m
-    b_rows = TILE_N // cluster_m
+    b_rows = tile_n // cluster_m
     units = sched.units()
     for i in T.serial(units[0], name="t"):
         m_tile, n_tile = sched.tile(i, units)
@@ -148,7 +144,7 @@ def _producer(tma_a, tma_b, a, b, full, empty, sched: Schedule) -> None:
                 tma_b,
                 (b, s, sched.rank * b_rows, 0),
                 (full, s),
-                [kt * tk, n_tile * TILE_N + sched.rank * b_rows],
+                [kt * tk, n_tile * tile_n + sched.rank * b_rows],
                 multicast_mask=(1 << cluster_m) - 1 if cluster_m > 1 else None,
             )
 
@@ -182,7 +178,7 @@ def _mainloop(acc, a, b, full, empty, consumer, first_step, sched: Schedule) -> 
                 acc,
                 T.ptx.wgmma.desc(a, s, consumer * rows, kk * step),
                 T.ptx.wgmma.desc(b, s, 0, kk * step),
-                n=TILE_N,
+                n=b.shape[1],
                 dtype=dtype.name,
                 scale_d=(kt > 0) if kk == 0 else 1,
             )
@@ -194,8 +190,11 @@ def _mainloop(acc, a, b, full, empty, consumer, first_step, sched: Schedule) -> 
     _release(empty, (first_step + k_tiles - 1) % stages, sched.cluster_m)
 
 
-def _epilogue(acc, c, tma_c, consumer, m0, n0) -> None:
+def _epilogue(acc, c, tma_c, consumer, m0, n0, tile) -> None:
     """bf16 C slices of 64 x 64 through the consumer's two staging tiles, stored by TMA.
+    Slices alternate between the two tiles; ``tile`` (the CTA's tile counter) carries the
+    alternation on from one output tile to the next when a tile has an odd number of slices
+    (128 x 192), so a slice never overwrites the tile whose TMA store may still be reading.
 
     Accumulator fragment of wgmma m64nN (PTX ISA, "wgmma register fragments"): in warp w,
     ``acc[4 j + r]`` is row ``16 w + lane / 4 + 8 (r / 2)``, column ``8 j + 2 (lane % 4) + r % 2``.
@@ -209,8 +208,12 @@ def _epilogue(acc, c, tma_c, consumer, m0, n0) -> None:
     barrier = T.let("epi_bar", consumer + 1)  # bar.sync 1 and 2: one per consumer warpgroup
     leader = T.thread_id() % 128 == 0
     rows = TILE_M // CONSUMERS
-    for j in range(TILE_N // EPILOGUE_COLS):
-        buf = consumer * EPILOGUE_BUFFERS + j % EPILOGUE_BUFFERS
+    slices = acc.shape[0] * 2 // EPILOGUE_COLS  # m64nN: N / 2 accumulators a thread
+    for j in range(slices):
+        if slices % EPILOGUE_BUFFERS:
+            buf = consumer * EPILOGUE_BUFFERS + (tile * slices + j) % EPILOGUE_BUFFERS
+        else:
+            buf = consumer * EPILOGUE_BUFFERS + j % EPILOGUE_BUFFERS
         T.cuda.named_barrier(barrier, 128)  # the store that last read this buffer is done
         for q in range(EPILOGUE_COLS // 16):
             n8 = (j * EPILOGUE_COLS + q * 16) // 8
@@ -229,23 +232,27 @@ def _epilogue(acc, c, tma_c, consumer, m0, n0) -> None:
 
 
 def _consumer(tma_c, a, b, c, full, empty, consumer, sched: Schedule) -> None:
-    acc = T.alloc_local(TILE_N // 2, "float32", name="acc")
+    tile_n = b.shape[1]
+    acc = T.alloc_local(tile_n // 2, "float32", name="acc")
     units = sched.units()
     for i in T.serial(units[0], name="t"):
         m_tile, n_tile = sched.tile(i, units)
         first_step = T.let("first_step", i * sched.k_tiles)
         _mainloop(acc, a, b, full, empty, consumer, first_step, sched)
-        _epilogue(acc, c, tma_c, consumer, m_tile * TILE_M, n_tile * TILE_N)
+        _epilogue(acc, c, tma_c, consumer, m_tile * TILE_M, n_tile * tile_n, i)
     with T.If(T.thread_id() % 128 == 0):
         T.ptx.tma.wait_group(0)  # C fully written before the CTA retires
 
 
-def hopper_gemm_persistent(cluster_m: int = 1, dtype: str = "bfloat16") -> KernelProgram:
+def hopper_gemm_persistent(
+    cluster_m: int = 1, dtype: str = "bfloat16", tile_n: int = TILE_N
+) -> KernelProgram:
     """The kernel: ``(tma_a, tma_b, tma_c, m_tiles, n_tiles, k_tiles, group_m)``, 384 threads,
     launched with at most one CTA per SM. ``cluster_m`` = 2 or 4 groups CTAs of adjacent M
     tiles in a cluster (launched with cluster dimensions at run time) that share B by multicast,
-    each loading ``TILE_N / cluster_m`` of its rows. ``dtype`` is A's and B's type
-    (:data:`~.plan.INPUT_TYPES`); C stays bfloat16."""
+    each loading ``tile_n / cluster_m`` of its rows. ``dtype`` is A's and B's type
+    (:data:`~.plan.INPUT_TYPES`); C stays bfloat16. The CTA tile is ``TILE_M x tile_n``
+    (:data:`~.plan.TILE_NS`)."""
     if cluster_m not in CLUSTER_SIZES:
         raise GemmShapeError(
             f"cluster_m is one of {CLUSTER_SIZES} (CTAs sharing B by multicast), got {cluster_m}"
@@ -254,6 +261,7 @@ def hopper_gemm_persistent(cluster_m: int = 1, dtype: str = "bfloat16") -> Kerne
         raise GemmShapeError(f"the GEMM takes A and B as one of {INPUT_TYPES}, got {dtype!r}")
     name = "hopper_gemm_persistent" + (f"_cluster{cluster_m}" if cluster_m > 1 else "")
     name += "_e4m3" if dtype == "float8_e4m3fn" else ""
+    name += f"_n{gemm_plan.check_tile_n(tile_n)}" if tile_n != TILE_N else ""
 
     @T.kernel(target="sm_90a", grid=(132,), block=(THREADS,), name=name)
     def kernel(
@@ -265,7 +273,7 @@ def hopper_gemm_persistent(cluster_m: int = 1, dtype: str = "bfloat16") -> Kerne
         k_tiles: T.int32,
         group_m: T.int32,
     ):
-        smem = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a")
+        smem = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n)
         a, b, c = smem.buffer("A"), smem.buffer("B"), smem.buffer("C_stage")
         full, empty = smem.buffer("full_bar"), smem.buffer("empty_bar")
         _init_barriers(full, empty, cluster_m)
@@ -293,7 +301,8 @@ class HopperGemm:
     callable (what a benchmark times); calling the object does both at once. ``group_m`` is the
     rasterisation group (M tiles), ``cluster_m`` the CTAs per cluster sharing B (1, 2 or 4),
     ``dtype`` the type of A and B (C is bfloat16), ``l2_promotion`` the TMA L2 fetch size for
-    A and B.
+    A and B, ``tile_n`` the CTA tile's width (:data:`~.plan.TILE_NS`). One object is one
+    kernel configuration; :class:`AutoGemm` picks the configuration from the shape.
     """
 
     def __init__(
@@ -302,23 +311,16 @@ class HopperGemm:
         cluster_m: int = 2,
         dtype: str = "bfloat16",
         l2_promotion: int = 0,
+        tile_n: int = TILE_N,
     ):
         if not isinstance(group_m, int) or group_m < 1:
             raise GemmShapeError(f"group_m is a positive number of M tiles, got {group_m!r}")
         self.group_m, self.cluster_m, self.l2_promotion = group_m, cluster_m, l2_promotion
-        self.dtype = dtype
-        self.program = hopper_gemm_persistent(cluster_m, dtype)
+        self.dtype, self.tile_n = dtype, tile_n
+        self.program = hopper_gemm_persistent(cluster_m, dtype, tile_n)
         self.launcher = Launcher(self.program)
-        self.plan = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a")  # the same placement
-        drv = driver()
-        attr = drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
-        self.sms = int(
-            check(
-                drv.cuDeviceGetAttribute(attr, self.launcher.device.device_id),
-                "cuDeviceGetAttribute",
-                self.program.name,
-            )
-        )
+        self.plan = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n)  # the same
+        self.sms = _sm_count(self.launcher.device.device_id, self.program.name)
         cluster = (cluster_m, 1, 1)
         self.max_clusters = (
             self.launcher.max_active_clusters(cluster) if cluster_m > 1 else self.sms
@@ -326,13 +328,14 @@ class HopperGemm:
 
     def prepare(self, a, b, c, ctas: int | None = None) -> Callable[..., None]:
         """Check and map the operands; ``ctas`` caps the persistent grid (default: one per SM)."""
-        m, k, n = _check_operands(a, b, c, self.dtype)
+        m, k, n = _check_operands(a, b, c, self.dtype, self.tile_n)
+        share = gemm_plan.b_share(self.cluster_m, self.dtype, tile_n=self.tile_n)
         maps = (
             tile_map(a, self.plan.buffer("A"), self.l2_promotion),
-            tile_map(b, gemm_plan.b_share(self.cluster_m, self.dtype), self.l2_promotion),
+            tile_map(b, share, self.l2_promotion),
             tile_map(c, self.plan.buffer("C_stage")),
         )
-        tiles = (ceil_div(m, TILE_M), ceil_div(n, TILE_N), ceil_div(k, tile_k(self.dtype)))
+        tiles = (ceil_div(m, TILE_M), ceil_div(n, self.tile_n), ceil_div(k, tile_k(self.dtype)))
         if ctas is not None and (not isinstance(ctas, int) or ctas < 1):
             raise GemmShapeError(f"ctas caps the grid at a positive number of CTAs, got {ctas!r}")
         cm = self.cluster_m
@@ -349,6 +352,81 @@ class HopperGemm:
         self.prepare(a, b, c)(stream)
 
 
+# Relative cost of one column of a narrower CTA tile. 128 x 192 streams more operand bytes per
+# MAC (shared-memory reads of the two consumers per K step, (2 * 64 + 2 * N) rows of 32 bytes
+# for 128 * N * 16 MACs: +11% against 256) but measured as fast per column on large shapes
+# (H200, 8192^3: 685 against 679 TFLOP/s); 1.03 keeps 128 x 256 unless 192 saves a clear share
+# of the rounds. 128 x 128 measured 1.40 times slower per column (4992x3072x2048: 461 against
+# 647 TFLOP/s for 128 x 192). docs/PERFORMANCE.md "GEMM" has the runs.
+WIDTH_COST = {256: 1.0, 192: 1.03, 128: 1.40}
+
+
+def launch_config(m: int, n: int, sms: int) -> tuple[int, int]:
+    """(tile_n, cluster_m) for an ``m x n`` C on ``sms`` SMs, from the shape alone.
+
+    For each width of :data:`~.plan.TILE_NS`: ``tiles = ceil(m / 128) * ceil(n / tile_n)``.
+    If they fit in one wave (``tiles <= sms``) the CTAs run alone (a cluster only adds its
+    barriers); else in 2x1 clusters that share B (half of B's L2 reads), ``sms / 2`` of them.
+    A partial tile costs a whole one, so the time is ``rounds = ceil(units / slots)`` rounds
+    of one tile each, and the cost ``rounds * tile_n * WIDTH_COST[tile_n]``; the cheapest
+    width wins, the widest on a tie.
+    """
+    best: tuple[float, int, int] | None = None
+    for tile_n in gemm_plan.TILE_NS:
+        m_tiles, n_tiles = ceil_div(m, TILE_M), ceil_div(n, tile_n)
+        cluster_m = 1 if m_tiles * n_tiles <= sms else 2
+        units = ceil_div(m_tiles, cluster_m) * n_tiles
+        rounds = ceil_div(units, sms // cluster_m)
+        cost = rounds * tile_n * WIDTH_COST[tile_n]
+        if best is None or cost < best[0]:
+            best = (cost, tile_n, cluster_m)
+    assert best is not None  # TILE_NS is not empty
+    return best[1], best[2]
+
+
+class AutoGemm:
+    """``C = A @ B^T`` with the kernel configuration :func:`launch_config` picks for each
+    shape before the launch (one :class:`HopperGemm` per configuration, built on first use).
+    ``prepare`` and calling work as in :class:`HopperGemm`."""
+
+    def __init__(
+        self, group_m: int = DEFAULT_GROUP_M, dtype: str = "bfloat16", l2_promotion: int = 0
+    ):
+        if not isinstance(group_m, int) or group_m < 1:
+            raise GemmShapeError(f"group_m is a positive number of M tiles, got {group_m!r}")
+        self.group_m, self.dtype, self.l2_promotion = group_m, dtype, l2_promotion
+        self.gemms: dict[tuple[int, int], HopperGemm] = {}
+        self.sms: int | None = None
+
+    def gemm_for(self, m: int, n: int) -> HopperGemm:
+        """The configured kernel for an ``m x n`` C."""
+        if self.sms is None:
+            from cuda.core import Device  # the launcher's device: the current one
+
+            self.sms = _sm_count(Device().device_id, "AutoGemm")
+        key = launch_config(m, n, self.sms)
+        if key not in self.gemms:
+            tile_n, cluster_m = key
+            self.gemms[key] = HopperGemm(
+                self.group_m, cluster_m, self.dtype, self.l2_promotion, tile_n
+            )
+        return self.gemms[key]
+
+    def prepare(self, a, b, c, ctas: int | None = None) -> Callable[..., None]:
+        m, _, n = _check_operands(a, b, c, self.dtype, min(gemm_plan.TILE_NS))
+        return self.gemm_for(m, n).prepare(a, b, c, ctas)
+
+    def __call__(self, a, b, c, stream=None) -> None:
+        self.prepare(a, b, c)(stream)
+
+
+def _sm_count(device_id: int, kernel: str) -> int:
+    """SMs of device ``device_id``."""
+    drv = driver()
+    attr = drv.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT
+    return int(check(drv.cuDeviceGetAttribute(attr, device_id), "cuDeviceGetAttribute", kernel))
+
+
 def _row_major(x) -> bool:
     """Dense row-major (C order), as the tensor maps assume; unknown array kinds pass."""
     if hasattr(x, "is_contiguous"):  # torch
@@ -361,7 +439,7 @@ def _row_major(x) -> bool:
     return tuple(cai["strides"]) == (cols * size, size) or rows == 1
 
 
-def _check_operands(a, b, c, dtype: str = "bfloat16") -> tuple[int, int, int]:
+def _check_operands(a, b, c, dtype: str = "bfloat16", tile_n: int = TILE_N) -> tuple[int, int, int]:
     """(M, K, N) after the rules: 2-D and row-major, A and B of ``dtype`` and C bfloat16, B's K
     equals A's, C is M x N, rows 16-byte aligned, each matrix at least one TMA box."""
     shapes = [tuple(int(s) for s in getattr(x, "shape", ())) for x in (a, b, c)]
@@ -388,9 +466,9 @@ def _check_operands(a, b, c, dtype: str = "bfloat16") -> tuple[int, int, int]:
             "pitches): pad them"
         )
     tk = tile_k(dtype)
-    if m < TILE_M or n < TILE_N or k < tk:
+    if m < TILE_M or n < tile_n or k < tk:
         raise GemmShapeError(
-            f"M, N, K = {m}, {n}, {k}: this kernel needs M >= {TILE_M}, N >= {TILE_N}, "
+            f"M, N, K = {m}, {n}, {k}: this kernel needs M >= {TILE_M}, N >= {tile_n}, "
             f"K >= {tk} (one TMA box each); use torch.matmul for smaller products"
         )
     return m, k, n

@@ -1,6 +1,7 @@
 """Memory plan of the persistent Hopper GEMM (``gemm/hopper.py``), bf16 or fp8 inputs.
 
-The CTA tile is ``TILE_M x TILE_N``, a K tile one 128-byte row (:func:`tile_k`). Two consumer
+The CTA tile is ``TILE_M x tile_n`` (``tile_n`` one of :data:`TILE_NS`, :data:`TILE_N` unless
+the launch heuristic picks a narrower one), a K tile one 128-byte row (:func:`tile_k`). Two consumer
 warpgroups own ``TILE_M / 2`` rows each. The pool has two phases: ``mainloop``
 (TMA fills the ring, wgmma drains it) and ``epilogue`` (the consumers stage C).
 The kernel is persistent, so the epilogue of tile i runs while the producer
@@ -12,10 +13,12 @@ tiles beside the ring and picks the deepest ring that still fits one CTA per SM.
 from __future__ import annotations
 
 from ..dtype import as_dtype
+from ..errors import GemmShapeError
 from ..plan.stages import BufferRequest, StageSolution, solve_stages
 from ..pool import Buffer, SMEMPool
 
 TILE_M, TILE_N = 128, 256
+TILE_NS = (256, 192, 128)  # CTA tile widths: wgmma m64nN takes N up to 256 in steps of 8
 SWIZZLE_ROW_BYTES = 128  # a K tile is one 128-byte swizzle row of A and B
 INPUT_TYPES = ("bfloat16", "float8_e4m3fn")  # A and B; C is bfloat16, accumulation float32
 CONSUMERS = 2  # consumer warpgroups, TILE_M / CONSUMERS rows each
@@ -30,18 +33,25 @@ def tile_k(dtype: str = "bfloat16") -> int:
     return SWIZZLE_ROW_BYTES * 8 // as_dtype(dtype).bits
 
 
-def requests(dtype: str = "bfloat16") -> list[BufferRequest]:
+def check_tile_n(tile_n: int) -> int:
+    """``tile_n`` itself if it is one of :data:`TILE_NS`; else :class:`GemmShapeError`."""
+    if tile_n not in TILE_NS:
+        raise GemmShapeError(f"the CTA tile is {TILE_M} x one of {TILE_NS} columns, got {tile_n!r}")
+    return tile_n
+
+
+def requests(dtype: str = "bfloat16", tile_n: int = TILE_N) -> list[BufferRequest]:
     """The kernel's buffers in allocation order; A, B and both barriers once per stage.
 
-    A stage is ``TILE_M x tile_k`` of A and ``TILE_N x tile_k`` of B, K-major with the
-    128-byte swizzle: 16 KiB + 32 KiB for either input type. ``C_stage`` is
+    A stage is ``TILE_M x tile_k`` of A and ``tile_n x tile_k`` of B, K-major with the
+    128-byte swizzle: 16 KiB + ``tile_n / 8`` KiB for either input type. ``C_stage`` is
     ``CONSUMERS x EPILOGUE_BUFFERS`` tiles of ``TILE_M / CONSUMERS x EPILOGUE_COLS`` bf16
     (8 KiB each), written with ``stmatrix`` and stored with TMA.
     """
     rows, k = TILE_M // CONSUMERS, tile_k(dtype)
     return [
         BufferRequest("A", (TILE_M, k), dtype, swizzle="128B", per_stage=True),
-        BufferRequest("B", (TILE_N, k), dtype, swizzle="128B", per_stage=True),
+        BufferRequest("B", (check_tile_n(tile_n), k), dtype, swizzle="128B", per_stage=True),
         BufferRequest(
             "C_stage",
             (CONSUMERS * EPILOGUE_BUFFERS, rows, EPILOGUE_COLS),
@@ -53,17 +63,20 @@ def requests(dtype: str = "bfloat16") -> list[BufferRequest]:
     ]
 
 
-def stages(target: str = "sm_90a", dtype: str = "bfloat16") -> StageSolution:
-    """The deepest A/B ring beside the C staging tiles: 4 stages on sm_90a (224 KiB + 64 B)."""
-    return solve_stages(requests(dtype), target, ctas_per_sm=1)
+def stages(target: str = "sm_90a", dtype: str = "bfloat16", tile_n: int = TILE_N) -> StageSolution:
+    """The deepest A/B ring beside the C staging tiles: 4 stages on sm_90a for 128 x 256
+    (224 KiB + 64 B) and 128 x 192, 5 for 128 x 128."""
+    return solve_stages(requests(dtype, tile_n), target, ctas_per_sm=1)
 
 
-def hopper_gemm_persistent_plan(dtype: str = "bfloat16", target: str = "sm_90a") -> SMEMPool:
+def hopper_gemm_persistent_plan(
+    dtype: str = "bfloat16", target: str = "sm_90a", tile_n: int = TILE_N
+) -> SMEMPool:
     """Allocate :func:`requests` with the solved stage count in a pool with :data:`PHASES`;
     inside a kernel the pool emits."""
-    depth = stages(target, dtype).stages
+    depth = stages(target, dtype, tile_n).stages
     smem = SMEMPool(name="smem", target=target, phases=PHASES)
-    for r in requests(dtype):
+    for r in requests(dtype, tile_n):
         shape = ((depth,) + tuple(r.shape)) if r.per_stage else tuple(r.shape)
         live = LIVE.get(r.name)
         if r.swizzle is not None:
@@ -79,9 +92,12 @@ def hopper_gemm_persistent_bf16(target: str = "sm_90a") -> SMEMPool:
     return hopper_gemm_persistent_plan("bfloat16", target)
 
 
-def b_share(cluster_m: int, dtype: str = "bfloat16", target: str = "sm_90a") -> Buffer:
+def b_share(
+    cluster_m: int, dtype: str = "bfloat16", target: str = "sm_90a", tile_n: int = TILE_N
+) -> Buffer:
     """The rows of a B stage one CTA's producer loads (and multicasts) in a cluster of
-    ``cluster_m`` CTAs: ``TILE_N / cluster_m`` x ``tile_k``, laid out like B's rows (a plan-only
+    ``cluster_m`` CTAs: ``tile_n / cluster_m`` x ``tile_k``, laid out like B's rows (a plan-only
     buffer from which the B tensor map takes its box)."""
     smem = SMEMPool(name="b_share", target=target)
-    return smem.alloc_mma((TILE_N // cluster_m, tile_k(dtype)), dtype, "128B", name="B_share")
+    rows = check_tile_n(tile_n) // cluster_m
+    return smem.alloc_mma((rows, tile_k(dtype)), dtype, "128B", name="B_share")

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..dtype import DataType, as_dtype
-from ..errors import TilememError
+from ..errors import BuildError as BuildError  # defined with every error; re-exported here
 from ..plan.target import Target
 from ..pool import SMEM, Buffer
 from ..pool.emit import current_emitter
@@ -44,10 +44,6 @@ from .nodes import (
     binop,
     convert,
 )
-
-
-class BuildError(TilememError):
-    """An error raised while building a kernel; the message starts with the user's file and line."""
 
 
 def current() -> Builder:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
 from ..dtype import DataType
-from ..errors import TilememError
+from ..errors import IRError
 from ..scopes import SMEM
 
 INT32 = DataType("int32")
@@ -20,10 +20,6 @@ UINT32 = DataType("uint32")
 UINT64 = DataType("uint64")
 BOOL = DataType("bool")
 FLOAT32 = DataType("float32")
-
-
-class IRError(TilememError, ValueError):
-    """An expression or statement that cannot be built (bad operand, wrong type)."""
 
 
 def _is_float(dtype: DataType) -> bool:

@@ -329,6 +329,12 @@ class TMEMPool(LifetimePool, BumpPool):
             raise PoolStateError(
                 f"TMEM pool {self.name!r} is already committed; commit() runs once"
             )
+        if self.emitter is not None and not self.slot.placed:
+            raise PoolStateError(
+                f"commit SMEM pool {self.smem_pool.name!r} before TMEM pool {self.name!r}: the "
+                f"SMEM pool has phases, so its address slot {self.slot.name!r} gets its offset "
+                "at the SMEM commit, and tcgen05.alloc writes through it"
+            )
         packing = self._packed()
         high_water = self._high_water if packing is None else packing.footprint
         if packing is not None and high_water > self.capacity:
