@@ -1,7 +1,7 @@
 """Lifetime packing on real kernels' memory plans and on random instances.
 
     python3 benchmarks/packing.py              # the corpus and 1,000 random instances
-    python3 benchmarks/packing.py --random 0   # the corpus only
+    python3 benchmarks/packing.py --random 0 --sixteen 0   # the corpus only
 
 For every case: the packed footprint, the lower bound (the busiest phase), bump placement
 in allocation order (what a pool without lifetimes does), first fit in allocation order
@@ -276,12 +276,13 @@ CORPUS = (
 )
 
 
-def random_case(rng: random.Random, index: int) -> Case:
-    """A kernel-like instance: 3-16 buffers over 2-4 phases; tiles (256-1024-byte aligned,
-    sizes multiples of their alignment), barrier groups and small 16-128-byte-aligned arrays."""
+def random_case(rng: random.Random, index: int, buffers: int | None = None) -> Case:
+    """A kernel-like instance: 3-16 buffers (or ``buffers``) over 2-4 phases; tiles
+    (256-1024-byte aligned, sizes multiples of their alignment), barrier groups and small
+    16-128-byte-aligned arrays."""
     phases = tuple(f"p{i}" for i in range(rng.randint(2, 4)))
     items = []
-    for n in range(rng.randint(3, 16)):
+    for n in range(rng.randint(3, 16) if buffers is None else buffers):
         kind = rng.random()
         if kind < 0.6:
             align = rng.choice((256, 512, 1024))
@@ -328,7 +329,7 @@ def corpus_table(results: list[Result]) -> list[str]:
     return lines
 
 
-def random_summary(results: list[Result]) -> list[str]:
+def random_summary(results: list[Result], title: str) -> list[str]:
     times = sorted(r.seconds for r in results)
     ratio_bump = [r.packing.footprint / r.packing.bump for r in results]
     ratio_bound = [r.packing.footprint / r.packing.lower_bound for r in results]
@@ -337,7 +338,7 @@ def random_summary(results: list[Result]) -> list[str]:
     exact = sum(r.packing.exact for r in results)
     n = len(results)
     return [
-        f"{n} random instances (seed 2026, 3-16 buffers, 2-4 phases)",
+        f"{n} random instances ({title}, 2-4 phases)",
         f"  footprint / bump:        mean {statistics.fmean(ratio_bump):.3f}, "
         f"worst {max(ratio_bump):.3f}",
         f"  footprint / lower bound: mean {statistics.fmean(ratio_bound):.4f}, "
@@ -353,6 +354,9 @@ def random_summary(results: list[Result]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--random", type=int, default=1000, help="random instances (0: none)")
+    parser.add_argument(
+        "--sixteen", type=int, default=1000, help="random instances of exactly 16 buffers"
+    )
     args = parser.parse_args(argv)
     now = datetime.datetime.now(datetime.timezone.utc)
     machine = platform.processor() or platform.machine()
@@ -363,7 +367,12 @@ def main(argv: list[str] | None = None) -> int:
         rng = random.Random(2026)
         results = [run(random_case(rng, i)) for i in range(args.random)]
         print()
-        print("\n".join(random_summary(results)))
+        print("\n".join(random_summary(results, "seed 2026, 3-16 buffers")))
+    if args.sixteen:
+        rng = random.Random(2027)
+        results = [run(random_case(rng, i, 16)) for i in range(args.sixteen)]
+        print()
+        print("\n".join(random_summary(results, "seed 2027, 16 buffers")))
     return 0
 
 

@@ -2,9 +2,10 @@
 minimal where claimed, never above bump placement, and the same items give the same plan."""
 
 import functools
+import random
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from tilemem.errors import AllocationError
@@ -46,8 +47,13 @@ def naive_bump(items) -> int:
 
 
 def brute_force_minimum(items) -> int:
-    """Every aligned offset below the bump footprint, tried exhaustively (no lemma used)."""
-    limit = naive_bump(items)
+    """Every aligned offset below the bump footprint, tried exhaustively (no lemma used); an
+    item with a fixed ``offset`` tries only that one."""
+    cursor = max([it.offset + it.size for it in items if it.offset is not None], default=0)
+    for it in items:  # bump placement above the fixed items: feasible, so a valid limit
+        if it.offset is None:
+            cursor = -(-cursor // it.align) * it.align + it.size
+    limit = cursor
     best = [limit]
 
     def place(n: int, offsets: list[int], end: int) -> None:
@@ -57,7 +63,8 @@ def brute_force_minimum(items) -> int:
             best[0] = end
             return
         it = items[n]
-        for x in range(0, limit - it.size + 1, it.align):
+        tries = [it.offset] if it.offset is not None else range(0, limit - it.size + 1, it.align)
+        for x in tries:
             trial = [*offsets, x]
             if not clashes(items[: n + 1], trial):
                 place(n + 1, trial, max(end, x + it.size))
@@ -135,6 +142,75 @@ def test_footprint_with_lanes_is_the_brute_force_minimum(items, lanes):
     packing = pack(items, PHASES)
     assert packing.exact and clashes(items, packing.offsets) == []
     assert packing.footprint == brute_force_minimum(items)
+
+
+@given(instances(max_items=5, max_units=9), st.lists(st.integers(0, 12), min_size=5))
+@settings(max_examples=40, deadline=None)
+def test_footprint_around_fixed_items_is_the_brute_force_minimum(items, spots):
+    # every other item pinned at an aligned spot; the rest are placed around them
+    items = [
+        Item(it.name, it.size, it.align, it.live, offset=spot * it.align if n % 2 else None)
+        for n, (it, spot) in enumerate(zip(items, spots))
+    ]
+    pinned = [it for it in items if it.offset is not None]
+    assume(clashes(pinned, [it.offset for it in pinned]) == [])
+    packing = pack(items, PHASES)
+    assert packing.exact and clashes(items, packing.offsets) == []
+    assert all(p == it.offset for p, it in zip(packing.offsets, items) if it.offset is not None)
+    assert packing.footprint == brute_force_minimum(items)
+
+
+@st.composite
+def tight_instances(draw):
+    """Items whose minimum is known by construction: the first phase is tiled without a gap
+    by items (each also live in random other phases), so its load is both a lower bound and
+    reached; items of the other phases are planted in free places. Shuffled."""
+    placed: list[tuple[Item, int]] = []
+    top = 0
+    for n in range(draw(st.integers(1, 8))):
+        size = 8 * draw(st.integers(1, 64))
+        align = min(64, top & -top or 64, 8 * (size // 8 & -(size // 8)))
+        others = draw(st.sets(st.sampled_from(PHASES[1:])))
+        placed.append((Item(f"t{n}", size, align, frozenset({PHASES[0], *others})), top))
+        top += size
+    for n in range(draw(st.integers(0, 6))):
+        live = frozenset(draw(st.sets(st.sampled_from(PHASES[1:]), min_size=1)))
+        start = 8 * draw(st.integers(0, top // 8 - 1))
+        item = Item(f"x{n}", min(top - start, 8 * draw(st.integers(1, 16))), 8, live)
+        if not clashes([it for it, _ in placed] + [item], [o for _, o in placed] + [start]):
+            placed.append((item, start))
+    items = draw(st.permutations([it for it, _ in placed]))
+    return items, top
+
+
+@given(tight_instances())
+@settings(max_examples=60, deadline=None)
+def test_footprint_meets_the_lower_bound_where_it_is_reachable(case):
+    items, reachable = case
+    packing = pack(items, PHASES)
+    assert packing.lower_bound == reachable == packing.footprint
+    assert packing.exact and clashes(items, packing.offsets) == []
+
+
+def kernel_like(seed: int) -> list[Item]:
+    """16 buffers: swizzled tiles, mbarrier groups, small arrays, over 4 phases."""
+    rng = random.Random(seed)
+    phases = ("p0", "p1", "p2", "p3")
+    items = []
+    for n in range(16):
+        align = rng.choice((8, 16, 128, 256, 512, 1024))
+        size = align * rng.randint(1, 64 if align >= 256 else 8)
+        live = frozenset(rng.sample(phases, rng.randint(1, 4)))
+        items.append(Item(f"b{n}", size, align, live))
+    return items
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sixteen_buffers_are_proven_minimal(seed):
+    items = kernel_like(seed)
+    packing = pack(items)
+    assert packing.exact and clashes(items, packing.offsets) == []
+    assert packing.footprint <= packing.first_fit
 
 
 def test_epilogue_tile_goes_over_drained_stages():

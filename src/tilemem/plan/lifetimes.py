@@ -23,34 +23,55 @@ The algorithm
 -------------
 *Greedy placement.* Placing an item "at its lowest position" means the lowest offset that
 is a multiple of its alignment and disjoint from every already placed item it conflicts with.
+*Classes of cells*: one phase x one group of TMEM lanes that every item either covers or
+misses; two items conflict exactly when they share a class.
 
 *Normalisation lemma.* Take any feasible placement and re-place its items one by one, in
 order of their offsets, each at its lowest position. Each item lands at or below where it
 was (every conflicting item placed before it lay entirely below it and has only moved
 down), so the result is feasible and no larger. Repeating until nothing moves gives an
-optimal placement that is reproduced exactly by greedy placement in order of
-``(offset, index)``.
+optimal placement that is reproduced exactly by greedy placement in order of offsets.
 
-*Search.* Hence it suffices to search orders in which each next item's lowest position is
-at or above the previous one (ties broken by index; identical items in index order): a
-depth-first branch-and-bound over such orders, seeded with the best of first fit in
-allocation order and first fit by decreasing size as the incumbent. A node is pruned when
+*Skyline lemma.* In that order every item placed so far starts at or below the current
+one, so in each class of cells the placed items cover one interval from the last offset
+up to the class's *height* (the highest end there), and the next item's lowest position
+is its *skyline slot*: the lowest multiple of its alignment at or above the heights of its
+classes, clear of the fixed items. Placing items in any order, each at its skyline slot,
+then raising its classes' heights to its end and every other height to at least its
+offset, is feasible (an item lies above everything placed that it conflicts with), and
+the order of an optimal normal placement reproduces it; so the minimum over orders is the
+optimum. What is left to do depends only on the *state*: the set of unplaced items and
+the heights, a vector of (phases x lane groups) numbers.
 
-- any unplaced item's lowest position at or above the current one already ends at or
-  beyond the incumbent (its position can only rise), or
-- for some class of cells (a phase, and for TMEM a group of lanes that every item either
-  covers or misses), the space already used above the current position plus the sizes of
-  the unplaced items of that class reaches the incumbent.
+*Search.* Depth-first branch-and-bound over the next item, seeded with the best of first
+fit in allocation order and first fit by decreasing size as the incumbent; children in
+order of slot, then larger alignment, then larger size. A state is pruned when
+
+- its bound reaches the incumbent. The maximal cliques of conflicting items are found once
+  (Bron-Kerbosch); the waiting items of a clique lie one above another, each at or above
+  its slot, so for every slot value t those with slots >= t end at or above t plus their
+  total size (one machine with release dates). Each class of cells lies in a clique;
+- it is dominated: a state with the same unplaced items and heights no higher in every
+  class was searched already (slots only grow with the heights and the incumbent only
+  shrinks, so it cannot do better);
+- it would place an item before an identical one (same size, alignment, phases, lanes)
+  of lower index.
+
+The search stops as soon as the incumbent meets the clique bound (the heaviest clique;
+with live *sets* it can exceed the busiest phase: buffers live in {a, b}, {b, c}, {a, c}).
 
 *Guarantee.* When the search finishes (``Packing.exact``), the footprint is the minimum
 over all feasible placements. Every plan of the real-kernel corpus in
-``benchmarks/packing.py`` is proven so in under a millisecond, and so are 957 of 1,000
-random kernel-like instances of up to 16 buffers (docs/PERFORMANCE.md). After
-``node_limit`` nodes (at most about a quarter of a second of CPU there) the best
-placement found so far is returned, and ``exact`` is False unless it meets the lower
-bound. In every case the footprint is at most that of first fit in allocation order,
-which by the lemma is at most bump placement in allocation order. The search visits
-items in a fixed order and hashes no objects, so the same items give the same offsets.
+``benchmarks/packing.py`` is proven so in under a millisecond, and so are all of its
+1,000 random kernel-like instances of 3-16 buffers and 1,000 of exactly 16 (the slowest
+55 ms; docs/PERFORMANCE.md). The problem stays NP-hard and the search exponential in the
+worst case: of 2,000 further 16-buffer instances drawn with other seeds, one needed more
+than ``node_limit`` nodes (50,000 by default, about half a second of CPU at 16 items).
+Then, and for larger pools where the search runs out, the best placement found so far is
+returned, and ``exact`` is False unless it meets the clique bound. In every case the
+footprint is at most that of first fit in allocation order, which by the lemma is at most
+bump placement in allocation order. The search visits items in a fixed order and keys
+its memo by integers and tuples only, so the same items give the same offsets.
 
 *Lower bound.* ``max`` over phases (and TMEM lane groups) of the total size of the items
 live there: no placement can do better, so a reader sees how far a footprint is from it.
@@ -72,7 +93,7 @@ from ..intmath import align_up, is_power_of_two
 from .packing import bump_total
 
 ALL_LANES = -1  # lane mask of an item without lanes: conflicts on every lane
-NODE_LIMIT = 10_000  # search nodes before the best placement found so far is returned
+NODE_LIMIT = 50_000  # search nodes before the best placement found so far is returned
 
 
 @dataclass(frozen=True)
@@ -250,7 +271,7 @@ class _Instance:
 
 
 class _Search:
-    """Branch-and-bound over canonical placement orders (see the module docstring)."""
+    """Branch-and-bound over placement orders on the skyline (see the module docstring)."""
 
     def __init__(self, inst: _Instance, node_limit: int):
         self.inst = inst
@@ -267,8 +288,19 @@ class _Search:
             if inst.items[r].offset is not None or self.size[r] == 0
         }
         self.free = [r for r in inst.roots if r not in self.fixed]
+        self.fixed_end = max((o + self.size[r] for r, o in self.fixed.items()), default=0)
         self.classes = [[r for r in c if self.size[r]] for c in inst.cell_classes()]
+        self.cells = [  # the classes of cells each item covers
+            tuple(k for k, members in enumerate(self.classes) if r in members) for r in range(n)
+        ]
+        self.obstacles = [
+            sorted((self.fixed[b], self.fixed[b] + self.size[b]) for b in self.conflicts[r]
+                   if b in self.fixed and self.size[b])
+            for r in range(n)
+        ]  # fmt: skip
         self.twin_before = self._twins()
+        self.none = n  # a bit no item has
+        self.cliques = self._cliques()
         self.nodes = 0
         self.complete = True
 
@@ -284,6 +316,29 @@ class _Search:
             seen[key] = r
         return before
 
+    def _cliques(self) -> list[int]:
+        """Bit masks of the maximal sets of pairwise conflicting free items (Bron-Kerbosch
+        with pivoting; at most 3^(n/3) of them, a few dozen here)."""
+        bit = {r: 1 << r for r in self.free}
+        adj = {r: sum(bit[b] for b in self.conflicts[r] if b in bit) for r in self.free}
+        found: list[int] = []
+
+        def extend(clique: int, cand: int, done: int) -> None:
+            if not cand and not done:
+                found.append(clique)
+                return
+            pivot = max((r for r in self.free if (cand | done) >> r & 1),
+                        key=lambda r: (adj[r] & cand).bit_count())  # fmt: skip
+            for r in self.free:
+                if cand >> r & 1 and not adj[pivot] >> r & 1:
+                    extend(clique | bit[r], cand & adj[r], done & adj[r])
+                    cand &= ~bit[r]
+                    done |= bit[r]
+
+        if self.free:
+            extend(0, sum(bit.values()), 0)
+        return found
+
     def lowest(self, item: int, offsets: dict[int, int], start: int = 0) -> int:
         """The lowest aligned offset >= start clear of every placed item ``item`` conflicts
         with."""
@@ -291,15 +346,7 @@ class _Search:
         spans = sorted(
             (offsets[b], offsets[b] + self.size[b]) for b in self.conflicts[item] if b in offsets
         )
-        x = align_up(start, align)
-        moved = True
-        while moved:
-            moved = False
-            for lo, hi in spans:
-                if lo < x + size and x < hi:
-                    x = align_up(hi, align)
-                    moved = True
-        return x
+        return _clear(spans, align_up(start, align), size, align)
 
     def first_fit(self, order: Sequence[int]) -> dict[int, int]:
         offsets = dict(self.fixed)
@@ -310,98 +357,102 @@ class _Search:
     def footprint(self, offsets: dict[int, int]) -> int:
         return max((offsets[r] + self.size[r] for r in offsets), default=0)
 
+    def clique_bound(self) -> int:
+        """The heaviest set of pairwise conflicting items: they lie one above another."""
+        weight = max(
+            (sum(self.size[r] for r in self.free if c >> r & 1) for c in self.cliques),
+            default=0,
+        )
+        return max(weight, self.fixed_end)
+
     def run(self, incumbent: dict[int, int]) -> dict[int, int]:
         self.best = incumbent
         self.best_end = self.footprint(incumbent)
-        self.phase_bound = max((sum(self.size[r] for r in c) for c in self.classes), default=0)
-        self.bound = max(
-            self.phase_bound, max((o + self.size[r] for r, o in self.fixed.items()), default=0)
-        )
+        self.bound = self.clique_bound()
+        self.path: list[tuple[int, int]] = []
+        self.seen: dict[int, list[tuple[int, ...]]] = {}
         if self.best_end > self.bound:
-            self._dfs(dict(self.fixed), set(), (0, -1))
+            unplaced = sum(1 << r for r in self.free)
+            self._dfs(unplaced, (0,) * len(self.classes))
         return self.best
 
-    def _dfs(self, offsets: dict[int, int], placed: set[int], last: tuple[int, int]) -> None:
+    def _skyline_slot(self, r: int, heights: tuple[int, ...]) -> int:
+        """Where ``r`` goes next: above the skyline of its cells, clear of fixed items."""
+        base = max((heights[k] for k in self.cells[r]), default=0)
+        return _clear(self.obstacles[r], align_up(base, self.align[r]), self.size[r],
+                      self.align[r])  # fmt: skip
+
+    def _dominated(self, unplaced: int, heights: tuple[int, ...]) -> bool:
+        """True if this state, or one at most as high everywhere, was searched already."""
+        known = self.seen.setdefault(unplaced, [])
+        for other in known:
+            if all(a <= b for a, b in zip(other, heights)):
+                return True
+        known.append(heights)
+        return False
+
+    def _dfs(self, unplaced: int, heights: tuple[int, ...]) -> None:
         self.nodes += 1
         if self.nodes > self.node_limit:
             self.complete = False
             return
-        unplaced = [r for r in self.free if r not in placed]
         if not unplaced:
-            end = self.footprint(offsets)
+            end = max(self.fixed_end, *(x + self.size[r] for r, x in self.path))
             if end < self.best_end:
-                self.best, self.best_end = dict(offsets), end
+                self.best = {**self.fixed, **dict(self.path)}
+                self.best_end = end
             return
-        floor = last[0]
-        earliest = {}  # the lowest position each unplaced item can still take
-        for r in unplaced:
-            earliest[r] = self.lowest(r, offsets, floor)
-            if earliest[r] + self.size[r] >= self.best_end:
-                return
-        if self._class_bound(offsets, unplaced, floor) >= self.best_end:
+        if self._dominated(unplaced, heights):
             return
-        for x, _, r in self._children(offsets, placed, last, earliest):
-            offsets[r] = x
-            placed.add(r)
-            self._dfs(offsets, placed, (x, r))
-            del offsets[r]
-            placed.discard(r)
+        waiting = [r for r in self.free if unplaced >> r & 1]
+        slot = {r: self._skyline_slot(r, heights) for r in waiting}
+        if self._state_bound(unplaced, heights, slot) >= self.best_end:
+            return
+        children = sorted(
+            (x, -self.align[r], -self.size[r], r)
+            for r, x in slot.items()
+            if not unplaced >> self.twin_before.get(r, self.none) & 1  # identical items in order
+        )
+        for x, _, _, r in children:
+            raised = [max(h, x) for h in heights]  # later items go at or above x
+            for k in self.cells[r]:
+                raised[k] = x + self.size[r]
+            self.path.append((r, x))
+            self._dfs(unplaced & ~(1 << r), tuple(raised))
+            self.path.pop()
             if self.best_end <= self.bound or not self.complete:
                 return
 
-    def _children(self, offsets, placed, last, earliest) -> list[tuple[int, int, int]]:
-        """Items that may come next in a canonical order, lowest first, larger first on ties.
+    def _state_bound(self, unplaced: int, heights: tuple[int, ...], slot: dict[int, int]) -> int:
+        """A footprint no completion of this state can beat.
 
-        The next item must start below the earliest end of every other unplaced item:
-        otherwise that item's earliest slot stays free and its turn would put it there,
-        below the next item, which a canonical order forbids.
-        """
-        ends = sorted((m + self.size[r], r) for r, m in earliest.items())
-        children = []
-        for r, m in earliest.items():
-            others = [end for end, other in ends[:2] if other != r]
-            horizon = others[0] if others else m + 1
-            if (m, r) <= last or m >= horizon:
-                continue
-            if self.twin_before.get(r, r) not in placed | {r}:
-                continue
-            if self.lowest(r, offsets) != m:  # a lower slot is free: r cannot come next
-                continue
-            children.append((m, -self.size[r], r))
-        return sorted(children)
-
-    def _class_bound(self, offsets: dict[int, int], unplaced: list[int], floor: int) -> int:
-        """A footprint no completion can beat, per class of cells (a clique of conflicts).
-
-        Above ``floor`` the placed members leave gaps; an unplaced member goes into a gap
-        it fits or above the highest placed member.
+        The waiting items of a clique of conflicts lie one above another, each at or above
+        its slot; so for every slot value t the ones whose slots are at or above t end at
+        or above t plus their total size (one machine with release dates). Every class of
+        cells lies inside a maximal clique, and every item in one.
         """
         best = 0
-        waiting = set(unplaced)
-        for members in self.classes:
-            rest = [r for r in members if r in waiting]
-            if not rest:
-                continue
-            spans = sorted(
-                (max(floor, offsets[r]), offsets[r] + self.size[r])
-                for r in members
-                if r in offsets and offsets[r] + self.size[r] > floor
-            )
-            gaps, top = [], floor
-            for lo, hi in spans:
-                if lo > top:
-                    gaps.append((top, lo))
-                top = max(top, hi)
-            fit = nofit = 0
-            for r in rest:
-                size, align = self.size[r], self.align[r]
-                if any(align_up(lo, align) + size <= hi for lo, hi in gaps):
-                    fit += size
-                else:
-                    nofit += size
-            room = sum(hi - lo for lo, hi in gaps)
-            best = max(best, top + nofit + max(0, fit - room))
+        for clique in self.cliques:
+            above = 0
+            for x, size in sorted(
+                ((x, self.size[r]) for r, x in slot.items() if clique >> r & 1), reverse=True
+            ):
+                above += size
+                best = max(best, x + above)
         return best
+
+
+def _clear(spans: Sequence[tuple[int, int]], x: int, size: int, align: int) -> int:
+    """The lowest multiple of ``align`` >= x (itself aligned) whose ``[x, x + size)`` misses
+    every span."""
+    moved = True
+    while moved:
+        moved = False
+        for lo, hi in spans:
+            if lo < x + size and x < hi:
+                x = align_up(hi, align)
+                moved = True
+    return x
 
 
 def lower_bound(items: Sequence[Item], phases: Sequence[str] | None = None) -> int:
@@ -436,7 +487,9 @@ def pack(
     return Packing(
         offsets=offsets,
         footprint=footprint,
-        lower_bound=search.phase_bound,
+        lower_bound=max(
+            (sum(inst.items[r].size for r in c) for c in inst.cell_classes()), default=0
+        ),
         bump=max(free_end, fixed_end),
         first_fit=search.footprint(alloc_order),
         exact=search.complete or footprint == search.bound,
