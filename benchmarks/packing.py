@@ -276,10 +276,13 @@ CORPUS = (
 )
 
 
-def random_case(rng: random.Random, index: int, buffers: int | None = None) -> Case:
+def random_case(
+    rng: random.Random, index: int, buffers: int | None = None, interval: bool = False
+) -> Case:
     """A kernel-like instance: 3-16 buffers (or ``buffers``) over 2-4 phases; tiles
     (256-1024-byte aligned, sizes multiples of their alignment), barrier groups and small
-    16-128-byte-aligned arrays."""
+    16-128-byte-aligned arrays. Live sets are any phases, or with ``interval`` a run of
+    consecutive phases (a non-persistent kernel)."""
     phases = tuple(f"p{i}" for i in range(rng.randint(2, 4)))
     items = []
     for n in range(rng.randint(3, 16) if buffers is None else buffers):
@@ -292,7 +295,11 @@ def random_case(rng: random.Random, index: int, buffers: int | None = None) -> C
         else:
             align = rng.choice((16, 128))
             size = align * rng.randint(1, 32)
-        span = rng.sample(phases, rng.randint(1, len(phases)))
+        if interval:
+            first = rng.randrange(len(phases))
+            span = list(phases[first : rng.randrange(first, len(phases)) + 1])
+        else:
+            span = rng.sample(phases, rng.randint(1, len(phases)))
         items.append(Item(f"b{n}", size, align, None if rng.random() < 0.2 else frozenset(span)))
     return Case(f"random-{index}", "bytes", tuple(items), phases)
 
@@ -355,7 +362,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--random", type=int, default=1000, help="random instances (0: none)")
     parser.add_argument(
-        "--sixteen", type=int, default=1000, help="random instances of exactly 16 buffers"
+        "--sixteen",
+        type=int,
+        default=1000,
+        help="random instances of exactly 16 buffers (twice: any live sets, intervals)",
     )
     args = parser.parse_args(argv)
     now = datetime.datetime.now(datetime.timezone.utc)
@@ -373,6 +383,10 @@ def main(argv: list[str] | None = None) -> int:
         results = [run(random_case(rng, i, 16)) for i in range(args.sixteen)]
         print()
         print("\n".join(random_summary(results, "seed 2027, 16 buffers")))
+        rng = random.Random(2028)
+        results = [run(random_case(rng, i, 16, interval=True)) for i in range(args.sixteen)]
+        print()
+        print("\n".join(random_summary(results, "seed 2028, 16 buffers, interval lifetimes")))
     return 0
 
 

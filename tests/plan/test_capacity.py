@@ -99,9 +99,11 @@ def test_overflowing_gemm_error_lists_buffers_padding_and_stages_that_fit():
         assert fact in msg, fact
 
 
-def test_overflow_on_sm120_says_one_stage_fits():
+def test_overflow_on_sm120_says_two_stages_fit():
+    # sm_120: 101,376 bytes per block. C_epilogue lies over the drained stages, so
+    # 2 x 49,152 + 64 = 98,368 fits; 3 x 49,152 + 96 = 147,552 does not.
     with pytest.raises(
-        CapacityError, match="4 stages of 49168 bytes each; 1 stage would fit on sm_120"
+        CapacityError, match="4 stages of 49168 bytes each; 2 stages would fit on sm_120"
     ):
         hopper_gemm_bf16(stages=4, target="sm_120")
 

@@ -46,12 +46,14 @@ def stages_that_fit(pool: PoolPlan, limit: int) -> tuple[int, int] | None:
     The pool's buffers become :class:`~tilemem.plan.stages.BufferRequest` objects (the
     stage-indexed ones per stage) and go through the stage solver's
     :func:`~tilemem.plan.stages.deepest_stages`. None when the pool has no stage-indexed
-    buffers or uses move_base_to (overlays make re-placement ambiguous).
+    buffers or uses move_base_to or views (overlays make re-placement ambiguous). In a pool
+    with phases each request keeps its buffer's phases, so the solver packs by lifetime.
     """
     stages, staged = staged_entries(pool)
-    if not stages or pool.moves:
+    if not stages or pool.moves or any(e.alias_of for e in pool.entries):
         return None
     staged_names = {e.name for e in staged}
+    lifetimes = any(e.phases for e in pool.entries)  # a pool with phases, committed or not
     requests = [
         BufferRequest(
             e.name,
@@ -59,6 +61,7 @@ def stages_that_fit(pool: PoolPlan, limit: int) -> tuple[int, int] | None:
             e.dtype,
             align=e.align,
             per_stage=e.name in staged_names,
+            live=frozenset(e.phases) if lifetimes else None,
         )
         for e in pool.entries
     ]

@@ -63,15 +63,16 @@ with live *sets* it can exceed the busiest phase: buffers live in {a, b}, {b, c}
 *Guarantee.* When the search finishes (``Packing.exact``), the footprint is the minimum
 over all feasible placements. Every plan of the real-kernel corpus in
 ``benchmarks/packing.py`` is proven so in under a millisecond, and so are all of its
-1,000 random kernel-like instances of 3-16 buffers and 1,000 of exactly 16 (the slowest
-55 ms; docs/PERFORMANCE.md). The problem stays NP-hard and the search exponential in the
-worst case: of 2,000 further 16-buffer instances drawn with other seeds, one needed more
-than ``node_limit`` nodes (50,000 by default, about half a second of CPU at 16 items).
-Then, and for larger pools where the search runs out, the best placement found so far is
-returned, and ``exact`` is False unless it meets the clique bound. In every case the
-footprint is at most that of first fit in allocation order, which by the lemma is at most
-bump placement in allocation order. The search visits items in a fixed order and keys
-its memo by integers and tuples only, so the same items give the same offsets.
+random kernel-like instances: 1,000 of 3-16 buffers, 1,000 of exactly 16 with any live
+sets and 1,000 of exactly 16 with interval lifetimes (docs/PERFORMANCE.md: the slowest
+takes about half a second, close to ``node_limit``). The problem stays NP-hard and the
+search exponential in the worst case, so a 16-buffer pool can exceed ``node_limit``
+(50,000 nodes by default). Then, and for larger pools where the search runs out, the best
+placement found so far is returned, and ``exact`` is False unless it meets the clique
+bound. In every case the footprint is at most that of first fit in allocation order,
+which by the lemma is at most bump placement in allocation order. The search visits items
+in a fixed order and keys its memo by integers and tuples only, so the same items give
+the same offsets.
 
 *Lower bound.* ``max`` over phases (and TMEM lane groups) of the total size of the items
 live there: no placement can do better, so a reader sees how far a footprint is from it.

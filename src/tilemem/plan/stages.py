@@ -3,7 +3,9 @@
 Buffers are given in allocation order as :class:`BufferRequest`; per-stage
 requests get a leading stage dimension. Placement is the pools' bump rule
 (round the cursor up to the alignment, advance by the size), so the answer
-equals what an SMEMPool allocating the same requests would reach.
+equals what an SMEMPool allocating the same requests would reach. When a request
+names the phases it is live in (``live``), placement is the lifetime packer's
+instead, as in an SMEMPool made with ``phases=`` (SPEC section 8).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from ..dtype import DTypeLike, as_dtype
 from ..errors import CapacityError
 from ..layout.smem import SwizzleMode, SwizzleModeLike, check_mma_tile, widest_swizzle
 from ..validate import check_int, check_name, is_int
+from .lifetimes import Item, pack
 from .packing import bump_total, check_align
 from .target import Target, get_target
 
@@ -32,6 +35,7 @@ class BufferRequest:
     swizzle: SwizzleModeLike | None = None
     align: int = 0
     per_stage: bool = False
+    live: frozenset[str] | None = None  # phases the buffer is live in (None: every phase)
 
     def __post_init__(self) -> None:
         """Checked here, so a bad request fails where it is written, not inside a solver."""
@@ -51,6 +55,17 @@ class BufferRequest:
             )
         if self.swizzle is not None and self.swizzle != "auto":
             SwizzleMode.parse(self.swizzle)
+        if self.live is not None:
+            live = self.live
+            if isinstance(live, str | bytes) or not isinstance(
+                live, set | frozenset | tuple | list
+            ):
+                raise CapacityError(
+                    f"BufferRequest {self.name!r}: live must be a set of phase names, got {live!r}"
+                )
+            for phase in live:
+                check_name(phase, f"BufferRequest {self.name!r} phase", error=CapacityError)
+            object.__setattr__(self, "live", frozenset(live))
 
     def placement(self, stages: int) -> tuple[int, int]:
         """(bytes, alignment) of this request for ``stages`` pipeline stages."""
@@ -95,14 +110,25 @@ def smem_limit(target: str | Target, ctas_per_sm: int = 1) -> int:
 
 
 def bytes_for(requests, stages: int) -> int:
-    return bump_total(r.placement(stages) for r in requests)[0]
+    """Bytes ``requests`` take with ``stages`` stages: bump placement in order, or, when
+    any request says when it is live, the lifetime packer's footprint."""
+    placements = [r.placement(stages) for r in requests]
+    if all(r.live is None for r in requests):
+        return bump_total(placements)[0]
+    items = [
+        Item(str(n), size, align, r.live)
+        for n, (r, (size, align)) in enumerate(zip(requests, placements))
+    ]
+    return pack(items).footprint
 
 
 def deepest_stages(requests, limit: int, max_stages: int) -> int:
     """The most stages in ``[0, max_stages]`` whose bump placement fits ``limit`` bytes.
 
-    Bump placement only grows when a size grows, so the total grows with the stage
-    count: bisect for the last count that fits (0 when even one stage does not).
+    Bump placement only grows when a size grows, and so does the least footprint of a
+    lifetime packing (shrinking items keeps a placement feasible), so the total grows with
+    the stage count: bisect for the last count that fits (0 when even one stage does not).
+    Every count returned was checked to fit.
     """
     low, high = 0, max_stages
     while low < high:
