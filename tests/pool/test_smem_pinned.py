@@ -106,3 +106,26 @@ def test_an_empty_pool_commits_zero_bytes():
 def test_commit_size_bounds(size):
     with pytest.raises(AllocationError, match=r"commit size \(bytes\) must be an integer in \[0, "):
         SMEMPool().commit(size)
+
+
+def test_move_base_to_beyond_the_end_raises_the_high_water_mark():
+    # SPEC section 3: move_base_to(end); commit() reserves end bytes
+    pool = SMEMPool()
+    pool.move_base_to(100)
+    assert pool.plan().smem.high_water == 100
+    assert pool.commit() == 100
+
+
+def test_a_pool_with_phases_starts_empty():
+    pool = SMEMPool(phases=("load", "store"))
+    assert pool.plan().smem.high_water == 0
+
+
+def test_packed_buffers_report_no_padding():
+    # two 100-byte buffers live in different phases share bytes [0, 100): no padding anywhere
+    pool = SMEMPool(phases=("load", "store"))
+    pool.alloc((100,), "uint8", name="a", live="load")
+    pool.alloc((100,), "uint8", name="b", live="store")
+    assert pool.commit() == 100
+    entries = pool.plan().smem.entries
+    assert [(e.name, e.offset, e.padding) for e in entries] == [("a", 0, 0), ("b", 0, 0)]
