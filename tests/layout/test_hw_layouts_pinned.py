@@ -380,3 +380,10 @@ def test_scale_factor_arguments_are_checked(args, kwargs, message):
     with pytest.raises(LayoutError) as exc:
         sf_tmem_layout(*args, **kwargs)
     assert str(exc.value).startswith(message)
+
+
+def test_the_fitting_mode_reads_the_row_of_a_staged_tile():
+    # (2, 8, 48) bf16: 96-byte rows fit 32B (reading the 8 rows as the row would say none)
+    with pytest.raises(SwizzleError) as exc:
+        check_mma_tile((2, 8, 48), "bfloat16", SwizzleMode.SWIZZLE_128B_ATOM)
+    assert "use SWIZZLE_32B_ATOM or make shape[-1] a multiple of 64" in str(exc.value)
