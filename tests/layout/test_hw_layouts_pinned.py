@@ -387,3 +387,10 @@ def test_the_fitting_mode_reads_the_row_of_a_staged_tile():
     with pytest.raises(SwizzleError) as exc:
         check_mma_tile((2, 8, 48), "bfloat16", SwizzleMode.SWIZZLE_128B_ATOM)
     assert "use SWIZZLE_32B_ATOM or make shape[-1] a multiple of 64" in str(exc.value)
+
+
+@pytest.mark.parametrize("k", [0, -64])
+def test_a_staged_tile_without_row_elements_suggests_no_swizzle(k):
+    with pytest.raises(SwizzleError) as exc:
+        check_mma_tile((2, 8, k), "bfloat16", SwizzleMode.SWIZZLE_128B_ATOM)
+    assert str(exc.value).endswith("use SWIZZLE_NONE or make shape[-1] a multiple of 64")
