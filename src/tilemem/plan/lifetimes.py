@@ -44,7 +44,8 @@ optimum. What is left to do depends only on the *state*: the set of unplaced ite
 the heights, a vector of (phases x lane groups) numbers.
 
 *Search.* Depth-first branch-and-bound over the next item, seeded with the best of first
-fit in allocation order and first fit by decreasing size as the incumbent; children in
+fit in allocation order and in four fixed orders (by decreasing size; alignment; number of
+phases; first phase, then alignment and size) as the incumbent; children in
 order of slot, then larger alignment, then larger size. A state is pruned when
 
 - its bound reaches the incumbent. The maximal cliques of conflicting items are found once
@@ -476,9 +477,16 @@ def pack(
     inst = _Instance(items, phases)
     search = _Search(inst, node_limit)
     alloc_order = search.first_fit(search.free)
-    by_size = sorted(search.free, key=lambda r: (-search.size[r], -search.align[r], r))
+    size, align, live = search.size, search.align, inst.pack_live
+    orders = (
+        lambda r: (-size[r], -align[r], r),
+        lambda r: (-align[r], -size[r], r),
+        lambda r: (-live[r].bit_count(), -align[r], -size[r], r),
+        lambda r: ((live[r] & -live[r]).bit_length(), -align[r], -size[r], r),
+    )
     incumbent = min(
-        (alloc_order, search.first_fit(by_size)), key=lambda o: (search.footprint(o), 0)
+        [alloc_order, *(search.first_fit(sorted(search.free, key=k)) for k in orders)],
+        key=search.footprint,
     )
     best = search.run(incumbent)
     footprint = search.footprint(best)
