@@ -41,18 +41,17 @@ TARGETS = [None, "sm_100a", "sm_100a", "sm_100a", "sm_80", "sm_90a", "sm_100", "
 
 
 class Digits:
-    """Draws parameters from one integer, digit by digit in mixed radix: hypothesis then
-    generates two flat integers per call, which keeps 10,000 programs cheap."""
+    """Draws parameters from a tuple of small integers, one per parameter: hypothesis then
+    generates flat integers per call, which keeps 10,000 programs cheap."""
 
-    def __init__(self, value: int):
-        self.value = value
+    def __init__(self, digits):
+        self.digits = iter(digits)
 
     def pick(self, choices):
-        self.value, digit = divmod(self.value, len(choices))
-        return choices[digit]
+        return choices[next(self.digits) % len(choices)]
 
     def int(self, low: int, high: int) -> int:
-        return self.pick(range(low, high + 1))
+        return low + next(self.digits) % (high - low + 1)
 
 
 def decode(kind: int, seed: int):
@@ -74,8 +73,9 @@ def decode(kind: int, seed: int):
     if kind == 5:
         return ("tmem_pool", d.pick([32, 128, 256, 512, "auto"]), d.pick([1, 1, 2]))
     if kind == 6:
-        shape = d.pick([(128, 32), (128, 64), (64, 32), (32, 16), (2, 128, 16), (3, 16, 8)])
-        datapath, cols = d.pick([None, None, "D", "B", "F", "G"]), d.pick([None, None, 8, 64])
+        shapes = [(128, 32), (64, 32), (32, 16), (2, 128, 16), (3, 16, 8), (4, 2, 8), (2, 64, 16)]
+        shape, datapath = d.pick(shapes), d.pick([None, None, None, "D", "B", "F", "G"])
+        cols = d.pick([None, None, 8, 64])
         return ("tmem_alloc", d.int(0, 1), shape, d.pick(["float32", "bfloat16"]), datapath, cols)
     if kind == 7:
         return ("tmem_sf", d.int(0, 1), d.pick([(128, 16), (2, 128, 16), (32, 8)]))
@@ -97,15 +97,22 @@ def decode(kind: int, seed: int):
 
 
 MODES = ["auto", "none", "32B", "64B", "128B"]
-calls = st.tuples(st.integers(0, 11), st.integers(0, 1 << 40)).map(lambda c: decode(*c))
-first_pools = st.lists(st.tuples(st.just(5), st.integers(0, 1 << 10)), max_size=2)
+DIGITS = st.tuples(*[st.integers(0, 4095)] * 8)
+calls = st.tuples(st.integers(0, 11), DIGITS).map(lambda c: decode(*c))
+first_pools = st.lists(st.tuples(st.just(5), DIGITS), max_size=2)
+FINALES = {  # commit everything at the end, in either order (SPEC 5: the verdict must not care)
+    "none": [],
+    "smem first": [("smem_commit", None), ("tmem_commit", 0), ("tmem_commit", 1)],
+    "tmem first": [("tmem_commit", 0), ("tmem_commit", 1), ("smem_commit", None)],
+}
 programs = st.tuples(
     st.sampled_from(TARGETS),
     st.sampled_from([None, 32, 128, 384, 1024]),
     st.builds(  # most programs start with a TMEM pool, so TMEM calls have one to act on
-        lambda first, rest: [decode(*c) for c in first] + rest,
+        lambda first, rest, finale: [decode(*c) for c in first] + rest + FINALES[finale],
         first_pools,
         st.lists(calls, min_size=1, max_size=10),
+        st.sampled_from(list(FINALES)),
     ),
 )
 
@@ -121,6 +128,8 @@ class Run:
         self.explicit_cols = set()
         self.outcomes: list[str] = []
         self.commit_size = {}  # pool name -> size asked of commit (None: the high-water mark)
+        self.cursor = {self.smem.name: 0}  # the bump model, kept apart from the pools' own
+        self.high = {self.smem.name: 0}
 
     def pool(self, index):
         return self.tmems[index % len(self.tmems)] if self.tmems else None
@@ -243,17 +252,45 @@ def replay(target, threads, ops) -> Run:
 
 def _record(run: Run, op, result) -> None:
     kind = op[0]
-    if kind == "smem_move":
-        run.moves[run.smem.name] += 1
-    elif kind == "tmem_move":
-        run.moves[run.pool(op[1]).name] += 1
+    if kind in ("smem_move", "tmem_move"):
+        name = run.smem.name if kind == "smem_move" else run.pool(op[1]).name
+        run.moves[name] += 1
+        _bump(run, name, op[-1], op[-1])  # SPEC 3: a move beyond the high-water mark raises it
     elif kind in ("alloc", "alloc_mma", "alloc_swizzled", "tmem_alloc", "tmem_sf"):
         run.epoch[result.name] = run.moves[result.pool.name]
+        _check_bump_placement(run, op, result)
     elif kind == "tmem_pool":
         run.epoch[result.slot.name] = run.moves[run.smem.name]
         run.commit_size[result.name] = op[1]
+        run.cursor[result.name] = run.high[result.name] = 0
+        _check_bump_placement(run, ("alloc", (1,), "uint32", 4), result.slot)
     elif kind == "smem_commit":
         run.commit_size[run.smem.name] = op[1]
+
+
+def _bump(run: Run, pool: str, start: int, end: int) -> None:
+    run.cursor[pool] = end
+    run.high[pool] = max(run.high[pool], end)
+
+
+def _check_bump_placement(run: Run, op, buf) -> None:
+    """SPEC 3-4 recomputed: SMEM at the cursor rounded up to max(align, natural alignment, swizzle
+    period), ceil(elements * bits / 8) bytes; TMEM at the cursor, footprint columns."""
+    pool = buf.pool.name
+    cursor = run.cursor[pool]
+    if buf.scope == "tmem":
+        assert buf.col_offset == cursor, (buf, cursor)
+        _bump(run, pool, cursor, cursor + buf.cols)
+        return
+    bits = buf.dtype.bits
+    asked = {"alloc": lambda: op[3], "alloc_mma": lambda: op[4]}.get(op[0], lambda: 0)()
+    natural = max(1, min(16, bits // 8))
+    period = PERIOD_BYTES[layout_swizzle_mode(buf.layout)]
+    align = max(asked, natural) if op[0] == "alloc_mma" else max(asked, natural, period)
+    start = -(-cursor // align) * align
+    nbytes = -(-math.prod(buf.shape) * bits // 8)
+    assert (buf.byte_offset, buf.nbytes) == (start, nbytes), (buf, start, nbytes)
+    _bump(run, pool, start, start + nbytes)
 
 
 # -- the residency rule, recomputed ------------------------------------------------------------
@@ -311,9 +348,10 @@ def _check_smem(run: Run) -> None:
         assert buf.byte_offset % PERIOD_BYTES[layout_swizzle_mode(buf.layout)] == 0, buf
         last = int(np.max(buf.layout.positions()["m"]))
         assert 0 <= (last + 1) * buf.dtype.bits <= 8 * buf.nbytes, buf
+    assert smem.max_offset == run.high[smem.name]
     if smem.committed:  # commit() reserves the high-water mark, commit(size) exactly size
         asked = run.commit_size[smem.name]
-        assert smem.size == (smem.max_offset if asked is None else asked)
+        assert smem.size == (run.high[smem.name] if asked is None else asked)
     _check_spans(
         [(b.name, b.byte_offset, b.byte_offset + b.nbytes) for b in smem.buffers],
         run,
@@ -345,9 +383,10 @@ def _check_tmem(run: Run) -> None:
             else:
                 assert buf.cols == cols, (buf, cols)
             assert buf.col_offset + buf.cols <= pool.capacity
+        assert pool.max_offset == run.high[pool.name]
         if pool.committed:  # 'auto': the smallest power of two >= max(32, high water)
             asked = run.commit_size[pool.name]
-            need = max(32, pool.max_offset)
+            need = max(32, run.high[pool.name])
             auto = next(c for c in (32, 64, 128, 256, 512) if c >= need)
             assert pool.total_cols == (auto if asked == "auto" else asked) >= pool.max_offset
         _check_spans(
