@@ -68,12 +68,12 @@ random kernel-like instances: 1,000 of 3-16 buffers, 1,000 of exactly 16 with an
 sets and 1,000 of exactly 16 with interval lifetimes (docs/PERFORMANCE.md: the slowest
 takes about half a second, close to ``node_limit``). The problem stays NP-hard and the
 search exponential in the worst case, so a 16-buffer pool can exceed ``node_limit``
-(50,000 nodes by default). Then, and for larger pools where the search runs out, the best
-placement found so far is returned, and ``exact`` is False unless it meets the clique
-bound. In every case the footprint is at most that of first fit in allocation order,
-which by the lemma is at most bump placement in allocation order. The search visits items
-in a fixed order and keys its memo by integers and tuples only, so the same items give
-the same offsets.
+(50,000 nodes by default; fewer for pools with more items and cliques, see ``pack``).
+Then, and for larger pools where the search runs out, the best placement found so far is
+returned, and ``exact`` is False unless it meets the clique bound. In every case the
+footprint is at most that of first fit in allocation order, which by the lemma is at
+most bump placement in allocation order. The search visits items in a fixed order and
+keys its memo by integers and tuples only, so the same items give the same offsets.
 
 *Lower bound.* ``max`` over phases (and TMEM lane groups) of the total size of the items
 live there: no placement can do better, so a reader sees how far a footprint is from it.
@@ -96,6 +96,7 @@ from .packing import bump_total
 
 ALL_LANES = -1  # lane mask of an item without lanes: conflicts on every lane
 NODE_LIMIT = 50_000  # search nodes before the best placement found so far is returned
+NODE_COST = 128  # items x (cliques + 1) up to which a node costs one node of the budget
 
 
 @dataclass(frozen=True)
@@ -303,6 +304,8 @@ class _Search:
         self.twin_before = self._twins()
         self.none = n  # a bit no item has
         self.cliques = self._cliques()
+        cost = len(self.free) * (len(self.cliques) + 1)  # the work per node grows with both
+        self.node_limit = node_limit * NODE_COST // max(NODE_COST, cost)
         self.nodes = 0
         self.complete = True
 
@@ -472,7 +475,9 @@ def pack(
     """Offsets for ``items`` with conflicting items disjoint and the footprint minimal.
 
     See the module docstring for the algorithm and its guarantee. ``phases`` orders the
-    phase names (default: the names the items use, sorted).
+    phase names (default: the names the items use, sorted). ``node_limit`` bounds the
+    search; a pool whose nodes cost more (more than ``NODE_COST`` items x (cliques + 1))
+    gets proportionally fewer, so the planning time stays about the same.
     """
     inst = _Instance(items, phases)
     search = _Search(inst, node_limit)
