@@ -53,7 +53,7 @@ RAGGED_PARTS = [  # the ragged shape rounded to whole tiles, then ragged in one 
     (4992, 3072, 2040),
 ]
 RAGGED_FP8 = [(5008, 3008, 2032)]  # cuBLASLt's fp8 GEMM wants multiples of 16
-SANITIZE = (304, 528, 208)  # ragged for every tile width: 2.4 x 128, 2.1 x 256, 2.75 x 192
+SANITIZE = (304, 528, 208)  # ragged for every width: 2.4 x 128, 2.1 x 256, 2.2 x 240, 2.75 x 192
 Gemm = AutoGemm | HopperGemm
 TORCH_TYPES = {"bfloat16": torch.bfloat16, "float8_e4m3fn": torch.float8_e4m3fn}
 

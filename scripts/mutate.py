@@ -300,10 +300,11 @@ class Outcome:
 
 
 def _copy_tree(dest: Path) -> None:
-    ignore = shutil.ignore_patterns("__pycache__", ".hypothesis", ".pytest_cache", "*.egg-info")
-    for name in ("src", "tests"):
-        shutil.copytree(ROOT / name, dest / name, ignore=ignore)
-    shutil.copy2(ROOT / "pyproject.toml", dest / "pyproject.toml")
+    """The working tree (tests read benchmarks/ and examples/ too), without caches and git."""
+    ignore = shutil.ignore_patterns(
+        ".git", ".wt", "__pycache__", ".hypothesis", ".pytest_cache", "*.egg-info", "build", "dist"
+    )
+    shutil.copytree(ROOT, dest, ignore=ignore, dirs_exist_ok=True)
 
 
 def _drop_bytecode(path: Path) -> None:
@@ -353,6 +354,7 @@ class LineTracer:
         self.hits: dict[int, set[str]] = {}
         self.order: list[str] = []
         self.seconds: dict[str, float] = {}
+        self.failed: list[str] = []  # tracing slows code down: time-limit tests may fail
 
     def _line(self, frame, event, arg):
         if event == "line":
@@ -374,6 +376,8 @@ class LineTracer:
 
     def pytest_runtest_logreport(self, report) -> None:
         self.seconds[report.nodeid] = self.seconds.get(report.nodeid, 0.0) + report.duration
+        if report.failed:
+            self.failed.append(report.nodeid)
 
     def pytest_sessionfinish(self, session, exitstatus) -> None:
         sys.settrace(None)
@@ -386,9 +390,10 @@ def _child(
     ``tracer``, its line hits are written as JSON to ``out``."""
     code = 3
     try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
+        if tracer is None:  # a mutant's run is silent; the unmutated run shows its failures
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
         os.chdir(workdir)
         sys.path.insert(0, str(workdir / "src"))
         try:  # deterministic and without shrinking: a failure is all we need to know
@@ -406,12 +411,17 @@ def _child(
             pass
         import pytest
 
-        plugins = [tracer] if tracer else []
-        code = int(pytest.main(["-x", "-q", "-p", "no:cacheprovider", *tests], plugins=plugins))
+        if tracer is None:
+            code = int(pytest.main(["-x", "-q", "-p", "no:cacheprovider", *tests]))
+        else:
+            code = int(pytest.main(["-q", "-p", "no:cacheprovider", *tests], plugins=[tracer]))
         if tracer is not None and out is not None:
             hits = {line: sorted(ids) for line, ids in tracer.hits.items()}
             data = {"hits": hits, "order": tracer.order, "seconds": tracer.seconds}
+            data["failed"] = tracer.failed
+            data["status"] = code
             out.write_text(json.dumps(data))
+            code = 0
     finally:
         os._exit(code)
 
@@ -489,10 +499,18 @@ class Workers:
         pid = os.fork()
         if pid == 0:
             _child(workdir, tests, LineTracer(str(workdir / module)), out)
-        _, status = os.waitpid(pid, 0)
-        if _verdict(os.waitstatus_to_exitcode(status)) != "survived":
-            raise SystemExit(f"the unmutated sources fail {' '.join(tests)}: fix that first")
+        os.waitpid(pid, 0)
         data = json.loads(out.read_text())
+        if data["status"] not in (0, 1):  # collection errors, usage errors, no tests
+            raise SystemExit(f"pytest could not run {' '.join(tests)} (status {data['status']})")
+        if data["failed"]:  # again without the tracer: only a real failure stops the run
+            print(f"failed under the tracer, run again untraced: {' '.join(data['failed'])}")
+            pid = os.fork()
+            if pid == 0:
+                _child(workdir, data["failed"])
+            _, status = os.waitpid(pid, 0)
+            if _verdict(os.waitstatus_to_exitcode(status)) != "survived":
+                raise SystemExit(f"the unmutated sources fail {' '.join(data['failed'])}")
         hits = {int(line): set(ids) for line, ids in data["hits"].items()}
         seconds = time.monotonic() - begin
         return seconds, Coverage(hits, data["order"], tests, data["seconds"], seconds)

@@ -57,12 +57,15 @@ def test_fp8_kernel_takes_128_wide_k_tiles_in_four_k32_steps():
     assert "(kt * 128)" in source and "229440 bytes of dynamic shared memory" in source
 
 
-@pytest.mark.parametrize(("tile_n", "depth", "total"), [(192, 4, 196_672), (128, 6, 229_472)])
+@pytest.mark.parametrize(
+    ("tile_n", "depth", "total"), [(240, 4, 213_056), (192, 4, 196_672), (128, 6, 229_472)]
+)
 def test_narrower_tiles_get_the_ring_that_fits(tile_n, depth, total):
     # per stage A 128x64 + B tile_n x 64 bf16 + two 8-byte mbarriers, C staging 32 KiB; the
     # CTA limit is 227 KiB = 232,448 B (CUDA C Programming Guide, compute capability 9.0):
     # 128 x 192: 4 x 40,976 + 32,768 fits, 5 stages (237,648) do not; 128 x 128: 6 x 32,784
-    # + 32,768 fits, 7 (262,256) do not
+    # + 32,768 fits, 7 (262,256) do not; 128 x 240 stages C in 4 x 64 x 48 bf16 (24,576):
+    # 4 x 47,120 + 24,576 fits, 5 (260,176) do not
     solution = gemm_plan.stages("sm_90a", tile_n=tile_n)
     assert (solution.stages, solution.bytes_used) == (depth, total)
     assert gemm_plan.stages("sm_90a", "float8_e4m3fn", tile_n).bytes_used == total
@@ -78,8 +81,33 @@ def test_192_wide_kernel_issues_n192_wgmma_and_alternates_staging_across_tiles()
     assert "(n_tile_1 * 192)" in source
 
 
+def test_240_wide_kernel_stages_c_in_five_unswizzled_48_column_slices():
+    source = hopper_gemm_persistent(cluster_m=2, tile_n=240).source
+    # wgmma m64nN takes N = 8..256 in steps of 8 (PTX ISA, "wgmma.mma_async"); 240 / 2 = 120
+    # accumulators a thread
+    assert source.count("wgmma.mma_async.sync.aligned.m64n240k16.f32.bf16.bf16") == 4
+    assert "float acc[120]" in source and "213056 bytes of dynamic shared memory" in source
+    # a 64 x 48 staging tile is 3072 elements with 48-element (96-byte) rows, no swizzle;
+    # five slices a tile, so the staging tile of slice j of tile t is (5 t + j) % 2
+    assert "(st_row * 48)" in source and "* 3072)" in source
+    assert "((t_1 * 5) % 2)" in source and "(((t_1 * 5) + 4) % 2)" in source
+    assert "((n_tile_1 * 240) + 192)" in source  # the fifth slice's first column
+    # each CTA of the pair loads and multicasts 120 of B's 240 rows
+    assert "(cta_rank * 120u)" in source
+
+
+def test_240_wide_b_tile_does_not_split_four_ways():
+    # 240 / 4 = 60 rows: the second share would start at byte 60 x 128 = 7680 of the stage,
+    # not on the 1024-byte period of the 128-byte swizzle (CUDA C Programming Guide, TMA
+    # swizzle), so four-CTA clusters are refused before any code is built
+    with pytest.raises(GemmShapeError, match=r"240 / 4 = 60.0 rows.*use a smaller cluster"):
+        hopper_gemm_persistent(cluster_m=4, tile_n=240)
+
+
 def test_tile_width_is_one_the_kernel_knows():
-    with pytest.raises(GemmShapeError, match=r"128 x one of \(256, 192, 128\) columns, got 160"):
+    with pytest.raises(
+        GemmShapeError, match=r"128 x one of \(256, 240, 192, 128\) columns, got 160"
+    ):
         hopper_gemm_persistent(tile_n=160)
     assert _check_operands(_tensor(300, 200), _tensor(128, 200), _tensor(300, 128), tile_n=128)
 
@@ -88,10 +116,12 @@ def test_tile_width_is_one_the_kernel_knows():
     ("m", "n", "config"),
     [
         # 40 x 12 tiles of 128 x 256 in 2x1 clusters: 240 units over 66 pairs, 4 rounds of 256
-        # columns (1024); 40 x 16 of 128 x 192: 320 units, 5 rounds of 192 (960 x 1.03 = 989)
-        (4999, 3000, (192, 2)),
+        # columns (1024); 40 x 16 of 128 x 192: 320 units, 5 rounds of 192 (960 x 1.03 = 989);
+        # 40 x 13 of 128 x 240: 260 units, 4 rounds of 240 (960 x 1.01 = 970)
+        (4999, 3000, (240, 2)),
         (2048, 2048, (256, 1)),  # 16 x 8 = 128 tiles of 128 x 256 fit in one wave of 132
-        # 1024 units of 256: 16 rounds (4096); 32 x 43 units of 192: 21 rounds (4153)
+        # 1024 units of 256: 16 rounds (4096); 32 x 35 units of 240: 17 rounds (4121);
+        # 32 x 43 units of 192: 21 rounds (4153)
         (8192, 8192, (256, 2)),
         (8192, 14336, (256, 2)),  # 64 x 56 tiles: 28 rounds (7168); 192: 37 (7317)
         # one round for every width: 256 costs 256, 192 costs 198, 128 costs 128 x 1.4 = 179

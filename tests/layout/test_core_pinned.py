@@ -509,3 +509,132 @@ def test_compose_tile_to_keeps_the_swizzle():
     assert repr(ComposeLayout(FLIP, TileLayout.of((4,)))) == (
         "Swizzle(pe=0, L=1, a=1) o TileLayout(4:1@m)"
     )
+
+
+# -- construction checks (shared integer rules) -----------------------------------------------
+
+
+@pytest.mark.parametrize("shard", ["ab", 5, Iter(2, 1), None])
+def test_shard_must_be_a_sequence_of_iters(shard):
+    with pytest.raises(LayoutError, match="TileLayout shard must be a sequence of Iter objects"):
+        TileLayout(shard)
+
+
+@pytest.mark.parametrize("replica", ["ab", 5, Iter(2, 1)])
+def test_replica_must_be_a_sequence_of_iters(replica):
+    with pytest.raises(LayoutError, match="TileLayout replica must be a sequence of Iter objects"):
+        TileLayout([Iter(2, 1)], replica=replica)
+
+
+@pytest.mark.parametrize(
+    ("offset", "message"),
+    [
+        ([("m", 1)], "offset must be a mapping {axis: int}, got"),
+        ({"": 1}, "offset axis must be a name such as 'TCol', got ''"),
+        ({3: 1}, "offset axis must be a name such as 'TCol', got 3"),
+        ({"m": -1}, "offset on axis 'm' must be an integer in [0, "),
+        ({"m": 1.5}, "offset on axis 'm' must be an integer in [0, "),
+    ],
+)
+def test_offsets_are_checked(offset, message):
+    with pytest.raises(LayoutError) as exc:
+        TileLayout([Iter(2, 1)], offset=offset)
+    assert str(exc.value).startswith(message)
+
+
+@pytest.mark.parametrize("axes", ["TCol", [3], ("m", None)])
+def test_declared_axes_are_names(axes):
+    with pytest.raises(LayoutError, match="axes must be a sequence of axis names"):
+        TileLayout([Iter(2, 1)], axes=axes)
+
+
+def test_positions_up_to_2_62_are_allowed():
+    # span = 1 + (2**31 + 1) * (2**31 - 1) = 2**62 exactly
+    layout = TileLayout([Iter(2**31 + 2, 2**31 - 1)])
+    assert layout.span() == 2**62
+
+
+def test_positions_beyond_2_62_are_refused():
+    # span = 1 + (2**31 + 1) * 2**31 = 2**62 + 2**31 + 1
+    with pytest.raises(LayoutError) as exc:
+        TileLayout([Iter(2**31 + 2, 2**31)])
+    assert str(exc.value) == (
+        f"layout reaches position {2**62 + 2**31} on axis 'm', beyond the {2**62} that 64-bit "
+        "index arithmetic holds without wrapping"
+    )
+
+
+def test_strides_must_be_a_sequence():
+    for strides in ("11", 3):
+        with pytest.raises(LayoutError, match="strides must be a sequence, got"):
+            TileLayout.of((2, 2), strides)
+
+
+def test_apply_needs_integer_coordinates():
+    with pytest.raises(LayoutError, match="apply needs a flat index or one index per dimension"):
+        ROW_2x3.apply()
+    with pytest.raises(LayoutError, match=r"coordinate \(1.0, 2\).*1.0 is not an integer"):
+        ROW_2x3.apply(1.0, 2)
+    with pytest.raises(LayoutError, match="is not an integer"):
+        ROW_2x3.apply(True)
+    assert ROW_2x3.apply(np.int64(1), np.int32(2)) == {"m": 5}
+
+
+def test_apply_flat_needs_integer_arrays():
+    with pytest.raises(LayoutError, match="flat indices must be integers, got an array of float64"):
+        ROW_2x3.apply_flat([1.0, 2.0])
+    assert ROW_2x3.apply_flat(np.array([5], dtype=np.uint8))["m"].tolist() == [5]
+
+
+def test_swizzle_apply_reads_coordinates_row_major():
+    # (1, 0) of (8, 64) is element 64 -> 72 (see test_swizzle_128b_on_bf16)
+    assert SW128_BF16.apply(1, 0, shape=(8, 64)) == {"m": 72}
+    assert SW128_BF16.apply(457, shape=(512,)) == {"m": 497}
+
+
+# -- edges found by mutation -----------------------------------------------------------------
+
+
+def test_all_unit_iters_keep_the_first_axis():
+    layout = TileLayout([Iter(1, 1, "TLane"), Iter(1, 1, "TCol")])
+    assert repr(layout.canonicalize()) == "TileLayout(1:1@TLane)"
+
+
+def test_fusion_replaces_the_last_iter_only():
+    # 4:8 and 8:1 fuse to 32:1; 2:100 before them stays first
+    layout = TileLayout.of((2, 4, 8), (100, 8, 1))
+    assert repr(layout.canonicalize()) == "TileLayout(2:100@m, 32:1@m)"
+
+
+def test_a_split_iter_goes_in_front_of_the_inner_ones():
+    # [4:2, 2:1] as (2, 4): the last dimension takes 2:1 and the inner half of 4:2 (2:2),
+    # in front of it; the outer half (2:4) is the first dimension
+    layout = TileLayout([Iter(4, 2), Iter(2, 1)])
+    assert layout.iters_by_dim((2, 4)) == [[Iter(2, 4)], [Iter(2, 2), Iter(2, 1)]]
+
+
+def test_leftover_unit_iters_are_ignored():
+    assert TileLayout.of((1, 4)).iters_by_dim((4,)) == [[Iter(4, 1)]]
+
+
+def test_a_window_of_one():
+    assert ROW_4x8.window(1, 3, 1).apply(2, 0) == {"m": 19}
+    assert ROW_4x8.window(0, 3, 1).apply(0, 5) == {"m": 29}
+
+
+@pytest.mark.parametrize(("start", "length"), [(2, 3), (3, 2), (3, 5), (0, 6)])
+def test_a_window_that_is_not_whole_blocks_is_refused(start, length):
+    # (2, 3), (3, 2), (3, 5): the last element is the first of the next block of 4;
+    # (0, 6): starts on a block but covers one and a half
+    with pytest.raises(LayoutError, match="is not a strided layout"):
+        TWO_BLOCKS.window(0, start, length)
+
+
+THREE_LEVELS = TileLayout([Iter(2, 1000), Iter(2, 100), Iter(4, 1)], shape=(16,))
+
+
+def test_window_covering_the_middle_level():
+    win = THREE_LEVELS.window(0, 8, 8)
+    assert [win.apply(i)["m"] for i in range(8)] == [1000, 1001, 1002, 1003, 1100, 1101, 1102, 1103]
+    win = THREE_LEVELS.window(0, 0, 8)
+    assert [win.apply(i)["m"] for i in range(8)] == [0, 1, 2, 3, 100, 101, 102, 103]

@@ -68,6 +68,28 @@ def test_an_overflowing_pipeline_says_how_many_stages_fit():
     assert message.endswith("pipeline: 4 stages of 24584 bytes each; 3 stages would fit on sm_120")
 
 
+def test_buffer_rows_right_align_sizes_and_offsets():
+    pool = _pipeline()
+    with pytest.raises(CapacityError) as exc:
+        pool.commit()
+    rows = str(exc.value).split("\n")[2:6]
+    assert rows == [
+        "  bar     32 B  at      0",
+        "  A    65536 B  at   1024  (+992 B padding before)",
+        "  B    32768 B  at  66560",
+        "  C    16384 B  at  99328",
+    ]
+
+
+def test_rank_2_buffers_are_not_stage_tiles():
+    pool = SMEMPool()
+    pool.alloc((4, 8, 8), "float32", name="tile")
+    pool.alloc((4, 16), "float32", name="rows")
+    pool.alloc((4,), "uint64", name="bar")
+    stages, staged = staged_entries(pool.plan().smem)
+    assert (stages, [e.name for e in staged]) == (4, ["tile", "bar"])
+
+
 def test_staged_entries_are_the_tiles_and_barrier_arrays_of_the_stage_count():
     plan = _pipeline(target=None).plan().smem
     stages, staged = staged_entries(plan)

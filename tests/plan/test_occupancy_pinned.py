@@ -7,12 +7,14 @@ per SM, 232,448 B per block, 2,048 threads and 32 blocks per SM. TMEM residency:
 CTAs that wait on each other).
 """
 
+import inspect
 import warnings
 
 import pytest
 
+from tilemem import SMEMPool, TMEMPool
 from tilemem.errors import CapacityError, TilememWarning
-from tilemem.plan import check_tmem_residency, occupancy
+from tilemem.plan import Target, check_tmem_residency, occupancy
 from tilemem.plan.occupancy import check_tmem_per_cta
 
 
@@ -182,3 +184,44 @@ def test_fixes_skip_allocations_below_32_columns():
     assert str(exc.value).endswith(
         "Fix: use at least 12710 bytes of shared memory per CTA; use at least 128 threads per CTA"
     )
+
+
+def test_the_column_fix_may_be_exactly_32():
+    # 16 CTAs (2,048 // 128 threads) x 64 columns = 1,024 > 512: 512 // 16 = 32 columns is the
+    # smallest allocation. fit = 512 // 64 = 8: shared memory 233,472 // 9 + 1 - 1,024 = 24,918
+    # (233,472 // 25,942 = 8); threads align_up(2,048 // 9 + 1, 32) = 256 (2,048 // 256 = 8)
+    with pytest.raises(CapacityError) as exc:
+        check_tmem_residency(
+            pools=[("acc", 64)], smem_bytes=0, threads=128, target="sm_100a", cooperative=True
+        )
+    assert str(exc.value).endswith(
+        "Fix: allocate at most 32 columns per CTA; use at least 24918 bytes of shared memory per "
+        "CTA; use at least 256 threads per CTA"
+    )
+
+
+def test_the_thread_fix_is_the_smallest_whole_warp_block():
+    # a target with 2,046 threads per SM: 2,046 // 128 = 15 CTAs x 512 columns. fit 1: the
+    # smallest block with 2,046 // t <= 1 is t = 1,024 = align_up(2,046 // 2 + 1, 32) exactly
+    target = Target("sm_t", 228 * 1024, 227 * 1024, 2046, 32, tmem_cols=512)
+    with pytest.raises(CapacityError) as exc:
+        check_tmem_residency(
+            pools=[("acc", 512)], smem_bytes=0, threads=128, target=target, cooperative=True
+        )
+    assert str(exc.value).endswith(
+        "Fix: allocate at most 32 columns per CTA; use at least 115713 bytes of shared memory per "
+        "CTA; use at least 1024 threads per CTA"
+    )
+
+
+def test_the_residency_warning_points_at_the_callers_line():
+    # 16 CTAs x 256 columns; whichever pool commits last triggers the check
+    for smem_first in (True, False):
+        smem = SMEMPool(target="sm_100a", threads=128)
+        tmem = TMEMPool(smem, 256)
+        first, last = (smem, tmem) if smem_first else (tmem, smem)
+        first.commit()
+        with pytest.warns(TilememWarning) as record:
+            line = inspect.currentframe().f_lineno + 1
+            last.commit()
+        assert (record[0].filename, record[0].lineno) == (__file__, line)

@@ -34,7 +34,14 @@ def test_check_align_accepts_zero_and_powers_of_two_up_to_2_30(align):
 
 @pytest.mark.parametrize(
     ("align", "hint"),
-    [(3, "; use 4"), (5, "; use 8"), (1000, "; use 1024"), (-4, ""), ((1 << 30) + 1, "")],
+    [
+        (3, "; use 4"),
+        (5, "; use 8"),
+        (1000, "; use 1024"),
+        ((1 << 29) + 1, "; use 1073741824"),
+        (-4, ""),
+        ((1 << 30) + 1, ""),
+    ],
 )
 def test_check_align_refuses_other_integers_with_the_next_power(align, hint):
     with pytest.raises(AlignmentError) as exc:
@@ -68,6 +75,17 @@ def test_place_on_an_aligned_cursor_adds_no_padding():
     assert place(1024, 100, 1024) == Placement(1024, 100, 1024, 0)
 
 
+def test_place_takes_an_empty_buffer():
+    assert place(5, 0, 4) == Placement(8, 0, 4, 3)
+
+
+@pytest.mark.parametrize("size", [-1, 2.0, True])
+def test_place_refuses_sizes_that_are_not_counts(size):
+    with pytest.raises(AlignmentError) as exc:
+        place(0, size, 16)
+    assert str(exc.value).startswith(f"placement size must be an integer >= 0, got {size!r}")
+
+
 def test_bump_total_counts_high_water_and_padding():
     # 16 B at 0; 8 B aligned to 1024 at 1024 (1008 B padding); 4 B aligned to 4 at 1032
     assert bump_total([(16, 16), (8, 1024), (4, 4)]) == (1036, 1008)
@@ -81,6 +99,7 @@ def test_bump_total_starts_at_the_given_cursor():
 
 def test_overlapping_pairs_uses_half_open_ranges():
     assert overlapping_pairs([("a", 0, 16), ("b", 16, 32)]) == []
+    assert overlapping_pairs([("a", 16, 32), ("b", 0, 16)]) == []
     assert overlapping_pairs([("a", 0, 16), ("b", 15, 32)]) == [("a", "b")]
     assert overlapping_pairs([("a", 16, 32), ("b", 0, 17)]) == [("a", "b")]
 

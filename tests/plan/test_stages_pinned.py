@@ -239,3 +239,16 @@ def test_exactly_n_stages_fill_the_block(stages):
     size = SM90_BLOCK_MAX // stages
     sol = solve_stages([BufferRequest("x", (size,), "uint8", per_stage=True)], "sm_90a")
     assert (sol.stages, sol.bytes_used) == (stages, stages * size)
+
+
+@pytest.mark.parametrize(
+    "requests", ["AB", b"AB", 5, None, BufferRequest("A", (1,), per_stage=True)]
+)
+def test_solver_takes_a_list(requests):
+    with pytest.raises(CapacityError, match="solve_stages takes a list of BufferRequest, got"):
+        solve_stages(requests, "sm_90a")
+
+
+def test_solver_takes_any_iterable_of_requests():
+    requests = (r for r in [BufferRequest("bar", (), "uint64", per_stage=True)])
+    assert solve_stages(requests, "sm_90a", max_stages=3).stages == 3

@@ -14,10 +14,11 @@ tiles of its cluster (``Schedule``):
   (k16 for bf16, k32 for fp8). One wgmma group stays in flight (``wait_group 1``): the stage
   of K tile ``k - 1`` is released, to every CTA that wrote into it, once the group of tile
   ``k`` has been issued and the older one has completed.
-- the epilogue rounds to bf16, writes 64-column slices with ``stmatrix`` into the consumer's
-  two swizzled staging tiles and TMA-stores them; meanwhile the producer is already filling
-  the ring for the next tile. TMA zero-fills loads and clips stores outside the matrices, so
-  M, N and K need not be multiples of the tile (rows must stay 16-byte aligned).
+- the epilogue rounds to bf16, writes 64-column slices (48 for the 240-wide tile) with
+  ``stmatrix`` into the consumer's two staging tiles and TMA-stores them; meanwhile the
+  producer is already filling the ring for the next tile. TMA zero-fills loads and clips
+  stores outside the matrices, so M, N and K need not be multiples of the tile (rows must
+  stay 16-byte aligned).
 
 Tile order (``tile_coords``): tiles are taken in groups of ``group_m`` rows of M tiles, every N
 tile of a group before the next group, so the CTAs that run together reuse A and B from L2.
@@ -43,7 +44,6 @@ from . import plan as gemm_plan
 from .plan import (
     CONSUMERS,
     EPILOGUE_BUFFERS,
-    EPILOGUE_COLS,
     INPUT_TYPES,
     TILE_M,
     TILE_N,
@@ -191,10 +191,12 @@ def _mainloop(acc, a, b, full, empty, consumer, first_step, sched: Schedule) -> 
 
 
 def _epilogue(acc, c, tma_c, consumer, m0, n0, tile) -> None:
-    """bf16 C slices of 64 x 64 through the consumer's two staging tiles, stored by TMA.
+    """bf16 C slices of 64 rows x ``c.shape[-1]`` columns (:func:`~.plan.epilogue_cols`: 64,
+    or 48 for the 240-wide tile) through the consumer's two staging tiles, stored by TMA.
     Slices alternate between the two tiles; ``tile`` (the CTA's tile counter) carries the
     alternation on from one output tile to the next when a tile has an odd number of slices
-    (128 x 192), so a slice never overwrites the tile whose TMA store may still be reading.
+    (3 for 128 x 192, 5 for 128 x 240), so a slice never overwrites the tile whose TMA store
+    may still be reading.
 
     Accumulator fragment of wgmma m64nN (PTX ISA, "wgmma register fragments"): in warp w,
     ``acc[4 j + r]`` is row ``16 w + lane / 4 + 8 (r / 2)``, column ``8 j + 2 (lane % 4) + r % 2``.
@@ -207,16 +209,16 @@ def _epilogue(acc, c, tma_c, consumer, m0, n0, tile) -> None:
     col = T.let("st_col", (lane // 16) * 8)
     barrier = T.let("epi_bar", consumer + 1)  # bar.sync 1 and 2: one per consumer warpgroup
     leader = T.thread_id() % 128 == 0
-    rows = TILE_M // CONSUMERS
-    slices = acc.shape[0] * 2 // EPILOGUE_COLS  # m64nN: N / 2 accumulators a thread
+    rows, cols = TILE_M // CONSUMERS, c.shape[-1]
+    slices = acc.shape[0] * 2 // cols  # m64nN: N / 2 accumulators a thread
     for j in range(slices):
         if slices % EPILOGUE_BUFFERS:
             buf = consumer * EPILOGUE_BUFFERS + (tile * slices + j) % EPILOGUE_BUFFERS
         else:
             buf = consumer * EPILOGUE_BUFFERS + j % EPILOGUE_BUFFERS
         T.cuda.named_barrier(barrier, 128)  # the store that last read this buffer is done
-        for q in range(EPILOGUE_COLS // 16):
-            n8 = (j * EPILOGUE_COLS + q * 16) // 8
+        for q in range(cols // 16):
+            n8 = (j * cols + q * 16) // 8
             words = [
                 T.pack_bf16x2(acc[4 * (n8 + h) + 2 * half], acc[4 * (n8 + h) + 2 * half + 1])
                 for h in range(2)
@@ -226,7 +228,7 @@ def _epilogue(acc, c, tma_c, consumer, m0, n0, tile) -> None:
         T.ptx.fence.proxy_async_shared_cta()  # generic-proxy writes, read next by TMA
         T.cuda.named_barrier(barrier, 128)
         with T.If(leader):
-            T.ptx.tma.store(tma_c, (c, buf, 0, 0), [n0 + j * EPILOGUE_COLS, m0 + consumer * rows])
+            T.ptx.tma.store(tma_c, (c, buf, 0, 0), [n0 + j * cols, m0 + consumer * rows])
             T.ptx.tma.commit_group()
             T.ptx.tma.wait_group_read(EPILOGUE_BUFFERS - 1)
 
@@ -252,13 +254,14 @@ def hopper_gemm_persistent(
     tiles in a cluster (launched with cluster dimensions at run time) that share B by multicast,
     each loading ``tile_n / cluster_m`` of its rows. ``dtype`` is A's and B's type
     (:data:`~.plan.INPUT_TYPES`); C stays bfloat16. The CTA tile is ``TILE_M x tile_n``
-    (:data:`~.plan.TILE_NS`)."""
+    (:data:`~.plan.TILE_NS`; 240 only with ``cluster_m`` 1 or 2, see :func:`~.plan.b_share`)."""
     if cluster_m not in CLUSTER_SIZES:
         raise GemmShapeError(
             f"cluster_m is one of {CLUSTER_SIZES} (CTAs sharing B by multicast), got {cluster_m}"
         )
     if dtype not in INPUT_TYPES:
         raise GemmShapeError(f"the GEMM takes A and B as one of {INPUT_TYPES}, got {dtype!r}")
+    gemm_plan.b_share(cluster_m, dtype, tile_n=tile_n)  # the multicast split is whole atoms
     name = "hopper_gemm_persistent" + (f"_cluster{cluster_m}" if cluster_m > 1 else "")
     name += "_e4m3" if dtype == "float8_e4m3fn" else ""
     name += f"_n{gemm_plan.check_tile_n(tile_n)}" if tile_n != TILE_N else ""
@@ -357,8 +360,12 @@ class HopperGemm:
 # for 128 * N * 16 MACs: +11% against 256) but measured as fast per column on large shapes
 # (H200, 8192^3: 685 against 679 TFLOP/s); 1.03 keeps 128 x 256 unless 192 saves a clear share
 # of the rounds. 128 x 128 measured 1.40 times slower per column (4992x3072x2048: 461 against
-# 647 TFLOP/s for 128 x 192). docs/PERFORMANCE.md "GEMM" has the runs.
-WIDTH_COST = {256: 1.0, 192: 1.03, 128: 1.40}
+# 647 TFLOP/s for 128 x 192). 128 x 240 streams (2 * 64 + 2 * 240) / 240 = 2.53 rows per
+# column against 2.50 for 256 (+1%) and stages C in five unswizzled 48-column slices: 1.01,
+# set from that count before any run, so it wins only where it saves a whole round against
+# 256 and 192 (4999 x 3000: 13 tiles of 240 across N give 260 units, 4 rounds, where 192
+# needs 5). docs/PERFORMANCE.md "GEMM" has the runs.
+WIDTH_COST = {256: 1.0, 240: 1.01, 192: 1.03, 128: 1.40}
 
 
 def launch_config(m: int, n: int, sms: int) -> tuple[int, int]:

@@ -18,11 +18,13 @@ from ..plan.stages import BufferRequest, StageSolution, solve_stages
 from ..pool import Buffer, SMEMPool
 
 TILE_M, TILE_N = 128, 256
-TILE_NS = (256, 192, 128)  # CTA tile widths: wgmma m64nN takes N up to 256 in steps of 8
+TILE_NS = (256, 240, 192, 128)  # CTA tile widths: wgmma m64nN takes N up to 256 in steps of 8
 SWIZZLE_ROW_BYTES = 128  # a K tile is one 128-byte swizzle row of A and B
+SWIZZLE_ATOM_ROWS = 8  # the 128-byte swizzle repeats every 8 rows (1024 bytes)
 INPUT_TYPES = ("bfloat16", "float8_e4m3fn")  # A and B; C is bfloat16, accumulation float32
 CONSUMERS = 2  # consumer warpgroups, TILE_M / CONSUMERS rows each
 EPILOGUE_COLS = 64  # columns of C per staging tile: one 128-byte swizzle row of bf16
+NARROW_EPILOGUE_COLS = 48  # for widths that 64 does not divide (240 = 5 x 48): unswizzled
 EPILOGUE_BUFFERS = 2  # per consumer: fill one while the TMA store of the other drains
 PHASES = ("mainloop", "epilogue")
 LIVE = {"C_stage": "epilogue"}  # every other buffer is live in both phases
@@ -40,23 +42,33 @@ def check_tile_n(tile_n: int) -> int:
     return tile_n
 
 
+def epilogue_cols(tile_n: int = TILE_N) -> int:
+    """Columns of C per staging tile: :data:`EPILOGUE_COLS` (a 128-byte swizzle row) when they
+    divide ``tile_n``, else :data:`NARROW_EPILOGUE_COLS` (96-byte rows, no swizzle: a 128-byte
+    swizzle needs 128-byte rows), so a slice never reaches into the next tile's columns."""
+    if check_tile_n(tile_n) % EPILOGUE_COLS == 0:
+        return EPILOGUE_COLS
+    return NARROW_EPILOGUE_COLS
+
+
 def requests(dtype: str = "bfloat16", tile_n: int = TILE_N) -> list[BufferRequest]:
     """The kernel's buffers in allocation order; A, B and both barriers once per stage.
 
     A stage is ``TILE_M x tile_k`` of A and ``tile_n x tile_k`` of B, K-major with the
     128-byte swizzle: 16 KiB + ``tile_n / 8`` KiB for either input type. ``C_stage`` is
-    ``CONSUMERS x EPILOGUE_BUFFERS`` tiles of ``TILE_M / CONSUMERS x EPILOGUE_COLS`` bf16
-    (8 KiB each), written with ``stmatrix`` and stored with TMA.
+    ``CONSUMERS x EPILOGUE_BUFFERS`` tiles of ``TILE_M / CONSUMERS x epilogue_cols(tile_n)``
+    bf16 (8 KiB each with 128-byte swizzle; 6 KiB unswizzled for 240), written with
+    ``stmatrix`` and stored with TMA.
     """
-    rows, k = TILE_M // CONSUMERS, tile_k(dtype)
+    rows, k, cols = TILE_M // CONSUMERS, tile_k(dtype), epilogue_cols(tile_n)
     return [
         BufferRequest("A", (TILE_M, k), dtype, swizzle="128B", per_stage=True),
         BufferRequest("B", (check_tile_n(tile_n), k), dtype, swizzle="128B", per_stage=True),
         BufferRequest(
             "C_stage",
-            (CONSUMERS * EPILOGUE_BUFFERS, rows, EPILOGUE_COLS),
+            (CONSUMERS * EPILOGUE_BUFFERS, rows, cols),
             "bfloat16",
-            swizzle="128B",
+            swizzle="128B" if cols == EPILOGUE_COLS else None,
         ),
         BufferRequest("full_bar", (), "uint64", per_stage=True),
         BufferRequest("empty_bar", (), "uint64", per_stage=True),
@@ -65,7 +77,7 @@ def requests(dtype: str = "bfloat16", tile_n: int = TILE_N) -> list[BufferReques
 
 def stages(target: str = "sm_90a", dtype: str = "bfloat16", tile_n: int = TILE_N) -> StageSolution:
     """The deepest A/B ring beside the C staging tiles: 4 stages on sm_90a for 128 x 256
-    (224 KiB + 64 B) and 128 x 192, 5 for 128 x 128."""
+    (224 KiB + 64 B), 128 x 240 and 128 x 192, 6 for 128 x 128."""
     return solve_stages(requests(dtype, tile_n), target, ctas_per_sm=1)
 
 
@@ -100,4 +112,11 @@ def b_share(
     buffer from which the B tensor map takes its box)."""
     smem = SMEMPool(name="b_share", target=target)
     rows = check_tile_n(tile_n) // cluster_m
+    if rows % SWIZZLE_ATOM_ROWS:
+        raise GemmShapeError(
+            f"a {tile_n}-wide B tile does not split into {cluster_m} multicast shares of whole "
+            f"{SWIZZLE_ATOM_ROWS}-row swizzle atoms ({tile_n} / {cluster_m} = {tile_n / cluster_m}"
+            " rows; a 128-byte-swizzled TMA box must start on a 1024-byte boundary): use a "
+            "smaller cluster"
+        )
     return smem.alloc_mma((rows, tile_k(dtype)), dtype, "128B", name="B_share")
