@@ -257,7 +257,18 @@ def replay(target, threads, ops) -> Run:
             assert issubclass(w.category, TilememWarning), w
             run.outcomes.append(f"{op[0]}: residency warning")
             _check_residency_warning(run, op)
+        if exc is None and _completes_the_set(run, op):  # the verdict is due now, and only now
+            over = _over_subscribed(run)[0]
+            assert len(caught) == int(over), (op, over, caught)
     return run
+
+
+def _completes_the_set(run: Run, op) -> bool:
+    """Whether ``op`` was the last commit of the SMEM pool and all its TMEM pools."""
+    if op[0] not in ("smem_commit", "tmem_commit") or run.smem.target is None:
+        return False
+    everything = [run.smem, *run.tmems]
+    return bool(run.tmems) and all(p.committed for p in everything)
 
 
 def _record(run: Run, op, result) -> None:
