@@ -56,3 +56,13 @@ def test_plan_of_800_overlays_answers_quickly():
         smem.alloc((64,), "uint8")
     plan = timed(smem.plan)
     assert len(plan.smem.overlaps) == 800 * 799 // 2
+
+
+def test_whole_layout_evaluation_of_an_absurd_layout_is_refused():
+    from tilemem.errors import LayoutError
+    from tilemem.layout import SwizzleLayout, TileLayout
+
+    with pytest.raises(LayoutError, match="1099511627776 elements"):
+        timed(TileLayout.row_major((2**20, 2**20)).positions)
+    with pytest.raises(LayoutError, match="apply_flat"):
+        timed(SwizzleLayout(20, 20, 20).positions)

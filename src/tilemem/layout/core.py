@@ -24,6 +24,9 @@ AXES = ("m", "TLane", "TCol")
 Positions = dict[str, int]
 # Positions are computed in int64 (numpy); a layout whose span reaches this would wrap.
 MAX_POSITION = 1 << 62
+# Whole-layout evaluation answers at once for any on-chip buffer (227 KiB of fp4 is 464,896
+# elements); far larger layouts would take seconds and gigabytes.
+MAX_EVALUATED = 1 << 24
 
 
 def _check_int(value, what: str, minimum: int, maximum: int = MAX_ELEMENTS) -> int:
@@ -148,6 +151,11 @@ class Layout:
 
     def positions(self) -> dict[str, np.ndarray]:
         """Positions of every element, in row-major order of the logical shape."""
+        if self.size() > MAX_EVALUATED:
+            raise LayoutError(
+                f"positions() of {self.size()} elements would build arrays of that length (more "
+                f"than {MAX_EVALUATED}); evaluate the part you need with apply_flat(indices)"
+            )
         return self._apply_flat(np.arange(self.size(), dtype=np.int64))
 
     def _flatten(self, coords: Sequence[int], shape: Sequence[int] | None) -> int:

@@ -44,7 +44,8 @@ optimum. What is left to do depends only on the *state*: the set of unplaced ite
 the heights, a vector of (phases x lane groups) numbers.
 
 *Search.* Depth-first branch-and-bound over the next item, seeded with the best of first
-fit in allocation order and first fit by decreasing size as the incumbent; children in
+fit in allocation order and in four fixed orders (by decreasing size; alignment; number of
+phases; first phase, then alignment and size) as the incumbent; children in
 order of slot, then larger alignment, then larger size. A state is pruned when
 
 - its bound reaches the incumbent. The maximal cliques of conflicting items are found once
@@ -67,12 +68,12 @@ random kernel-like instances: 1,000 of 3-16 buffers, 1,000 of exactly 16 with an
 sets and 1,000 of exactly 16 with interval lifetimes (docs/PERFORMANCE.md: the slowest
 takes about half a second, close to ``node_limit``). The problem stays NP-hard and the
 search exponential in the worst case, so a 16-buffer pool can exceed ``node_limit``
-(50,000 nodes by default). Then, and for larger pools where the search runs out, the best
-placement found so far is returned, and ``exact`` is False unless it meets the clique
-bound. In every case the footprint is at most that of first fit in allocation order,
-which by the lemma is at most bump placement in allocation order. The search visits items
-in a fixed order and keys its memo by integers and tuples only, so the same items give
-the same offsets.
+(50,000 nodes by default; fewer for pools with more items and cliques, see ``pack``).
+Then, and for larger pools where the search runs out, the best placement found so far is
+returned, and ``exact`` is False unless it meets the clique bound. In every case the
+footprint is at most that of first fit in allocation order, which by the lemma is at
+most bump placement in allocation order. The search visits items in a fixed order and
+keys its memo by integers and tuples only, so the same items give the same offsets.
 
 *Lower bound.* ``max`` over phases (and TMEM lane groups) of the total size of the items
 live there: no placement can do better, so a reader sees how far a footprint is from it.
@@ -95,6 +96,7 @@ from .packing import bump_total
 
 ALL_LANES = -1  # lane mask of an item without lanes: conflicts on every lane
 NODE_LIMIT = 50_000  # search nodes before the best placement found so far is returned
+NODE_COST = 128  # items x (cliques + 1) up to which a node costs one node of the budget
 
 
 @dataclass(frozen=True)
@@ -302,6 +304,8 @@ class _Search:
         self.twin_before = self._twins()
         self.none = n  # a bit no item has
         self.cliques = self._cliques()
+        cost = len(self.free) * (len(self.cliques) + 1)  # the work per node grows with both
+        self.node_limit = node_limit * NODE_COST // max(NODE_COST, cost)
         self.nodes = 0
         self.complete = True
 
@@ -471,14 +475,23 @@ def pack(
     """Offsets for ``items`` with conflicting items disjoint and the footprint minimal.
 
     See the module docstring for the algorithm and its guarantee. ``phases`` orders the
-    phase names (default: the names the items use, sorted).
+    phase names (default: the names the items use, sorted). ``node_limit`` bounds the
+    search; a pool whose nodes cost more (more than ``NODE_COST`` items x (cliques + 1))
+    gets proportionally fewer, so the planning time stays about the same.
     """
     inst = _Instance(items, phases)
     search = _Search(inst, node_limit)
     alloc_order = search.first_fit(search.free)
-    by_size = sorted(search.free, key=lambda r: (-search.size[r], -search.align[r], r))
+    size, align, live = search.size, search.align, inst.pack_live
+    orders = (
+        lambda r: (-size[r], -align[r], r),
+        lambda r: (-align[r], -size[r], r),
+        lambda r: (-live[r].bit_count(), -align[r], -size[r], r),
+        lambda r: ((live[r] & -live[r]).bit_length(), -align[r], -size[r], r),
+    )
     incumbent = min(
-        (alloc_order, search.first_fit(by_size)), key=lambda o: (search.footprint(o), 0)
+        [alloc_order, *(search.first_fit(sorted(search.free, key=k)) for k in orders)],
+        key=search.footprint,
     )
     best = search.run(incumbent)
     footprint = search.footprint(best)
