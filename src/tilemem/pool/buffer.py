@@ -59,7 +59,7 @@ class Buffer:
         return object.__getattribute__(self, _OFFSET_FIELD[self.scope]) is not None
 
     @property
-    def size(self) -> int:
+    def numel(self) -> int:
         """Number of logical elements."""
         return math.prod(self.shape)
 

@@ -114,7 +114,7 @@ class SMEMPool(LifetimePool, BumpPool):
         return self._size is not None
 
     @property
-    def size(self) -> int | None:
+    def committed_bytes(self) -> int | None:
         """Committed region size in bytes (None before commit)."""
         return self._size
 
@@ -273,7 +273,7 @@ class SMEMPool(LifetimePool, BumpPool):
         spots = self._spots if spots is None else spots
         entries = self._with_lifetimes(
             self._entries(
-                (b, s.offset, s.size, s.align, s.padding) for b, s in zip(self._buffers, spots)
+                (b, s.offset, s.length, s.align, s.padding) for b, s in zip(self._buffers, spots)
             )
         )
         high_water = max([self._high_water if self.phases is None else 0, *(s.end for s in spots)])
@@ -295,14 +295,14 @@ class SMEMPool(LifetimePool, BumpPool):
         if self.phases is None:
             return list(self._spots)
         items = self._items(
-            [s.size for s in self._spots],
+            [s.length for s in self._spots],
             [b.align for b in self._buffers],
             [None] * len(self._buffers),
             self._spots,
         )
         packing = self._pack(items, "bytes")
         return [
-            Placement(offset, s.size, s.align, 0) for offset, s in zip(packing.offsets, self._spots)
+            Placement(offset, s.length, s.align, 0) for offset, s in zip(packing.offsets, self._spots)
         ]
 
     def _settle(self, spots: list[Placement], high_water: int) -> None:

@@ -151,7 +151,7 @@ class TMEMPool(LifetimePool, BumpPool):
             not isinstance(slot, Buffer)
             or slot.scope != SMEM
             or slot.dtype.bits != 32
-            or slot.size < 1
+            or slot.numel < 1
         ):
             raise AllocationError(
                 "tmem_addr must be a 32-bit shared-memory buffer (the slot tcgen05.alloc writes), "
