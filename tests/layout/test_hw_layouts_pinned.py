@@ -380,3 +380,39 @@ def test_scale_factor_arguments_are_checked(args, kwargs, message):
     with pytest.raises(LayoutError) as exc:
         sf_tmem_layout(*args, **kwargs)
     assert str(exc.value).startswith(message)
+
+
+def test_the_fitting_mode_reads_the_row_of_a_staged_tile():
+    # (2, 8, 48) bf16: 96-byte rows fit 32B (reading the 8 rows as the row would say none)
+    with pytest.raises(SwizzleError) as exc:
+        check_mma_tile((2, 8, 48), "bfloat16", SwizzleMode.SWIZZLE_128B_ATOM)
+    assert "use SWIZZLE_32B_ATOM or make shape[-1] a multiple of 64" in str(exc.value)
+
+
+@pytest.mark.parametrize("k", [0, -64])
+def test_a_staged_tile_without_row_elements_suggests_no_swizzle(k):
+    with pytest.raises(SwizzleError) as exc:
+        check_mma_tile((2, 8, k), "bfloat16", SwizzleMode.SWIZZLE_128B_ATOM)
+    assert str(exc.value).endswith("use SWIZZLE_NONE or make shape[-1] a multiple of 64")
+
+
+def test_datapath_rows_of_one_name_the_rule():
+    with pytest.raises(LayoutError, match="holds 128 rows per CTA, got rows=1"):
+        tmem_datapath_layout("D", 1, 64)
+
+
+def test_scale_factor_rows_below_one_and_below_32():
+    with pytest.raises(LayoutError) as exc:
+        sf_tmem_layout(0, 8, 1)
+    assert str(exc.value).startswith("scale-factor rows must be an integer >= 1, got 0")
+    with pytest.raises(LayoutError, match="scale-factor rows must be a positive multiple of 32"):
+        sf_tmem_layout(1, 8, 1)
+
+
+def test_one_scale_factor_stage_is_allowed():
+    assert sf_tmem_layout(32, 8, 1, pipe_depth=1).shape == (1, 32, 8)
+
+
+def test_scale_factors_of_1024_rows():
+    # M = 32 row groups: r = 1023 is group 31 -> TCol 4 * 31 = 124, lane 1023 % 32 = 31
+    assert _sf(sf_tmem_layout(1024, 4, 1), 1023, 0) == (31, 124)

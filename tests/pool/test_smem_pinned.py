@@ -5,11 +5,13 @@ commit) and HARDWARE.md "Swizzle modes" (the buffer start must be a multiple of 
 counted in bytes).
 """
 
+import warnings
+
 import pytest
 
 from tilemem import SMEMPool, TMEMPool
 from tilemem.dtype import as_dtype
-from tilemem.errors import AllocationError
+from tilemem.errors import AllocationError, CapacityError, TilememWarning
 from tilemem.layout import (
     ComposeLayout,
     SwizzleLayout,
@@ -106,3 +108,81 @@ def test_an_empty_pool_commits_zero_bytes():
 def test_commit_size_bounds(size):
     with pytest.raises(AllocationError, match=r"commit size \(bytes\) must be an integer in \[0, "):
         SMEMPool().commit(size)
+
+
+def test_move_base_to_beyond_the_end_raises_the_high_water_mark():
+    # SPEC section 3: move_base_to(end); commit() reserves end bytes
+    pool = SMEMPool()
+    pool.move_base_to(100)
+    assert pool.plan().smem.high_water == 100
+    assert pool.commit() == 100
+
+
+def test_a_pool_with_phases_starts_empty():
+    pool = SMEMPool(phases=("load", "store"))
+    assert pool.plan().smem.high_water == 0
+
+
+def test_packed_buffers_report_no_padding():
+    # two 100-byte buffers live in different phases share bytes [0, 100): no padding anywhere
+    pool = SMEMPool(phases=("load", "store"))
+    pool.alloc((100,), "uint8", name="a", live="load")
+    pool.alloc((100,), "uint8", name="b", live="store")
+    assert pool.commit() == 100
+    entries = pool.plan().smem.entries
+    assert [(e.name, e.offset, e.padding) for e in entries] == [("a", 0, 0), ("b", 0, 0)]
+
+
+def test_the_plan_before_commit_shows_where_commit_packs():
+    pool = SMEMPool(phases=("load", "store"))
+    pool.alloc((100,), "uint8", name="a", live="load")
+    pool.alloc((100,), "uint8", name="b", live="store")
+    assert [(e.name, e.offset) for e in pool.plan().smem.entries] == [("a", 0), ("b", 0)]
+
+
+def test_a_user_layout_without_strides_is_taken_as_given():
+    buf = SMEMPool().alloc((4, 8), "float32", layout=TileLayout.of((4, 8), (1, 4)), name="cm")
+    assert (buf.byte_offset, buf.nbytes) == (0, 128)
+
+
+def test_a_zero_stride_repeats_rows():
+    # strides (0, 1): every row reads the same 8 floats
+    buf = SMEMPool().alloc((4, 8), "float32", strides=(0, 1), name="bcast")
+    assert buf.layout.apply(3, 5) == {"m": 5}
+
+
+def test_unknown_threads_assume_the_highest_pool_warp():
+    # warps 0 and up to 3 reach the pools: at least 4 warps = 128 threads -> 2,048 // 128 = 16
+    # CTAs x (128 + 128) columns = 4,096 > 512: a warning naming the estimate
+    smem = SMEMPool(target="sm_100a")
+    a = TMEMPool(smem, 128, name="a")
+    b = TMEMPool(smem, 128, alloc_warp=1, dealloc_warp=3, name="b")
+    smem.commit()
+    a.commit()
+    with pytest.warns(TilememWarning, match=r"\(threads unknown: at least 128 assumed\)"):
+        b.commit()
+
+
+def test_cta_group_2_on_any_pool_makes_ctas_cooperative():
+    # 16 CTAs (128 threads) x 256 columns > 512 and one pool is cta_group::2: an error
+    smem = SMEMPool(target="sm_100a", threads=128)
+    a = TMEMPool(smem, 128, name="a")
+    b = TMEMPool(smem, 128, cta_group=2, name="b")
+    smem.commit()
+    a.commit()
+    with pytest.raises(CapacityError, match="wait on each other"):
+        b.commit()
+
+
+def test_residency_is_judged_once_every_pool_is_committed():
+    # 2 CTAs (2,048 // 1,024 threads) x (256 + 256) columns = 1,024 > 512: one warning, when
+    # the last pool commits
+    smem = SMEMPool(target="sm_100a", threads=1024)
+    a = TMEMPool(smem, 256, name="a")
+    b = TMEMPool(smem, 256, name="b")
+    smem.commit()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        a.commit()
+    with pytest.warns(TilememWarning, match="2 x 512 = 1024 > 512"):
+        b.commit()
