@@ -1132,7 +1132,7 @@ def test_accepted_input_gives_the_exact_plan(build, expected):
 
 
 def test_accepted_committed_sizes():
-    assert _commit(SMEMPool(), lambda p: p.alloc((4,), "uint8"), size=4096).size == 4096
+    assert _commit(SMEMPool(), lambda p: p.alloc((4,), "uint8"), size=4096).committed_bytes == 4096
     assert _with_tmem("auto", lambda t: t.alloc((4, 2, 8))).tmem_pools[0].total_cols == 32
     assert (
         math.prod(_plan_of(lambda: _commit(SMEMPool(), lambda p: p.alloc(4))).smem.entries[0].shape)

@@ -17,7 +17,7 @@ def test_a_pool_exactly_at_the_limit_commits():
     pool = SMEMPool(target="sm_90a")
     pool.alloc((232_448,), "uint8", name="x")
     pool.commit()
-    assert pool.size == 232_448
+    assert pool.committed_bytes == 232_448
 
 
 def test_one_byte_over_the_limit_is_refused_with_every_number():

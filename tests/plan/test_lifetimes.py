@@ -27,7 +27,7 @@ def clashes(items, offsets) -> list[tuple[str, str]]:
     for i, a in enumerate(items):
         for j in range(i + 1, len(items)):
             b = items[j]
-            apart = offsets[i] + a.size <= offsets[j] or offsets[j] + b.size <= offsets[i]
+            apart = offsets[i] + a.length <= offsets[j] or offsets[j] + b.length <= offsets[i]
             if live_together(a, b) and not apart:
                 bad.append((a.name, b.name))
     return bad
@@ -35,24 +35,24 @@ def clashes(items, offsets) -> list[tuple[str, str]]:
 
 def naive_lower_bound(items) -> int:
     return max(
-        sum(it.size for it in items if it.live is None or phase in it.live) for phase in PHASES
+        sum(it.length for it in items if it.live is None or phase in it.live) for phase in PHASES
     )
 
 
 def naive_bump(items) -> int:
     cursor = 0
     for it in items:
-        cursor = -(-cursor // it.align) * it.align + it.size
+        cursor = -(-cursor // it.align) * it.align + it.length
     return cursor
 
 
 def brute_force_minimum(items) -> int:
     """Every aligned offset below the bump footprint, tried exhaustively (no lemma used); an
     item with a fixed ``offset`` tries only that one."""
-    cursor = max([it.offset + it.size for it in items if it.offset is not None], default=0)
+    cursor = max([it.offset + it.length for it in items if it.offset is not None], default=0)
     for it in items:  # bump placement above the fixed items: feasible, so a valid limit
         if it.offset is None:
-            cursor = -(-cursor // it.align) * it.align + it.size
+            cursor = -(-cursor // it.align) * it.align + it.length
     limit = cursor
     best = [limit]
 
@@ -63,11 +63,11 @@ def brute_force_minimum(items) -> int:
             best[0] = end
             return
         it = items[n]
-        tries = [it.offset] if it.offset is not None else range(0, limit - it.size + 1, it.align)
+        tries = [it.offset] if it.offset is not None else range(0, limit - it.length + 1, it.align)
         for x in tries:
             trial = [*offsets, x]
             if not clashes(items[: n + 1], trial):
-                place(n + 1, trial, max(end, x + it.size))
+                place(n + 1, trial, max(end, x + it.length))
 
     place(0, [], 0)
     return best[0]
@@ -105,7 +105,7 @@ def test_every_item_starts_on_its_alignment(items):
 @settings(max_examples=60, deadline=None)
 def test_footprint_between_lower_bound_and_bump(items):
     packing = pack(items, PHASES, node_limit=QUICK)
-    ends = max(off + it.size for off, it in zip(packing.offsets, items))
+    ends = max(off + it.length for off, it in zip(packing.offsets, items))
     assert packing.footprint == ends
     assert naive_lower_bound(items) == packing.lower_bound <= packing.footprint
     assert packing.footprint <= packing.first_fit <= naive_bump(items) == packing.bump
@@ -114,7 +114,7 @@ def test_footprint_between_lower_bound_and_bump(items):
 @given(instances())
 @settings(max_examples=40, deadline=None)
 def test_same_items_give_the_same_offsets(items):
-    copy = [Item(it.name, it.size, it.align, it.live) for it in items]
+    copy = [Item(it.name, it.length, it.align, it.live) for it in items]
     assert pack(items, PHASES, node_limit=QUICK) == pack(copy, PHASES, node_limit=QUICK)
 
 
@@ -128,7 +128,7 @@ def _minimum(key) -> int:
 def test_footprint_is_the_brute_force_minimum(items):
     packing = pack(items, PHASES)
     assert packing.exact
-    key = tuple((it.name, it.size, it.align, it.live) for it in items)
+    key = tuple((it.name, it.length, it.align, it.live) for it in items)
     assert packing.footprint == _minimum(key)
 
 
@@ -138,7 +138,7 @@ LANE_GROUPS = (None, frozenset(range(64)), frozenset(range(64, 128)))  # TMEM: a
 @given(instances(max_items=5, max_units=9), st.lists(st.sampled_from(LANE_GROUPS), min_size=5))
 @settings(max_examples=40, deadline=None)
 def test_footprint_with_lanes_is_the_brute_force_minimum(items, lanes):
-    items = [Item(it.name, it.size, it.align, it.live, lane) for it, lane in zip(items, lanes)]
+    items = [Item(it.name, it.length, it.align, it.live, lane) for it, lane in zip(items, lanes)]
     packing = pack(items, PHASES)
     assert packing.exact and clashes(items, packing.offsets) == []
     assert packing.footprint == brute_force_minimum(items)
@@ -149,7 +149,7 @@ def test_footprint_with_lanes_is_the_brute_force_minimum(items, lanes):
 def test_footprint_around_fixed_items_is_the_brute_force_minimum(items, spots):
     # every other item pinned at an aligned spot; the rest are placed around them
     items = [
-        Item(it.name, it.size, it.align, it.live, offset=spot * it.align if n % 2 else None)
+        Item(it.name, it.length, it.align, it.live, offset=spot * it.align if n % 2 else None)
         for n, (it, spot) in enumerate(zip(items, spots))
     ]
     pinned = [it for it in items if it.offset is not None]

@@ -67,7 +67,7 @@ def test_check_align_refuses_non_integers(align):
 
 def test_place_pads_the_cursor_up_to_the_alignment():
     spot = place(17, 8, 16)
-    assert spot == Placement(offset=32, size=8, align=16, padding=15)
+    assert spot == Placement(offset=32, length=8, align=16, padding=15)
     assert spot.end == 40
 
 

@@ -58,7 +58,7 @@ def test_every_buffer_is_live_everywhere_by_default():
     smem.commit()
     assert smem.plan().entry("x").phases == PHASES
     assert smem.plan().entry("y").phases == ("load",)
-    assert smem.size == 150
+    assert smem.committed_bytes == 150
 
 
 def test_unknown_phases_are_named():

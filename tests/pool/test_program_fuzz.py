@@ -320,7 +320,7 @@ def _check_bump_placement(run: Run, op, buf) -> None:
 def _over_subscribed(run: Run, pending=None, size=None):
     """(over, cooperative, threads known) of SPEC 5 once everything is committed."""
     target = get_target(run.smem.target)
-    size = run.smem.size if size is None else size
+    size = run.smem.committed_bytes if size is None else size
     cols = sum(t.total_cols for t in run.tmems if t.committed)
     if pending is not None:
         cols += pending
@@ -372,7 +372,7 @@ def _check_smem(run: Run) -> None:
     assert smem.max_offset == run.high[smem.name]
     if smem.committed:  # commit() reserves the high-water mark, commit(size) exactly size
         asked = run.commit_size[smem.name]
-        assert smem.size == (run.high[smem.name] if asked is None else asked)
+        assert smem.committed_bytes == (run.high[smem.name] if asked is None else asked)
     _check_spans(
         [(b.name, b.byte_offset, b.byte_offset + b.nbytes) for b in smem.buffers],
         run,

@@ -115,4 +115,4 @@ def test_a_refused_commit_changes_nothing():
         smem.commit(48 * 1024)  # 4 CTAs x 256 columns, cooperative
     assert not smem.committed
     smem.commit(100_000)  # 2 CTAs x 256 = 512: fine
-    assert smem.size == 100_000
+    assert smem.committed_bytes == 100_000

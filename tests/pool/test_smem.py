@@ -170,7 +170,7 @@ def test_move_base_to_overlays_and_is_recorded():
 def test_commit_fixes_size_once():
     smem = SMEMPool()
     smem.alloc((100,), "uint8")
-    assert smem.commit() == 100 and smem.size == 100 and smem.committed
+    assert smem.commit() == 100 and smem.committed_bytes == 100 and smem.committed
     with pytest.raises(PoolStateError, match="after commit"):
         smem.commit()
 

@@ -3,7 +3,7 @@
 from ..intmath import align_up, is_power_of_two
 from .advice import best_order, padding_advice
 from .capacity import check_smem_capacity, stages_that_fit
-from .model import MemoryPlan, PlanEntry, PoolPlan
+from .model import LayoutKind, MemoryPlan, PlanEntry, PoolPlan
 from .occupancy import Occupancy, check_tmem_residency, occupancy
 from .packing import Placement, place
 from .stages import BufferRequest, StageSolution, smem_limit, solve_stages
@@ -12,6 +12,7 @@ from .target import TARGETS, Target, get_target
 __all__ = [
     "TARGETS",
     "BufferRequest",
+    "LayoutKind",
     "MemoryPlan",
     "Occupancy",
     "Placement",

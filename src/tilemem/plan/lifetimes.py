@@ -2,11 +2,11 @@
 
 The problem
 -----------
-Each item has a size (bytes, or TMEM columns), an alignment (a power of two; for an MMA
+Each item has a length (bytes, or TMEM columns), an alignment (a power of two; for an MMA
 operand tile it includes the swizzle period, 256/512/1024 bytes), a live set of phases,
 and, for TMEM, the set of lanes its layout touches. Two items **conflict** when their live
 sets intersect and (TMEM) their lane sets intersect; conflicting items must occupy disjoint
-ranges ``[offset, offset + size)``. Minimise the footprint ``max(offset + size)``.
+ranges ``[offset, offset + length)``. Minimise the footprint ``max(offset + length)``.
 
 This is dynamic storage allocation (Garey & Johnson, *Computers and Intractability*,
 problem SR2; NP-complete even with interval lifetimes) generalised from intervals to
@@ -109,7 +109,7 @@ class Item:
     """
 
     name: str
-    size: int
+    length: int
     align: int = 1
     live: frozenset[str] | None = None
     lanes: frozenset[int] | None = None
@@ -181,7 +181,7 @@ class _Instance:
         return sum(1 << self.phases.index(p) for p in item.live)
 
     def _parent(self, item: Item) -> int | None:
-        for label, value in (("size", item.size), ("align", item.align)):
+        for label, value in (("length", item.length), ("align", item.align)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise AllocationError(f"{item.name}: {label} must be an integer >= 0, got {value}")
         if not is_power_of_two(item.align):
@@ -196,10 +196,10 @@ class _Instance:
             raise AllocationError(f"{item.name}: alias_of names no item: {item.alias_of!r}")
         parent = self.items[self.index[item.alias_of]]
         start = item.offset or 0
-        if start + item.size > parent.size:
+        if start + item.length > parent.length:
             raise AllocationError(
-                f"view {item.name} at [{start}, {start + item.size}) does not fit inside "
-                f"{parent.name}'s {parent.size}"
+                f"view {item.name} at [{start}, {start + item.length}) does not fit inside "
+                f"{parent.name}'s {parent.length}"
             )
         return self.index[item.alias_of]
 
@@ -278,7 +278,7 @@ class _Search:
 
     def __init__(self, inst: _Instance, node_limit: int):
         self.inst = inst
-        self.size = [it.size for it in inst.items]
+        self.length = [it.length for it in inst.items]
         self.align = inst.pack_align
         self.node_limit = node_limit
         n = len(inst.items)
@@ -288,17 +288,17 @@ class _Search:
         self.fixed = {
             r: inst.items[r].offset or 0
             for r in inst.roots
-            if inst.items[r].offset is not None or self.size[r] == 0
+            if inst.items[r].offset is not None or self.length[r] == 0
         }
         self.free = [r for r in inst.roots if r not in self.fixed]
-        self.fixed_end = max((o + self.size[r] for r, o in self.fixed.items()), default=0)
-        self.classes = [[r for r in c if self.size[r]] for c in inst.cell_classes()]
+        self.fixed_end = max((o + self.length[r] for r, o in self.fixed.items()), default=0)
+        self.classes = [[r for r in c if self.length[r]] for c in inst.cell_classes()]
         self.cells = [  # the classes of cells each item covers
             tuple(k for k, members in enumerate(self.classes) if r in members) for r in range(n)
         ]
         self.obstacles = [
-            sorted((self.fixed[b], self.fixed[b] + self.size[b]) for b in self.conflicts[r]
-                   if b in self.fixed and self.size[b])
+            sorted((self.fixed[b], self.fixed[b] + self.length[b]) for b in self.conflicts[r]
+                   if b in self.fixed and self.length[b])
             for r in range(n)
         ]  # fmt: skip
         self.twin_before = self._twins()
@@ -315,7 +315,7 @@ class _Search:
         seen: dict[tuple[int, int, int, int], int] = {}
         before: dict[int, int] = {}
         for r in self.free:
-            key = (self.size[r], self.align[r], inst.pack_live[r], inst.pack_lanes[r])
+            key = (self.length[r], self.align[r], inst.pack_live[r], inst.pack_lanes[r])
             if key in seen:
                 before[r] = seen[key]
             seen[key] = r
@@ -347,9 +347,9 @@ class _Search:
     def lowest(self, item: int, offsets: dict[int, int], start: int = 0) -> int:
         """The lowest aligned offset >= start clear of every placed item ``item`` conflicts
         with."""
-        size, align = self.size[item], self.align[item]
+        size, align = self.length[item], self.align[item]
         spans = sorted(
-            (offsets[b], offsets[b] + self.size[b]) for b in self.conflicts[item] if b in offsets
+            (offsets[b], offsets[b] + self.length[b]) for b in self.conflicts[item] if b in offsets
         )
         return _clear(spans, align_up(start, align), size, align)
 
@@ -360,12 +360,12 @@ class _Search:
         return offsets
 
     def footprint(self, offsets: dict[int, int]) -> int:
-        return max((offsets[r] + self.size[r] for r in offsets), default=0)
+        return max((offsets[r] + self.length[r] for r in offsets), default=0)
 
     def clique_bound(self) -> int:
         """The heaviest set of pairwise conflicting items: they lie one above another."""
         weight = max(
-            (sum(self.size[r] for r in self.free if c >> r & 1) for c in self.cliques),
+            (sum(self.length[r] for r in self.free if c >> r & 1) for c in self.cliques),
             default=0,
         )
         return max(weight, self.fixed_end)
@@ -384,7 +384,7 @@ class _Search:
     def _skyline_slot(self, r: int, heights: tuple[int, ...]) -> int:
         """Where ``r`` goes next: above the skyline of its cells, clear of fixed items."""
         base = max((heights[k] for k in self.cells[r]), default=0)
-        return _clear(self.obstacles[r], align_up(base, self.align[r]), self.size[r],
+        return _clear(self.obstacles[r], align_up(base, self.align[r]), self.length[r],
                       self.align[r])  # fmt: skip
 
     def _dominated(self, unplaced: int, heights: tuple[int, ...]) -> bool:
@@ -402,7 +402,7 @@ class _Search:
             self.complete = False
             return
         if not unplaced:
-            end = max(self.fixed_end, *(x + self.size[r] for r, x in self.path))
+            end = max(self.fixed_end, *(x + self.length[r] for r, x in self.path))
             if end < self.best_end:
                 self.best = {**self.fixed, **dict(self.path)}
                 self.best_end = end
@@ -414,14 +414,14 @@ class _Search:
         if self._state_bound(unplaced, heights, slot) >= self.best_end:
             return
         children = sorted(
-            (x, -self.align[r], -self.size[r], r)
+            (x, -self.align[r], -self.length[r], r)
             for r, x in slot.items()
             if not unplaced >> self.twin_before.get(r, self.none) & 1  # identical items in order
         )
         for x, _, _, r in children:
             raised = [max(h, x) for h in heights]  # later items go at or above x
             for k in self.cells[r]:
-                raised[k] = x + self.size[r]
+                raised[k] = x + self.length[r]
             self.path.append((r, x))
             self._dfs(unplaced & ~(1 << r), tuple(raised))
             self.path.pop()
@@ -440,7 +440,7 @@ class _Search:
         for clique in self.cliques:
             above = 0
             for x, size in sorted(
-                ((x, self.size[r]) for r, x in slot.items() if clique >> r & 1), reverse=True
+                ((x, self.length[r]) for r, x in slot.items() if clique >> r & 1), reverse=True
             ):
                 above += size
                 best = max(best, x + above)
@@ -464,7 +464,7 @@ def lower_bound(items: Sequence[Item], phases: Sequence[str] | None = None) -> i
     """Max over phases (and TMEM lane groups) of the total size of the roots live there."""
     inst = _Instance(items, phases)
     return max(
-        (sum(inst.items[r].size for r in c) for c in inst.cell_classes()),
+        (sum(inst.items[r].length for r in c) for c in inst.cell_classes()),
         default=0,
     )
 
@@ -482,7 +482,7 @@ def pack(
     inst = _Instance(items, phases)
     search = _Search(inst, node_limit)
     alloc_order = search.first_fit(search.free)
-    size, align, live = search.size, search.align, inst.pack_live
+    size, align, live = search.length, search.align, inst.pack_live
     orders = (
         lambda r: (-size[r], -align[r], r),
         lambda r: (-align[r], -size[r], r),
@@ -496,13 +496,13 @@ def pack(
     best = search.run(incumbent)
     footprint = search.footprint(best)
     offsets = tuple(best[inst.root[n]] + inst.inner[n] for n in range(len(inst.items)))
-    free_end = bump_total((search.size[r], search.align[r]) for r in search.free)[0]
-    fixed_end = max((o + search.size[r] for r, o in search.fixed.items()), default=0)
+    free_end = bump_total((search.length[r], search.align[r]) for r in search.free)[0]
+    fixed_end = max((o + search.length[r] for r, o in search.fixed.items()), default=0)
     return Packing(
         offsets=offsets,
         footprint=footprint,
         lower_bound=max(
-            (sum(inst.items[r].size for r in c) for c in inst.cell_classes()), default=0
+            (sum(inst.items[r].length for r in c) for c in inst.cell_classes()), default=0
         ),
         bump=max(free_end, fixed_end),
         first_fit=search.footprint(alloc_order),
@@ -540,7 +540,7 @@ def _overlap(inst: _Instance, offsets: Sequence[int], a: int, b: int) -> Overlap
         return None
     shared_live, shared_lanes = inst.live[a] & inst.live[b], inst.lanes[a] & inst.lanes[b]
     start = max(offsets[a], offsets[b])
-    end = min(offsets[a] + inst.items[a].size, offsets[b] + inst.items[b].size)
+    end = min(offsets[a] + inst.items[a].length, offsets[b] + inst.items[b].length)
     if not (shared_live and shared_lanes and start < end):
         return None
     names = inst.phases or ("(all)",)

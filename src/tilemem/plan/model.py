@@ -8,6 +8,7 @@ through ``to_dict``/``from_dict``, so a new field needs no serialisation code.
 from __future__ import annotations
 
 import contextlib
+import enum
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -24,6 +25,39 @@ from .target import Target, get_target
 # Keys written to JSON for its readers, not fields: skipped when read back. All but "example"
 # (the name `tilemem plan --json` adds) are computed from the fields.
 _DERIVED_KEYS = frozenset({"schema", "occupancy", "padding", "end", "example"})
+
+
+class LayoutKind(enum.Enum):
+    """How a pool chose a buffer's layout: data, so no code reads it back from a label.
+
+    The plan's display label is :meth:`label` of the kind and its detail (the swizzle mode,
+    the data path, the strides, ...).
+    """
+
+    ROW_MAJOR = "row-major"  # alloc() with the default layout
+    STRIDED = "strided"  # alloc(strides=)
+    MMA_OPERAND = "mma"  # alloc_mma(): the canonical (swizzled) MMA operand tile
+    TMEM_DATAPATH = "datapath"  # a tcgen05 data path layout (datapath=, or (128, n) default)
+    TMEM_LANE_ROW = "lane=row"  # TMEM default otherwise: lane = row, column = column
+    SCALE_FACTOR = "scale-factor"  # alloc_sf(): block-scale factors for tcgen05.mma
+    CUSTOM = "custom"  # a layout the caller passed
+    STAGE_VIEW = "stage-view"  # one stage of a TMEMStages view
+
+    def label(self, detail: str = "") -> str:
+        """The text the plan shows, e.g. ``"mma 128B"`` for ``MMA_OPERAND`` with ``"128B"``."""
+        return _LAYOUT_LABELS[self].format(detail)
+
+
+_LAYOUT_LABELS = {
+    LayoutKind.ROW_MAJOR: "row-major",
+    LayoutKind.STRIDED: "strided {}",
+    LayoutKind.MMA_OPERAND: "mma {}",
+    LayoutKind.TMEM_DATAPATH: "datapath {}",
+    LayoutKind.TMEM_LANE_ROW: "lane=row",
+    LayoutKind.SCALE_FACTOR: "sf {}",
+    LayoutKind.CUSTOM: "{}",
+    LayoutKind.STAGE_VIEW: "{}",
+}
 
 
 @dataclass(frozen=True)
@@ -47,6 +81,7 @@ class PlanEntry:
     lanes: tuple[tuple[int, int], ...] = ()  # TMEM: [first, end) lane runs the layout touches
     phases: tuple[str, ...] = ()  # pools with phases: the phases the buffer is live in
     alias_of: str | None = None  # a view: the buffer whose storage it lies in
+    layout_kind: LayoutKind = LayoutKind.CUSTOM  # how the pool chose ``layout`` (its label)
 
     @property
     def end(self) -> int:

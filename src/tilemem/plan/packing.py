@@ -30,13 +30,13 @@ class Placement:
     """A buffer's spot: ``offset`` after ``padding`` units skipped from the cursor."""
 
     offset: int
-    size: int
+    length: int
     align: int
     padding: int
 
     @property
     def end(self) -> int:
-        return self.offset + self.size
+        return self.offset + self.length
 
 
 def place(cursor: int, size: int, align: int) -> Placement:

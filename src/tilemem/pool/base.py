@@ -130,6 +130,7 @@ class BumpPool:
                 dtype=b.dtype.name,
                 shape=b.shape,
                 layout=b.layout_name,
+                layout_kind=b.layout_kind,
                 overlaps=tuple(partners[b.name]),
                 swizzle=int(layout_swizzle_mode(b.layout)),
                 lanes=lane_runs(b.layout) if b.scope == TMEM else (),

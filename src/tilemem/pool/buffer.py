@@ -9,6 +9,7 @@ from typing import Any
 from ..dtype import DataType
 from ..errors import PoolStateError
 from ..layout import Layout
+from ..plan.model import LayoutKind
 from ..scopes import SMEM, TMEM
 
 _OFFSET_FIELD = {SMEM: "byte_offset", TMEM: "col_offset"}
@@ -35,7 +36,8 @@ class Buffer:
     byte_offset: int | None = None
     col_offset: int | None = None
     cols: int | None = None
-    layout_name: str = "row-major"
+    layout_kind: LayoutKind = LayoutKind.ROW_MAJOR
+    layout_detail: str = ""  # what the kind leaves open: swizzle mode, data path, strides
     pool: Any = field(default=None, repr=False)
 
     def __getattribute__(self, name: str) -> Any:
@@ -59,7 +61,12 @@ class Buffer:
         return object.__getattribute__(self, _OFFSET_FIELD[self.scope]) is not None
 
     @property
-    def size(self) -> int:
+    def layout_name(self) -> str:
+        """The layout's label in the plan, derived from ``layout_kind`` and its detail."""
+        return self.layout_kind.label(self.layout_detail)
+
+    @property
+    def numel(self) -> int:
         """Number of logical elements."""
         return math.prod(self.shape)
 

@@ -19,7 +19,7 @@ from ..layout import (
 )
 from ..layout.smem import SwizzleMode, SwizzleModeLike, check_mma_tile
 from ..plan.capacity import check_smem_capacity
-from ..plan.model import MemoryPlan, PoolPlan
+from ..plan.model import LayoutKind, MemoryPlan, PoolPlan
 from ..plan.occupancy import check_tmem_residency
 from ..plan.packing import Placement, check_align, is_power_of_two, place
 from ..plan.target import Target, get_target
@@ -114,7 +114,7 @@ class SMEMPool(LifetimePool, BumpPool):
         return self._size is not None
 
     @property
-    def size(self) -> int | None:
+    def committed_bytes(self) -> int | None:
         """Committed region size in bytes (None before commit)."""
         return self._size
 
@@ -152,9 +152,9 @@ class SMEMPool(LifetimePool, BumpPool):
             )
         align = check_align(align)
         self._check_new_name(name)
-        layout, name_of_layout = self._layout(shape, strides, layout)
+        layout, kind, detail = self._layout(shape, strides, layout)
         align = max(align, swizzle_period_bytes(layout, dtype))
-        return self._place(shape, dtype, layout, align, name, name_of_layout, lifetime)
+        return self._place(shape, dtype, layout, align, name, (kind, detail), lifetime)
 
     def alloc_mma(
         self,
@@ -194,7 +194,8 @@ class SMEMPool(LifetimePool, BumpPool):
                 f"(the hardware swizzles absolute addresses): pass align={mode.period_bytes}"
             )
         align = max(align, mode.period_bytes)  # the plan (and padding advice) must keep it
-        return self._place(shape, dtype, layout, align, name, f"mma {mode.label}", lifetime)
+        kind = (LayoutKind.MMA_OPERAND, mode.label)
+        return self._place(shape, dtype, layout, align, name, kind, lifetime)
 
     def move_base_to(self, offset: int) -> None:
         """Set the cursor; buffers placed after this may overlay earlier ones (recorded in the
@@ -273,7 +274,7 @@ class SMEMPool(LifetimePool, BumpPool):
         spots = self._spots if spots is None else spots
         entries = self._with_lifetimes(
             self._entries(
-                (b, s.offset, s.size, s.align, s.padding) for b, s in zip(self._buffers, spots)
+                (b, s.offset, s.length, s.align, s.padding) for b, s in zip(self._buffers, spots)
             )
         )
         high_water = max([self._high_water if self.phases is None else 0, *(s.end for s in spots)])
@@ -295,14 +296,15 @@ class SMEMPool(LifetimePool, BumpPool):
         if self.phases is None:
             return list(self._spots)
         items = self._items(
-            [s.size for s in self._spots],
+            [s.length for s in self._spots],
             [b.align for b in self._buffers],
             [None] * len(self._buffers),
             self._spots,
         )
         packing = self._pack(items, "bytes")
         return [
-            Placement(offset, s.size, s.align, 0) for offset, s in zip(packing.offsets, self._spots)
+            Placement(offset, s.length, s.align, 0)
+            for offset, s in zip(packing.offsets, self._spots)
         ]
 
     def _settle(self, spots: list[Placement], high_water: int) -> None:
@@ -330,8 +332,8 @@ class SMEMPool(LifetimePool, BumpPool):
             )
 
     @staticmethod
-    def _layout(shape, strides, layout) -> tuple[Layout, str]:
-        """The buffer's layout and its name in the plan, from ``strides=`` or ``layout=``."""
+    def _layout(shape, strides, layout) -> tuple[Layout, LayoutKind, str]:
+        """The buffer's layout, its kind and the kind's detail, from ``strides=`` or ``layout=``."""
         if strides is not None and not (isinstance(layout, str) and layout == "default"):
             raise AllocationError("pass either strides or layout, not both")
         if strides is not None:
@@ -343,11 +345,11 @@ class SMEMPool(LifetimePool, BumpPool):
                     f"shape {shape} has {len(shape)} dimensions but strides {strides} has "
                     f"{len(strides)}"
                 )
-            return TileLayout.of(shape, strides), f"strided {strides}"
+            return TileLayout.of(shape, strides), LayoutKind.STRIDED, str(strides)
         if isinstance(layout, str):
             if layout != "default":
                 raise AllocationError(f"layout must be a Layout or 'default', got {layout!r}")
-            return TileLayout.row_major(shape), "row-major"
+            return TileLayout.row_major(shape), LayoutKind.ROW_MAJOR, ""
         if not isinstance(layout, Layout):
             raise AllocationError(f"layout must be a Layout or 'default', got {layout!r}")
         if layout.size() != math.prod(shape):
@@ -358,10 +360,17 @@ class SMEMPool(LifetimePool, BumpPool):
             raise AllocationError(
                 f"a shared-memory layout maps to axis 'm' only, got axes {layout.axes}"
             )
-        return layout, describe_layout(layout)
+        return layout, LayoutKind.CUSTOM, describe_layout(layout)
 
     def _place(
-        self, shape, dtype, layout: Layout, align: int, name, layout_name: str, lifetime: Lifetime
+        self,
+        shape,
+        dtype,
+        layout: Layout,
+        align: int,
+        name,
+        kind: tuple[LayoutKind, str],
+        lifetime: Lifetime,
     ) -> Buffer:
         align = max(align, dtype.natural_align)
         elements = max(math.prod(shape), layout.span("m"))
@@ -376,7 +385,8 @@ class SMEMPool(LifetimePool, BumpPool):
             nbytes=nbytes,
             align=align,
             byte_offset=None if self.phases is not None else spot.offset,
-            layout_name=layout_name,
+            layout_kind=kind[0],
+            layout_detail=kind[1],
             pool=self,
         )
         self._spots.append(spot)

@@ -18,7 +18,7 @@ from ..layout import Layout, TileLayout, sf_tmem_layout, tmem_datapath_layout
 from ..layout.tmem import TMEM_COLS, TMEM_LANES, TMEM_MIN_ALLOC_COLS
 from ..plan.capacity import check_tmem_target
 from ..plan.lifetimes import Packing
-from ..plan.model import PoolPlan, StageViews, TMEMAllocation
+from ..plan.model import LayoutKind, PoolPlan, StageViews, TMEMAllocation
 from ..plan.occupancy import check_tmem_per_cta
 from ..plan.packing import is_power_of_two
 from ..validate import check_int, check_name, check_shape, is_int
@@ -151,7 +151,7 @@ class TMEMPool(LifetimePool, BumpPool):
             not isinstance(slot, Buffer)
             or slot.scope != SMEM
             or slot.dtype.bits != 32
-            or slot.size < 1
+            or slot.numel < 1
         ):
             raise AllocationError(
                 "tmem_addr must be a 32-bit shared-memory buffer (the slot tcgen05.alloc writes), "
@@ -236,11 +236,11 @@ class TMEMPool(LifetimePool, BumpPool):
                     f"datapath={datapath!r} needs a 2-D shape (rows, cols), got {shape}"
                 )
             layout = tmem_datapath_layout(datapath, *shape, dtype=dtype)
-            layout_name = f"datapath {datapath}"
+            kind = (LayoutKind.TMEM_DATAPATH, str(datapath))
         elif layout is not None:
-            layout_name = self._check_layout(layout, shape)
+            kind = (LayoutKind.CUSTOM, self._check_layout(layout, shape))
         else:
-            layout, layout_name = self._default_layout(shape)
+            layout, kind = self._default_layout(shape)
         footprint = column_footprint(layout, dtype.bits)
         if cols is None and datapath is not None:
             cols = footprint  # an accumulator: one element per 32-bit cell (16-bit ones too)
@@ -255,7 +255,7 @@ class TMEMPool(LifetimePool, BumpPool):
                     f"smaller cols would let the next buffer land inside it; pass cols >= "
                     f"{footprint} or omit it"
                 )
-        return self._place(shape, dtype, layout, cols, name, layout_name, lifetime)
+        return self._place(shape, dtype, layout, cols, name, kind, lifetime)
 
     def alloc_sf(
         self,
@@ -297,7 +297,8 @@ class TMEMPool(LifetimePool, BumpPool):
         except LayoutError as exc:
             raise AllocationError(f"alloc_sf {shape}: {exc}") from None
         cols = _whole_columns(layout.span("TCol"), dtype.bits, f"scale factors {shape}")
-        return self._place(shape, dtype, layout, cols, name, f"sf x{sf_per_mma}/mma", lifetime)
+        kind = (LayoutKind.SCALE_FACTOR, f"x{sf_per_mma}/mma")
+        return self._place(shape, dtype, layout, cols, name, kind, lifetime)
 
     def move_base_to(self, col: int) -> None:
         """Set the column cursor; later buffers alias earlier ones (recorded in the plan).
@@ -481,11 +482,11 @@ class TMEMPool(LifetimePool, BumpPool):
             )
         return describe_layout(layout)
 
-    def _default_layout(self, shape) -> tuple[TileLayout, str]:
+    def _default_layout(self, shape) -> tuple[TileLayout, tuple[LayoutKind, str]]:
         """Data path D for ``(128, cols)``; else ``lane = row, col = column`` with leading
         dimensions (stages) placed one after another along the columns."""
         if len(shape) == 2 and shape[0] == TMEM_LANES:
-            return tmem_datapath_layout("D", *shape), "datapath D"
+            return tmem_datapath_layout("D", *shape), (LayoutKind.TMEM_DATAPATH, "D")
         if len(shape) < 2:
             raise AllocationError(
                 f"a TMEM buffer needs a shape (rows, cols) or a layout=, got {shape}"
@@ -499,10 +500,17 @@ class TMEMPool(LifetimePool, BumpPool):
             (1, "TLane"),
             (1, "TCol"),
         ]
-        return TileLayout.of(shape, strides), "lane=row"
+        return TileLayout.of(shape, strides), (LayoutKind.TMEM_LANE_ROW, "")
 
     def _place(
-        self, shape, dtype, layout, cols: int, name, layout_name: str, lifetime: Lifetime
+        self,
+        shape,
+        dtype,
+        layout,
+        cols: int,
+        name,
+        kind: tuple[LayoutKind, str],
+        lifetime: Lifetime,
     ) -> Buffer:
         spot = self._spot(cols, 1, lifetime, "columns")
         start, end = spot.offset, spot.end
@@ -524,7 +532,8 @@ class TMEMPool(LifetimePool, BumpPool):
             align=1,
             col_offset=None if self.phases is not None else spot.offset,
             cols=cols,
-            layout_name=layout_name,
+            layout_kind=kind[0],
+            layout_detail=kind[1],
             pool=self,
         )
         self._col_spots.append(spot)
@@ -634,7 +643,8 @@ class TMEMStages:
             align=1,
             col_offset=buf.col_offset + col_shift,
             cols=cols,
-            layout_name=f"{buf.layout_name} stage {stage}",
+            layout_kind=LayoutKind.STAGE_VIEW,
+            layout_detail=f"{buf.layout_name} stage {stage}",
             pool=buf.pool,
         )
 
