@@ -441,21 +441,27 @@ class Workers:
         select: Callable[[Mutant], list[str]],
         limit: Callable[[list[str]], float],
         done: Callable[[Outcome], None],
+        stop: float | None = None,
     ) -> None:
-        """Run every mutant against the tests ``select`` picks for it; none picked: uncovered."""
+        """Run every mutant against the tests ``select`` picks for it; none picked: uncovered.
+
+        Past ``stop`` (a ``time.monotonic()`` value) no mutant starts and the running ones are
+        ended without a verdict: the caller sees fewer outcomes than mutants."""
         pending = list(reversed(mutants))
         free = list(self.dirs)
         running: dict[int, tuple[Mutant, Path, bytes, float, float]] = {}
         try:
-            self._loop(pending, free, running, select, limit, done)
+            self._loop(pending, free, running, select, limit, done, stop)
         finally:
             for pid in running:  # interrupted: no child outlives the run
                 with contextlib.suppress(ProcessLookupError, ChildProcessError):
                     os.kill(pid, signal.SIGKILL)
                     os.waitpid(pid, 0)
 
-    def _loop(self, pending, free, running, select, limit, done) -> None:
+    def _loop(self, pending, free, running, select, limit, done, stop) -> None:
         while pending or running:
+            if stop is not None and time.monotonic() >= stop:
+                return  # run_all ends the running children
             while pending and free:
                 mutant = pending.pop()
                 tests = select(mutant)
@@ -617,7 +623,9 @@ def _run_module(
     workers: Workers,
     args: argparse.Namespace,
     report: Callable[[str], None],
-) -> list[Outcome]:
+    stop: float | None = None,
+) -> tuple[list[Outcome], int]:
+    """The outcomes of ``module``'s mutants (fewer than the count when ``stop`` came first)."""
     mutants = generate(module)
     if args.lines:
         low, high = (int(x) for x in args.lines.split("-"))
@@ -643,8 +651,8 @@ def _run_module(
             )
 
     limit = (lambda tests: args.timeout) if args.timeout else coverage.time_limit
-    workers.run_all(mutants, coverage.tests_for, limit, one)
-    return sorted(outcomes, key=lambda o: o.mutant.index)
+    workers.run_all(mutants, coverage.tests_for, limit, one, stop)
+    return sorted(outcomes, key=lambda o: o.mutant.index), len(mutants)
 
 
 def _describe(m: Mutant) -> str:
@@ -682,6 +690,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--rerun", type=Path, help="only the mutants listed in this survivors file (unchanged code)"
     )
+    parser.add_argument(
+        "--budget",
+        type=float,
+        help="seconds for the whole run: past them no mutant starts; the table and the "
+        "survivors so far are written after every module, and a cut module is marked partial",
+    )
     parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
     parser.add_argument("--verbose", action="store_true", help="print every outcome")
     args = parser.parse_args(argv)
@@ -697,36 +711,61 @@ def main(argv: list[str] | None = None) -> int:
     workers = Workers(max(1, args.jobs))
     rows: list[tuple[str, int, int, int, int]] = []
     survivors: list[str] = []
+    notes: list[str] = []
     begin = time.monotonic()
+    stop = begin + args.budget if args.budget else None
     try:
         for module in modules:
+            rel = str(module.relative_to(ROOT))
+            if stop is not None and time.monotonic() >= stop:
+                notes.append(f"{rel}: not run (time budget spent)")
+                continue
             # the copy's tests: files added to the working tree since the copy are not there
             tests = args.tests or default_tests(module, workers.dirs[0])
-            outcomes = _run_module(module, tests, workers, args, lambda s: print(s, flush=True))
-            killed = sum(o.status in ("killed", "timeout") for o in outcomes)
-            judged_equal = 0
-            for o in outcomes:
-                if o.status not in ("survived", "uncovered"):
-                    continue
-                m = o.mutant
-                reason = equivalent.get(m.key)
-                judged_equal += reason is not None
-                tag = f"EQUIVALENT ({reason})" if reason else o.status.upper()
-                survivors.append(f"{_describe(m)}  {tag}")
-            rel = str(module.relative_to(ROOT))
-            rows.append((rel, len(outcomes), killed, len(outcomes) - killed, judged_equal))
+            report = lambda s: print(s, flush=True)  # noqa: E731
+            outcomes, count = _run_module(module, tests, workers, args, report, stop)
+            if len(outcomes) < count:
+                notes.append(f"{rel}: partial, {len(outcomes)} of {count} mutants run")
+            rows.append(_row(rel, outcomes, equivalent, survivors))
+            _write(args, rows, survivors, notes, begin)
     finally:
         workers.close()
-    total = tuple(sum(r[i] for r in rows) for i in range(1, 5))
+    _write(args, rows, survivors, notes, begin, final=True)
+    return 0
+
+
+def _row(
+    rel: str, outcomes: list[Outcome], equivalent: dict, survivors: list[str]
+) -> tuple[str, int, int, int, int]:
+    """One table row; appends the module's survivors (tagged EQUIVALENT when judged so)."""
+    killed = sum(o.status in ("killed", "timeout") for o in outcomes)
+    judged_equal = 0
+    for o in outcomes:
+        if o.status not in ("survived", "uncovered"):
+            continue
+        m = o.mutant
+        reason = equivalent.get(m.key)
+        judged_equal += reason is not None
+        tag = f"EQUIVALENT ({reason})" if reason else o.status.upper()
+        survivors.append(f"{_describe(m)}  {tag}")
+    return (rel, len(outcomes), killed, len(outcomes) - killed, judged_equal)
+
+
+def _write(args, rows, survivors, notes, begin: float, final: bool = False) -> None:
+    """Print (at the end) and write (after every module) the table and the survivors."""
+    shown = list(rows)
     if len(rows) > 1:
-        rows.append(("total", *total))  # type: ignore[arg-type]
-    print()
-    print(_table(rows))
-    print(f"\n{time.monotonic() - begin:.0f} s, {args.jobs} job(s)")
+        total = tuple(sum(r[i] for r in rows) for i in range(1, 5))
+        shown.append(("total", *total))  # type: ignore[arg-type]
+    text = _table(shown) + "".join(f"\n{n}" for n in notes)
+    text += f"\n\n{time.monotonic() - begin:.0f} s, {args.jobs} job(s)"
     if args.survivors:
         args.survivors.write_text("".join(s + "\n" for s in survivors))
-        print(f"survivors written to {args.survivors}")
-    return 0
+        args.survivors.with_suffix(".table").write_text(text + "\n")
+    if final:
+        print("\n" + text)
+        if args.survivors:
+            print(f"survivors written to {args.survivors} (table: .table next to it)")
 
 
 if __name__ == "__main__":
