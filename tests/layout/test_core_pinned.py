@@ -638,3 +638,13 @@ def test_window_covering_the_middle_level():
     assert [win.apply(i)["m"] for i in range(8)] == [1000, 1001, 1002, 1003, 1100, 1101, 1102, 1103]
     win = THREE_LEVELS.window(0, 0, 8)
     assert [win.apply(i)["m"] for i in range(8)] == [0, 1, 2, 3, 100, 101, 102, 103]
+
+
+def test_positions_of_2_24_elements_are_evaluated():
+    # the bound on whole-layout evaluation (1 << 24 elements) is itself allowed
+    assert int(TileLayout.of((1 << 24,)).positions()["m"][-1]) == (1 << 24) - 1
+
+
+def test_positions_beyond_2_24_elements_are_refused():
+    with pytest.raises(LayoutError, match=r"positions\(\) of 16777217 elements"):
+        TileLayout.of(((1 << 24) + 1,)).positions()

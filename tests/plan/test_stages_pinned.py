@@ -252,3 +252,9 @@ def test_solver_takes_a_list(requests):
 def test_solver_takes_any_iterable_of_requests():
     requests = (r for r in [BufferRequest("bar", (), "uint64", per_stage=True)])
     assert solve_stages(requests, "sm_90a", max_stages=3).stages == 3
+
+
+def test_request_phases_become_a_frozen_set():
+    request = BufferRequest("A", (8,), "uint8", live=["load", "store", "load"])
+    assert request.live == frozenset({"load", "store"})
+    assert isinstance(request.live, frozenset)
