@@ -33,8 +33,8 @@ PLAN_FILE_SCHEMA = 1
 
 _TOP_KEYS = {"schema", "name", "summary", "target", "threads", "smem", "tmem"}
 _FILE_KEYS = {"kind", "move_base_to", "slot_of"}  # item keys of the file, not of a pool call
-_SMEM_KINDS = {"alloc": SMEMPool.alloc, "mma": SMEMPool.alloc_mma}
-_TMEM_KINDS = {"alloc": TMEMPool.alloc, "sf": TMEMPool.alloc_sf}
+_SMEM_KINDS: dict[str, Callable[..., Any]] = {"alloc": SMEMPool.alloc, "mma": SMEMPool.alloc_mma}
+_TMEM_KINDS: dict[str, Callable[..., Any]] = {"alloc": TMEMPool.alloc, "sf": TMEMPool.alloc_sf}
 _BUFFER_REFERENCES = {"alias_of", "tmem_addr"}  # keys whose string value names a buffer
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-]+)\s*\]\]?")
 
@@ -196,7 +196,13 @@ class _Builder:
             self.alloc_kind(smem, _SMEM_KINDS, "SMEM", op, line, where)
 
     def alloc_kind(
-        self, pool, kinds: dict[str, Callable], scope: str, op: dict[str, Any], line, where: _Where
+        self,
+        pool,
+        kinds: Mapping[str, Callable],
+        scope: str,
+        op: dict[str, Any],
+        line,
+        where: _Where,
     ) -> None:
         """A buffer made by the pool method that ``kind`` names (default ``alloc``)."""
         kind = op.get("kind", "alloc")
