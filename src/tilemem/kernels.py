@@ -46,6 +46,28 @@ def _stage_and_phase(kt, stages: int):
     return T.let("stage", kt % stages), T.let("phase", (kt // stages) % 2)
 
 
+def _drain_accumulator(acc, c, tma_c, acc_full, warp, n0, m0) -> None:
+    """Warps 4-7 drain the 128 x 256 fp32 accumulator once the MMAs commit to ``acc_full``:
+    per ``c``-wide slice, 32 columns per ``tcgen05.ld`` into ``c``, then one TMA store."""
+    regs = T.alloc_local(32, "float32", name="regs")
+    T.ptx.mbarrier.wait((acc_full, 0), 0)
+    T.ptx.tcgen05.fence_after_thread_sync()
+    quarter = warp % 4  # a warp reaches only its own 32-lane quarter of TMEM
+    width = c.shape[-1]
+    for j in range(256 // width):
+        for half in range(width // 32):
+            col = j * width + half * 32
+            T.ptx.tcgen05.ld(regs, T.tmem_addr(acc, lane=quarter * 32, col=col), num=32)
+            T.ptx.tcgen05.wait_ld()
+            for r in T.unroll(32, name="r"):
+                c[quarter * 32 + T.lane_id(), half * 32 + r] = regs[r]
+        T.ptx.fence.proxy_async_shared_cta()
+        T.cuda.named_barrier(1, 128)
+        with T.If(warp == 4), T.If(T.ptx.elect_sync()):
+            _store_and_wait(tma_c, c, [n0 + j * width, m0])
+        T.cuda.named_barrier(1, 128)
+
+
 def _gemm_producer(tma_a, tma_b, a, b, full, empty, k_tiles, m0, n0) -> None:
     """The TMA producer of the GEMM mainloop: wait for a free stage, load A and B into it."""
     stages = a.shape[0]
@@ -151,23 +173,7 @@ def blackwell_gemm() -> KernelProgram:
                 T.ptx.tcgen05.commit((empty, s))
             T.ptx.tcgen05.commit((acc_full, 0))
         with T.If(warp >= 4):
-            regs = T.alloc_local(32, "float32", name="regs")
-            T.ptx.mbarrier.wait((acc_full, 0), 0)
-            T.ptx.tcgen05.fence_after_thread_sync()
-            quarter = warp % 4  # a warp reaches only its own 32-lane quarter of TMEM
-            for j in range(4):
-                for half in range(2):
-                    T.ptx.tcgen05.ld(
-                        regs, T.tmem_addr(acc, lane=quarter * 32, col=j * 64 + half * 32), num=32
-                    )
-                    T.ptx.tcgen05.wait_ld()
-                    for r in T.unroll(32, name="r"):
-                        c[quarter * 32 + T.lane_id(), half * 32 + r] = regs[r]
-                T.ptx.fence.proxy_async_shared_cta()
-                T.cuda.named_barrier(1, 128)
-                with T.If(warp == 4), T.If(T.ptx.elect_sync()):
-                    _store_and_wait(tma_c, c, [n0 + j * 64, m0])
-                T.cuda.named_barrier(1, 128)
+            _drain_accumulator(acc, c, tma_c, acc_full, warp, n0, m0)
         _release_tmem(tmem)
 
     return kernel
@@ -263,20 +269,7 @@ def nvfp4_gemm() -> KernelProgram:
                 T.ptx.tcgen05.commit((empty, s))
             T.ptx.tcgen05.commit((acc_full, 0))
         with T.If(warp >= 4):
-            regs = T.alloc_local(32, "float32", name="regs")
-            T.ptx.mbarrier.wait((acc_full, 0), 0)
-            T.ptx.tcgen05.fence_after_thread_sync()
-            quarter = warp % 4  # a warp reaches only its own 32-lane quarter of TMEM
-            for j in range(256 // 32):
-                T.ptx.tcgen05.ld(regs, T.tmem_addr(acc, lane=quarter * 32, col=j * 32), num=32)
-                T.ptx.tcgen05.wait_ld()
-                for r in T.unroll(32, name="r"):
-                    c[quarter * 32 + T.lane_id(), r] = regs[r]
-                T.ptx.fence.proxy_async_shared_cta()
-                T.cuda.named_barrier(1, 128)
-                with T.If(warp == 4), T.If(T.ptx.elect_sync()):
-                    _store_and_wait(tma_c, c, [n0 + j * 32, m0])
-                T.cuda.named_barrier(1, 128)
+            _drain_accumulator(acc, c, tma_c, acc_full, warp, n0, m0)
         _release_tmem(tmem)
 
     return kernel

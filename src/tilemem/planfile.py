@@ -33,8 +33,8 @@ PLAN_FILE_SCHEMA = 1
 
 _TOP_KEYS = {"schema", "name", "summary", "target", "threads", "smem", "tmem"}
 _FILE_KEYS = {"kind", "move_base_to", "slot_of"}  # item keys of the file, not of a pool call
-_SMEM_KINDS = {"alloc": SMEMPool.alloc, "mma": SMEMPool.alloc_mma}
-_TMEM_KINDS = {"alloc": TMEMPool.alloc, "sf": TMEMPool.alloc_sf}
+_SMEM_KINDS: dict[str, Callable[..., Any]] = {"alloc": SMEMPool.alloc, "mma": SMEMPool.alloc_mma}
+_TMEM_KINDS: dict[str, Callable[..., Any]] = {"alloc": TMEMPool.alloc, "sf": TMEMPool.alloc_sf}
 _BUFFER_REFERENCES = {"alias_of", "tmem_addr"}  # keys whose string value names a buffer
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-]+)\s*\]\]?")
 
@@ -193,15 +193,27 @@ class _Builder:
             _check_keys(op, {"slot_of"}, where, self.lines)
             self.open_tmem(smem, self.tmem_index(op["slot_of"], where))
         else:
-            kind = op.get("kind", "alloc")
-            if kind not in _SMEM_KINDS:
-                raise PlanFileError(
-                    f"{self.lines.source}:{self.lines.key(line, 'kind')}: {where.what}: "
-                    f"kind = {kind!r}; SMEM buffers are kind 'alloc' or 'mma'"
-                )
-            method = _SMEM_KINDS[kind]
-            _check_keys(op, _keywords(method) | {"kind"}, where, self.lines)
-            self.alloc(method.__get__(smem), op, where)
+            self.alloc_kind(smem, _SMEM_KINDS, "SMEM", op, line, where)
+
+    def alloc_kind(
+        self,
+        pool,
+        kinds: Mapping[str, Callable],
+        scope: str,
+        op: dict[str, Any],
+        line,
+        where: _Where,
+    ) -> None:
+        """A buffer made by the pool method that ``kind`` names (default ``alloc``)."""
+        kind = op.get("kind", "alloc")
+        if kind not in kinds:
+            raise PlanFileError(
+                f"{self.lines.source}:{self.lines.key(line, 'kind')}: {where.what}: "
+                f"kind = {kind!r}; {scope} buffers are kind {' or '.join(map(repr, kinds))}"
+            )
+        method = kinds[kind]
+        _check_keys(op, _keywords(method) | {"kind"}, where, self.lines)
+        self.alloc(method.__get__(pool), op, where)
 
     def alloc(self, method: Callable, op: dict[str, Any], where: _Where) -> None:
         if "name" in op:
@@ -238,15 +250,7 @@ class _Builder:
                 _check_keys(op, {"move_base_to"}, where, self.lines)
                 _call(where, pool.move_base_to, op["move_base_to"])
                 continue
-            kind = op.get("kind", "alloc")
-            if kind not in _TMEM_KINDS:
-                raise PlanFileError(
-                    f"{self.lines.source}:{self.lines.key(line, 'kind')}: {where.what}: "
-                    f"kind = {kind!r}; TMEM buffers are kind 'alloc' or 'sf'"
-                )
-            method = _TMEM_KINDS[kind]
-            _check_keys(op, _keywords(method) | {"kind"}, where, self.lines)
-            self.alloc(method.__get__(pool), op, where)
+            self.alloc_kind(pool, _TMEM_KINDS, "TMEM", op, line, where)
         for n, view in enumerate(table.get("stages", [])):
             line = self.lines.item("tmem.stages", n, parent=("tmem", index))
             self.stage_view(view, self.where(line, f"[[tmem.stages]] #{n + 1} of {pool.name!r}"))

@@ -127,6 +127,13 @@ def tma_load_kernel(mode: str, esize: int, shape: tuple, pad: int = 100):
     return kernel, info["tile"]
 
 
+def _exact(check: str, params: str, differs, unit: str, passed: str, start: float) -> CheckResult:
+    """Passed when no entry (one of ``unit``) of the ``differs`` mask is set."""
+    bad = int(differs.sum())
+    detail = passed if bad == 0 else f"{bad} {unit} differ"
+    return CheckResult(check, params, bad == 0, detail, time.perf_counter() - start)
+
+
 def check_tma_load(
     mode: str, esize: int, shape: tuple, pad: int = 100, seed: int = 0
 ) -> CheckResult:
@@ -143,14 +150,9 @@ def check_tma_load(
     torch.cuda.synchronize()
     got = out.cpu().numpy().view(np.uint8)
     want = _expected_image(tile.layout, source.cpu().numpy(), esize, tile.nbytes)
-    bad = int((got != want).sum())
     params = f"{mode:>4} {esize}B {'x'.join(map(str, shape))} at byte {tile.byte_offset}"
-    return CheckResult(
-        "tma_load",
-        params,
-        bad == 0,
-        "all bytes where the layout says" if bad == 0 else f"{bad} bytes differ",
-        time.perf_counter() - start,
+    return _exact(
+        "tma_load", params, got != want, "bytes", "all bytes where the layout says", start
     )
 
 
@@ -202,14 +204,9 @@ def check_tma_store(mode: str, esize: int, shape: tuple, seed: int = 1) -> Check
     dst = torch.zeros_like(src)
     Launcher(kernel)(_map(dst, tile), src)
     torch.cuda.synchronize()
-    bad = int((dst != src).sum())
     params = f"{mode:>4} {esize}B {'x'.join(map(str, shape))}"
-    return CheckResult(
-        "tma_store",
-        params,
-        bad == 0,
-        "global tile in logical order" if bad == 0 else f"{bad} elements differ",
-        time.perf_counter() - start,
+    return _exact(
+        "tma_store", params, dst != src, "elements", "global tile in logical order", start
     )
 
 

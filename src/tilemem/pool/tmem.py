@@ -673,12 +673,3 @@ class TMEMStages:
                 layout.shard, layout.replica, offset, shape=layout.shape, axes=layout.axes
             )
         return layout, col_shift, column_footprint(layout, buf.dtype.bits)
-
-    def describe(self) -> str:
-        """The stages' column ranges, for the plan."""
-        spans = []
-        for s in range(self.stages):
-            v = self.view(s)
-            assert v.col_offset is not None and v.cols is not None
-            spans.append(f"[{s}] cols {v.col_offset}..{v.col_offset + v.cols}")
-        return ", ".join(spans)
