@@ -323,9 +323,11 @@ def test_plan_with_800_overlays_is_fast():
     for _ in range(800):
         smem.move_base_to(0)
         smem.alloc((64,), "uint8")
-    start = time.perf_counter()
+    # CPU time of this process, not wall time: other work on a shared machine cannot fail it.
+    # The cubic overlap search took about 9 s here; the pairwise one well under 0.5 s.
+    start = time.process_time()
     plan = smem.plan()
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 3.0
     assert len(plan.smem.entries[0].overlaps) == 799
 
 
