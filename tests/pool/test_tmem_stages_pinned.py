@@ -42,8 +42,10 @@ def test_one_stage_with_stride_zero_is_accepted():
 
 
 def test_stage_zero_and_the_last_stage_are_in_range():
-    acc = pool().alloc((128, 256), "float32")
-    views = TMEMStages(acc, 0, 64, stages=4)  # 4 x 64 fp32 columns = 256 columns
+    # 4 x 64 fp32 columns = 256 of the buffer's 512: a fifth stage would still fit in the
+    # buffer, so only the stage bound refuses it
+    acc = pool().alloc((128, 512), "float32")
+    views = TMEMStages(acc, 0, 64, stages=4)
     assert len(views) == 4
     assert views[0] is not None
     assert views.view(3) is not None
