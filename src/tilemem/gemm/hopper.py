@@ -316,8 +316,7 @@ class HopperGemm:
         l2_promotion: int = 0,
         tile_n: int = TILE_N,
     ):
-        if not isinstance(group_m, int) or group_m < 1:
-            raise GemmShapeError(f"group_m is a positive number of M tiles, got {group_m!r}")
+        _check_group_m(group_m)
         self.group_m, self.cluster_m, self.l2_promotion = group_m, cluster_m, l2_promotion
         self.dtype, self.tile_n = dtype, tile_n
         self.program = hopper_gemm_persistent(cluster_m, dtype, tile_n)
@@ -399,8 +398,7 @@ class AutoGemm:
     def __init__(
         self, group_m: int = DEFAULT_GROUP_M, dtype: str = "bfloat16", l2_promotion: int = 0
     ):
-        if not isinstance(group_m, int) or group_m < 1:
-            raise GemmShapeError(f"group_m is a positive number of M tiles, got {group_m!r}")
+        _check_group_m(group_m)
         self.group_m, self.dtype, self.l2_promotion = group_m, dtype, l2_promotion
         self.gemms: dict[tuple[int, int], HopperGemm] = {}
         self.sms: int | None = None
@@ -425,6 +423,12 @@ class AutoGemm:
 
     def __call__(self, a, b, c, stream=None) -> None:
         self.prepare(a, b, c)(stream)
+
+
+def _check_group_m(group_m) -> None:
+    """:class:`GemmShapeError` unless ``group_m`` (the rasterisation group) is a positive int."""
+    if not isinstance(group_m, int) or group_m < 1:
+        raise GemmShapeError(f"group_m is a positive number of M tiles, got {group_m!r}")
 
 
 def _sm_count(device_id: int, kernel: str) -> int:
