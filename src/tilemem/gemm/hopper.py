@@ -322,6 +322,7 @@ class HopperGemm:
         self.program = hopper_gemm_persistent(cluster_m, dtype, tile_n)
         self.launcher = Launcher(self.program)
         self.plan = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n)  # the same
+        self.b_share = gemm_plan.b_share(cluster_m, dtype, tile_n=tile_n)  # B's TMA box
         self.sms = _sm_count(self.launcher.device.device_id, self.program.name)
         cluster = (cluster_m, 1, 1)
         self.max_clusters = (
@@ -331,10 +332,9 @@ class HopperGemm:
     def prepare(self, a, b, c, ctas: int | None = None) -> Callable[..., None]:
         """Check and map the operands; ``ctas`` caps the persistent grid (default: one per SM)."""
         m, k, n = _check_operands(a, b, c, self.dtype, self.tile_n)
-        share = gemm_plan.b_share(self.cluster_m, self.dtype, tile_n=self.tile_n)
         maps = (
             tile_map(a, self.plan.buffer("A"), self.l2_promotion),
-            tile_map(b, share, self.l2_promotion),
+            tile_map(b, self.b_share, self.l2_promotion),
             tile_map(c, self.plan.buffer("C_stage")),
         )
         tiles = (ceil_div(m, TILE_M), ceil_div(n, self.tile_n), ceil_div(k, tile_k(self.dtype)))
