@@ -6,8 +6,9 @@ warpgroups own ``TILE_M / 2`` rows each. The pool has two phases: ``mainloop``
 (TMA fills the ring, wgmma drains it) and ``epilogue`` (the consumers stage C).
 The kernel is persistent, so the epilogue of tile i runs while the producer
 already fills the ring for tile i+1: the ring is live in both phases and the C
-staging tiles cannot reuse its bytes. The stage solver therefore counts the C
-tiles beside the ring and picks the deepest ring that still fits one CTA per SM.
+staging tiles cannot reuse its bytes. The requests say when each buffer is live, so the stage
+solver counts the C tiles beside the ring and picks the deepest ring that still fits one CTA
+per SM.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ EPILOGUE_COLS = 64  # columns of C per staging tile: one 128-byte swizzle row of
 NARROW_EPILOGUE_COLS = 48  # for widths that 64 does not divide (240 = 5 x 48): unswizzled
 EPILOGUE_BUFFERS = 2  # per consumer: fill one while the TMA store of the other drains
 PHASES = ("mainloop", "epilogue")
-LIVE = {"C_stage": "epilogue"}  # every other buffer is live in both phases
 
 
 def tile_k(dtype: str = "bfloat16") -> int:
@@ -69,6 +69,7 @@ def requests(dtype: str = "bfloat16", tile_n: int = TILE_N) -> list[BufferReques
             (CONSUMERS * EPILOGUE_BUFFERS, rows, cols),
             "bfloat16",
             swizzle="128B" if cols == EPILOGUE_COLS else None,
+            live=frozenset({"epilogue"}),  # every other buffer is live in both phases
         ),
         BufferRequest("full_bar", (), "uint64", per_stage=True),
         BufferRequest("empty_bar", (), "uint64", per_stage=True),
@@ -90,11 +91,10 @@ def hopper_gemm_persistent_plan(
     smem = SMEMPool(name="smem", target=target, phases=PHASES)
     for r in requests(dtype, tile_n):
         shape = ((depth,) + tuple(r.shape)) if r.per_stage else tuple(r.shape)
-        live = LIVE.get(r.name)
         if r.swizzle is not None:
-            smem.alloc_mma(shape, r.dtype, r.swizzle, name=r.name, live=live)
+            smem.alloc_mma(shape, r.dtype, r.swizzle, name=r.name, live=r.live)
         else:
-            smem.alloc(shape, r.dtype, name=r.name, live=live)
+            smem.alloc(shape, r.dtype, name=r.name, live=r.live)
     smem.commit()
     return smem
 
