@@ -178,6 +178,10 @@ def tcgen05_desc(buf: Buffer, *coords, major: str = "K") -> Expr:
     return shared_descriptor(buf, coords, tcgen05_descriptor_high, major)
 
 
+def _tmem_operand(x) -> Expr:
+    return tmem_addr(x) if isinstance(x, Buffer) and x.scope == TMEM else convert(x)
+
+
 _DENSE_KINDS = ("f16", "tf32", "f8f6f4", "i8")
 
 
@@ -226,8 +230,6 @@ def tcgen05_mma(
             f"tcgen05.mma kind::{kind}: dense kinds are {', '.join(_DENSE_KINDS)}; block-scaled "
             "ones go through T.ptx.tcgen05.mma_block_scale"
         )
-    if isinstance(d_tmem, Buffer) and d_tmem.scope == TMEM:
-        d_tmem = tmem_addr(d_tmem)
     a_in_tmem = isinstance(a, Buffer) and a.scope == TMEM
     if a_in_tmem:
         a = tmem_addr(a, col=a_col)
@@ -236,17 +238,13 @@ def tcgen05_mma(
             "a_col offsets an A operand in TMEM; a shared-memory A moves by its descriptor"
         )
     args = (
-        convert(d_tmem),
+        _tmem_operand(d_tmem),
         convert(a),
         convert(b_desc),
         Const(int(idesc), UINT32),
         convert(accumulate),
     )
     return args, (_cta_group(cta_group), ("a_tmem", a_in_tmem), ("kind", kind))
-
-
-def _tmem_operand(x) -> Expr:
-    return tmem_addr(x) if isinstance(x, Buffer) and x.scope == TMEM else convert(x)
 
 
 def _lower_mma_block_scale(call, gen) -> str:
