@@ -93,6 +93,21 @@ def tcgen05_fence_after():
     return (), ()
 
 
+def _check_registers(instruction: str, num: int, regs, into_or_from: str) -> None:
+    """``.32x32b.x{num}`` moves ``num`` 32-bit columns to or from a T.alloc_local that holds
+    them."""
+    if (
+        num not in _LD_NUMS
+        or not isinstance(regs, LocalArray)
+        or regs.shape[0] < num
+        or regs.dtype.bits != 32
+    ):
+        raise IRError(
+            f"{instruction} .32x32b.x{num}: num in {_LD_NUMS} {into_or_from} a 32-bit "
+            "T.alloc_local of >= num elements"
+        )
+
+
 def _lower_ld(call, gen) -> str:
     dst, taddr = call.args
     num = call.attr("num")
@@ -110,16 +125,7 @@ def _lower_ld(call, gen) -> str:
 def tcgen05_ld(dst: LocalArray, taddr, *, num: int):
     """``tcgen05.ld.sync.aligned.32x32b.x{num}.b32``: ``num`` consecutive columns of this thread's
     lane."""
-    if (
-        num not in _LD_NUMS
-        or not isinstance(dst, LocalArray)
-        or dst.shape[0] < num
-        or dst.dtype.bits != 32
-    ):
-        raise IRError(
-            f"tcgen05.ld .32x32b.x{num}: num in {_LD_NUMS} into a 32-bit T.alloc_local of >= num "
-            "elements"
-        )
+    _check_registers("tcgen05.ld", num, dst, "into")
     return (dst.var, convert(taddr)), (("num", num),)
 
 
@@ -134,16 +140,7 @@ def _lower_st(call, gen) -> str:
 
 @intrinsic("ptx.tcgen05.st", feature="tcgen05", lower=_lower_st)
 def tcgen05_st(taddr, src: LocalArray, *, num: int):
-    if (
-        num not in _LD_NUMS
-        or not isinstance(src, LocalArray)
-        or src.shape[0] < num
-        or src.dtype.bits != 32
-    ):
-        raise IRError(
-            f"tcgen05.st .32x32b.x{num}: num in {_LD_NUMS} from a 32-bit T.alloc_local of >= num "
-            "elements"
-        )
+    _check_registers("tcgen05.st", num, src, "from")
     return (convert(taddr), src.var), (("num", num),)
 
 
