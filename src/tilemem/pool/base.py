@@ -99,11 +99,6 @@ class BumpPool:
         self._names.add(name)
         return name
 
-    def _record(self, buf: Buffer, end: int) -> None:
-        self._buffers.append(buf)
-        self._cursor = end
-        self._high_water = max(self._high_water, end)
-
     def _move(self, position: int) -> None:
         """Set the cursor; like TIRx, a move beyond the high-water mark raises it (SPEC 3)."""
         self._moves.append((self._cursor, position))
