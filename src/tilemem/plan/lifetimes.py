@@ -462,11 +462,11 @@ def _clear(spans: Sequence[tuple[int, int]], x: int, size: int, align: int) -> i
 
 def lower_bound(items: Sequence[Item], phases: Sequence[str] | None = None) -> int:
     """Max over phases (and TMEM lane groups) of the total size of the roots live there."""
-    inst = _Instance(items, phases)
-    return max(
-        (sum(inst.items[r].length for r in c) for c in inst.cell_classes()),
-        default=0,
-    )
+    return _lower_bound(_Instance(items, phases))
+
+
+def _lower_bound(inst: _Instance) -> int:
+    return max((sum(inst.items[r].length for r in c) for c in inst.cell_classes()), default=0)
 
 
 def pack(
@@ -497,14 +497,11 @@ def pack(
     footprint = search.footprint(best)
     offsets = tuple(best[inst.root[n]] + inst.inner[n] for n in range(len(inst.items)))
     free_end = bump_total((search.length[r], search.align[r]) for r in search.free)[0]
-    fixed_end = max((o + search.length[r] for r, o in search.fixed.items()), default=0)
     return Packing(
         offsets=offsets,
         footprint=footprint,
-        lower_bound=max(
-            (sum(inst.items[r].length for r in c) for c in inst.cell_classes()), default=0
-        ),
-        bump=max(free_end, fixed_end),
+        lower_bound=_lower_bound(inst),
+        bump=max(free_end, search.fixed_end),
         first_fit=search.footprint(alloc_order),
         exact=search.complete or footprint == search.bound,
         nodes=search.nodes,
