@@ -39,6 +39,12 @@ def scalar_argument(dtype: DataType, value, where: str) -> ctypes.Array:
     return (ctypes.c_char * len(data)).from_buffer_copy(data)
 
 
+def _dim3(dims) -> tuple:
+    """``dims`` (1 to 3 ints) padded with 1s to ``(x, y, z)``."""
+    dims = tuple(dims)
+    return dims + (1,) * (3 - len(dims))
+
+
 class Launcher:
     """A kernel loaded on the current device, ready to launch."""
 
@@ -172,10 +178,8 @@ class Launcher:
         from cuda.core import Stream
 
         ir = self.program.ir
-        grid = tuple(grid) if grid is not None else ir.grid
-        grid = grid + (1,) * (3 - len(grid))
-        block = tuple(block) if block is not None else ir.block
-        block = block + (1,) * (3 - len(block))
+        grid = _dim3(grid if grid is not None else ir.grid)
+        block = _dim3(block if block is not None else ir.block)
         stream = stream if stream is not None else self.device.default_stream
         handle = (
             int(stream.handle)
@@ -208,7 +212,7 @@ class Launcher:
     def _cluster_config(self, grid, block, cluster, handle: int = 0):
         """A ``CUlaunchConfig`` carrying the cluster dimension attribute (CUDA driver API,
         "cuLaunchKernelEx"); every grid dimension must be a multiple of the cluster's."""
-        cluster = tuple(cluster) + (1,) * (3 - len(tuple(cluster)))
+        cluster = _dim3(cluster)
         if len(cluster) != 3 or any(not isinstance(c, int) or c < 1 for c in cluster):
             raise LaunchError(
                 f"kernel {self.name!r}: cluster is 1 to 3 positive ints, got {cluster}"
@@ -235,9 +239,8 @@ class Launcher:
         """How many clusters of this shape can be resident at once
         (``cuOccupancyMaxActiveClusters``): the grid of a persistent kernel with clusters."""
         ir = self.program.ir
-        block = tuple(block) if block is not None else ir.block
-        block = block + (1,) * (3 - len(block))
-        cluster = tuple(cluster) + (1,) * (3 - len(tuple(cluster)))
+        block = _dim3(block if block is not None else ir.block)
+        cluster = _dim3(cluster)
         config = self._cluster_config(cluster, block, cluster)
         drv = driver()
         return int(

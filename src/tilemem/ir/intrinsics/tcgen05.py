@@ -93,6 +93,21 @@ def tcgen05_fence_after():
     return (), ()
 
 
+def _check_registers(instruction: str, num: int, regs, into_or_from: str) -> None:
+    """``.32x32b.x{num}`` moves ``num`` 32-bit columns to or from a T.alloc_local that holds
+    them."""
+    if (
+        num not in _LD_NUMS
+        or not isinstance(regs, LocalArray)
+        or regs.shape[0] < num
+        or regs.dtype.bits != 32
+    ):
+        raise IRError(
+            f"{instruction} .32x32b.x{num}: num in {_LD_NUMS} {into_or_from} a 32-bit "
+            "T.alloc_local of >= num elements"
+        )
+
+
 def _lower_ld(call, gen) -> str:
     dst, taddr = call.args
     num = call.attr("num")
@@ -110,16 +125,7 @@ def _lower_ld(call, gen) -> str:
 def tcgen05_ld(dst: LocalArray, taddr, *, num: int):
     """``tcgen05.ld.sync.aligned.32x32b.x{num}.b32``: ``num`` consecutive columns of this thread's
     lane."""
-    if (
-        num not in _LD_NUMS
-        or not isinstance(dst, LocalArray)
-        or dst.shape[0] < num
-        or dst.dtype.bits != 32
-    ):
-        raise IRError(
-            f"tcgen05.ld .32x32b.x{num}: num in {_LD_NUMS} into a 32-bit T.alloc_local of >= num "
-            "elements"
-        )
+    _check_registers("tcgen05.ld", num, dst, "into")
     return (dst.var, convert(taddr)), (("num", num),)
 
 
@@ -134,16 +140,7 @@ def _lower_st(call, gen) -> str:
 
 @intrinsic("ptx.tcgen05.st", feature="tcgen05", lower=_lower_st)
 def tcgen05_st(taddr, src: LocalArray, *, num: int):
-    if (
-        num not in _LD_NUMS
-        or not isinstance(src, LocalArray)
-        or src.shape[0] < num
-        or src.dtype.bits != 32
-    ):
-        raise IRError(
-            f"tcgen05.st .32x32b.x{num}: num in {_LD_NUMS} from a 32-bit T.alloc_local of >= num "
-            "elements"
-        )
+    _check_registers("tcgen05.st", num, src, "from")
     return (convert(taddr), src.var), (("num", num),)
 
 
@@ -176,6 +173,10 @@ def tcgen05_desc(buf: Buffer, *coords, major: str = "K") -> Expr:
     """
     current().target.require("tcgen05", "tcgen05 shared-memory descriptor")
     return shared_descriptor(buf, coords, tcgen05_descriptor_high, major)
+
+
+def _tmem_operand(x) -> Expr:
+    return tmem_addr(x) if isinstance(x, Buffer) and x.scope == TMEM else convert(x)
 
 
 _DENSE_KINDS = ("f16", "tf32", "f8f6f4", "i8")
@@ -226,8 +227,6 @@ def tcgen05_mma(
             f"tcgen05.mma kind::{kind}: dense kinds are {', '.join(_DENSE_KINDS)}; block-scaled "
             "ones go through T.ptx.tcgen05.mma_block_scale"
         )
-    if isinstance(d_tmem, Buffer) and d_tmem.scope == TMEM:
-        d_tmem = tmem_addr(d_tmem)
     a_in_tmem = isinstance(a, Buffer) and a.scope == TMEM
     if a_in_tmem:
         a = tmem_addr(a, col=a_col)
@@ -236,17 +235,13 @@ def tcgen05_mma(
             "a_col offsets an A operand in TMEM; a shared-memory A moves by its descriptor"
         )
     args = (
-        convert(d_tmem),
+        _tmem_operand(d_tmem),
         convert(a),
         convert(b_desc),
         Const(int(idesc), UINT32),
         convert(accumulate),
     )
     return args, (_cta_group(cta_group), ("a_tmem", a_in_tmem), ("kind", kind))
-
-
-def _tmem_operand(x) -> Expr:
-    return tmem_addr(x) if isinstance(x, Buffer) and x.scope == TMEM else convert(x)
 
 
 def _lower_mma_block_scale(call, gen) -> str:
