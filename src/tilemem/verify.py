@@ -26,6 +26,7 @@ from . import lang as T
 from .cuda.launch import Launcher
 from .cuda.tma import EncodedTensorMap, plan_tile_map
 from .intmath import ceil_div
+from .layout.smem import SwizzleMode
 from .text import table
 
 MODES = ("none", "32B", "64B", "128B")
@@ -91,7 +92,7 @@ def _row_elems(mode: str, esize: int) -> int:
     """Elements of one box row: a swizzle row, a 16-byte core-matrix column, or 64 bytes."""
     if mode == ROW_MAJOR:
         return 64 // esize
-    return (16 << MODES.index(mode)) // esize if mode != "none" else 16 // esize
+    return SwizzleMode.parse(mode).row_bytes // esize
 
 
 def tma_load_kernel(mode: str, esize: int, shape: tuple, pad: int = 100):
