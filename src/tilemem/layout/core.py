@@ -452,7 +452,7 @@ class TileLayout(Layout):
         start = _check_int(start, "window start", 0)
         length = _check_int(length, "window length", 1)
         extent = self.shape[dim]
-        if not (start >= 0 and length >= 1 and start + length <= extent):
+        if start + length > extent:
             raise LayoutError(
                 f"window [{start}, {start + length}) outside dimension {dim} of extent {extent}"
             )

@@ -147,15 +147,11 @@ def sf_tmem_layout(
             f"scale-factor rows must be a positive multiple of 32 (row groups of one 32-lane "
             f"quarter each), got {rows}"
         )
-    if sf_k < 1 or sf_k % sf_per_mma:
+    if sf_k % sf_per_mma:
         raise LayoutError(
             f"SF_K={sf_k} scale factors per row must be a positive multiple of "
             f"sf_per_mma={sf_per_mma}"
         )
-    if sf_reuse < 1:
-        raise LayoutError(f"sf_reuse must be >= 1, got {sf_reuse}")
-    if pipe_depth is not None and pipe_depth < 1:
-        raise LayoutError(f"pipe_depth must be >= 1, got {pipe_depth}")
     spm, k_mmas, groups = sf_per_mma, sf_k // sf_per_mma, rows // 32
     per_col = 4 // spm
     while k_mmas % per_col:

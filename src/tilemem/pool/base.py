@@ -12,20 +12,24 @@ from ..validate import check_name
 from .buffer import TMEM, Buffer
 
 
-def lane_runs(layout: Layout) -> tuple[tuple[int, int], ...]:
-    """The TMEM lanes a layout touches, replicas included, as sorted [first, end) runs.
+def lane_set(layout: Layout) -> frozenset[int]:
+    """The TMEM lanes a layout touches, replicas included.
 
     Lanes are ``offset + sum(c_i * stride_i)`` over the TLane Iters of shard and replica.
     """
-    lanes = {layout.offset.get("TLane", 0)} if isinstance(layout, TileLayout) else {0}
-    if isinstance(layout, TileLayout):
-        for it in (*layout.shard, *layout.replica):
-            if it.axis == "TLane":
-                lanes = {lane + k * it.stride for lane in lanes for k in range(it.extent)}
-    else:
-        lanes = {int(x) for x in layout.positions().get("TLane", [0])}
+    if not isinstance(layout, TileLayout):
+        return frozenset(int(x) for x in layout.positions().get("TLane", [0]))
+    lanes = {layout.offset.get("TLane", 0)}
+    for it in (*layout.shard, *layout.replica):
+        if it.axis == "TLane":
+            lanes = {lane + k * it.stride for lane in lanes for k in range(it.extent)}
+    return frozenset(lanes)
+
+
+def lane_runs(layout: Layout) -> tuple[tuple[int, int], ...]:
+    """The lanes of :func:`lane_set` as sorted [first, end) runs."""
     runs: list[list[int]] = []
-    for lane in sorted(lanes):
+    for lane in sorted(lane_set(layout)):
         if runs and runs[-1][1] == lane:
             runs[-1][1] = lane + 1
         else:
@@ -98,11 +102,6 @@ class BumpPool:
         name = self._free_name(stem) if name is None else name
         self._names.add(name)
         return name
-
-    def _record(self, buf: Buffer, end: int) -> None:
-        self._buffers.append(buf)
-        self._cursor = end
-        self._high_water = max(self._high_water, end)
 
     def _move(self, position: int) -> None:
         """Set the cursor; like TIRx, a move beyond the high-water mark raises it (SPEC 3)."""

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..dtype import DataType, DTypeLike, as_dtype
 from ..errors import AlignmentError, AllocationError, PoolStateError
+from ..intmath import is_power_of_two
 from ..layout import (
     ComposeLayout,
     Layout,
@@ -21,7 +22,7 @@ from ..layout.smem import SwizzleMode, SwizzleModeLike, check_mma_tile
 from ..plan.capacity import check_smem_capacity
 from ..plan.model import LayoutKind, MemoryPlan, PoolPlan
 from ..plan.occupancy import check_tmem_residency
-from ..plan.packing import Placement, check_align, is_power_of_two, place
+from ..plan.packing import Placement, check_align, place
 from ..plan.target import Target, get_target
 from ..validate import check_int, check_name, check_shape
 from .base import BumpPool

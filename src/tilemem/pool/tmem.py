@@ -13,16 +13,15 @@ import math
 
 from ..dtype import DTypeLike, as_dtype
 from ..errors import AllocationError, LayoutError, PoolStateError, TMEMOverflowError
-from ..intmath import ceil_div
+from ..intmath import ceil_div, is_power_of_two
 from ..layout import Layout, TileLayout, sf_tmem_layout, tmem_datapath_layout
 from ..layout.tmem import TMEM_COLS, TMEM_LANES, TMEM_MIN_ALLOC_COLS
 from ..plan.capacity import check_tmem_target
 from ..plan.lifetimes import Packing
 from ..plan.model import LayoutKind, PoolPlan, StageViews, TMEMAllocation
 from ..plan.occupancy import check_tmem_per_cta
-from ..plan.packing import is_power_of_two
 from ..validate import check_int, check_name, check_shape, is_int
-from .base import BumpPool, lane_runs
+from .base import BumpPool, lane_set
 from .buffer import SMEM, TMEM, Buffer
 from .lifetimes import Lifetime, LifetimePool, check_phases
 from .smem import SMEMPool, describe_layout
@@ -61,11 +60,6 @@ def _span(window: tuple[TileLayout, int, int], base: int) -> tuple[int, int]:
     """[first, end) 32-bit columns of a stage window of a buffer starting at column ``base``."""
     _, shift, cols = window
     return base + shift, base + shift + cols
-
-
-def _lanes(buf: Buffer) -> set[int]:
-    """The TMEM lanes a buffer's layout touches."""
-    return {lane for lo, hi in lane_runs(buf.layout) for lane in range(lo, hi)}
 
 
 def column_footprint(layout: Layout, bits: int) -> int:
@@ -428,7 +422,7 @@ class TMEMPool(LifetimePool, BumpPool):
         items = self._items(
             [b.cols or 0 for b in self._buffers],
             [1] * len(self._buffers),
-            [frozenset(_lanes(b)) for b in self._buffers],
+            [lane_set(b.layout) for b in self._buffers],
             self._col_spots,
         )
         return self._pack(items, "columns")
