@@ -590,9 +590,17 @@ def default_tests(module: Path, root: Path = ROOT) -> list[str]:
 
 
 def read_equivalent(path: Path | None) -> dict[tuple[str, str, str], str]:
-    """``module | source line | change | reason`` lines -> {key: reason}."""
+    """``module | source line | change | reason`` lines -> {key: reason}.
+
+    ``path`` is one file or a folder whose ``*.txt`` files are all read (one per module).
+    """
     if path is None or not path.exists():
         return {}
+    if path.is_dir():
+        found_all: dict[tuple[str, str, str], str] = {}
+        for file in sorted(path.glob("*.txt")):
+            found_all.update(read_equivalent(file))
+        return found_all
     found: dict[tuple[str, str, str], str] = {}
     for raw in path.read_text().splitlines():
         if not raw.strip() or raw.lstrip().startswith("#"):
@@ -684,7 +692,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--survivors", type=Path, help="write surviving mutants to this file")
     parser.add_argument(
-        "--equivalent", type=Path, default=ROOT / "docs" / "mutation_equivalent.txt"
+        "--equivalent",
+        type=Path,
+        default=ROOT / "docs" / "mutation" / "equivalent",
+        help="file or folder of 'module | source line | change | reason' lines",
     )
     parser.add_argument("--lines", help="only mutants on lines LOW-HIGH")
     parser.add_argument(
