@@ -128,3 +128,27 @@ def test_the_alias_message_says_how_to_fix_it():
         "or declare an intended view with alias_of="
     )
     assert "'a' and 'b' share bytes [32, 64)" in lines[1]
+
+
+def test_a_view_needs_its_parent_to_start_on_the_views_alignment():
+    # parent: uint8 bytes [100, 4196); a 128B-swizzled (8, 64) bf16 view needs a 1024-byte
+    # aligned start (HARDWARE.md, "Swizzle modes"), but byte 100 + 0 is not one
+    pool = SMEMPool()
+    pool.alloc((100,), "uint8", name="a")
+    parent = pool.alloc((4096,), "uint8", name="parent")
+    with pytest.raises(
+        AllocationError,
+        match=r"a view at offset 0 bytes inside 'parent' would start 100 bytes into the pool, not "
+        r"a multiple of its alignment 1024: allocate 'parent' with align=1024",
+    ):
+        pool.alloc_mma((8, 64), "bfloat16", name="view", alias_of=parent)
+
+
+def test_a_view_of_an_aligned_parent_starts_on_its_alignment():
+    # parent aligned to 1024 after the 100-byte buffer: bytes [1024, 5120); the view at
+    # offset 2048 inside it starts at byte 3072 = 3 x 1024
+    pool = SMEMPool()
+    pool.alloc((100,), "uint8", name="a")
+    parent = pool.alloc((4096,), "uint8", align=1024, name="parent")
+    view = pool.alloc_mma((8, 64), "bfloat16", name="view", alias_of=parent, offset=2048)
+    assert view.byte_offset == 3072
