@@ -33,7 +33,7 @@ label "left of the plot" is right-aligned at ``x = LEFT - GAP``.
   Rows: one per phase in a pool with phases (a buffer is drawn in every row of a phase it
   is live in; no phases given = all); otherwise row 0 ``bytes`` and ``overlay n`` rows, each
   buffer in the first row where it overlaps no buffer already placed. A block is
-  ``(x(offset), row top + INSET, x(offset + length) - x(offset), ROW - 2 * INSET)``, white
+  ``(x(offset), row top + INSET, length * PLOT / extent, ROW - 2 * INSET)``, white
   outline, or black dashed for a view (``alias_of``); its padding is the same band over
   ``[offset - padding, offset)``, hatched. Block labels (name, ``@offset size``, swizzle
   when swizzled) are drawn, 9 px white, at ``(block x + TEXT, block y + 11 + 10 * line)``
@@ -45,18 +45,21 @@ label "left of the plot" is right-aligned at ``x = LEFT - GAP``.
   + 44`` and the legend.
 - TMEM: ``extent`` = the committed columns, else ``max(32, high_water)``. Each stage view
   takes a band: stage ``s`` over columns ``[lo, hi)`` is a bar ``(x(lo) + 1, y, max(w - 2,
-  1), 4)`` (``w = x(hi) - x(lo)``) with a 9 px label centred at ``(x(lo) + w / 2, y - 2)``,
-  the band is labelled ``stages`` (9 px) left of the plot at ``y + 5``; ``y += 18``. Then
-  ``top = y``, ``bottom = top + 128 * LANE``; a grid ``(LEFT, top, PLOT, 128 * LANE)``;
-  lane quarter ``q`` starts at ``top + 32 q * LANE`` (dashed line for q = 1, 2, 3) and is
-  labelled (9 px) left of the plot at its middle lane + 4 px. A buffer is a cell ``(x(offset),
-  top + lo * LANE, width, (hi - lo) * LANE)`` per lane run ``[lo, hi)`` of its data path (all
-  128 lanes without one), black dashed when it overlaps another; its label ``name
-  offset..end`` (9 px black) at ``(x + TEXT, top + lo * LANE + 11)`` of its first run, only
-  when it fits the width (as above) and that run has at least ``LABEL_LANES`` lanes. Then
-  ``y = bottom + 30`` and the legend.
+  1), 4)`` (``w = (hi - lo) * PLOT / extent``) with a 9 px label centred at ``(x(lo) + w /
+  2, y - 2)``; the band is labelled ``stages`` (9 px) left of the plot at ``y + 5``; ``y
+  += 18``. Then ``top = y``, ``bottom = top + 128 * LANE``; a grid ``(LEFT, top, PLOT,
+  128 * LANE)``; lane quarter ``q`` starts at ``top + 32 q * LANE`` (dashed line for q =
+  1, 2, 3) and is labelled (9 px) left of the plot at its middle lane + 4 px. A buffer is a cell
+  ``(x(offset), top + lo * LANE, width, (hi - lo) * LANE)`` per lane run ``[lo, hi)`` of its
+  data path (all 128 lanes without one, in the legend too), black dashed when it overlaps
+  another; its label ``name offset..end`` (9 px black) at ``(x + TEXT, top + lo * LANE +
+  11)`` of its first run, only when it fits the width (as above) and that run has at least
+  ``LABEL_LANES`` lanes. Then ``y = bottom + 30`` and the legend.
 - Legend: per buffer a 10 px square ``(LEFT, y - 9)`` and its facts at ``(LEFT + 16, y)``,
-  3 spaces apart; ``y += LINE``; after the last, ``y += 8``.
+  3 spaces apart; ``y += LINE``; after the last, ``y += 8``. Facts: name, ``dtype[shape]``,
+  ``[offset, end) length B|cols``; SMEM: ``align A``, the swizzle, ``padding P B`` when
+  padded; TMEM: the layout, ``lanes a-b, ...``; then ``live ...`` when the buffer's phases
+  are not all the pool's, ``view of X``, ``overlaps X, ...``.
 """
 
 from __future__ import annotations
@@ -192,6 +195,11 @@ def _fits(lines: list[str], width: float) -> bool:
     return all(len(t) * CHAR + 2 * TEXT <= width for t in lines)
 
 
+def _lane_runs(e: PlanEntry) -> tuple[tuple[int, int], ...]:
+    """The [first, end) lane runs a TMEM buffer covers: all 128 lanes when it names none."""
+    return e.lanes or ((0, TMEM_LANES),)
+
+
 def _overlay_rows(entries: tuple[PlanEntry, ...]) -> list[int]:
     """Row of each entry: the first row where it overlaps nothing already there."""
     rows: list[list[tuple[int, int]]] = []
@@ -319,7 +327,7 @@ def _legend(canvas: _Canvas, pool: PoolPlan) -> None:
                 facts.append(f"padding {e.padding} B")
         else:
             facts.append(e.layout)
-            facts.append("lanes " + ", ".join(f"{lo}-{hi - 1}" for lo, hi in e.lanes))
+            facts.append("lanes " + ", ".join(f"{lo}-{hi - 1}" for lo, hi in _lane_runs(e)))
         if e.phases and tuple(e.phases) != tuple(pool.phases):
             facts.append("live " + ", ".join(e.phases))
         if e.alias_of:
@@ -370,7 +378,7 @@ def _tmem(canvas: _Canvas, pool: PoolPlan) -> None:
         canvas.left_label(y + quarter / 2 * LANE + 4, lanes, size=SMALL)
     for index, e in enumerate(pool.entries):
         x, w = LEFT + e.offset * scale, e.length * scale
-        runs = e.lanes or ((0, TMEM_LANES),)
+        runs = _lane_runs(e)
         for lo, hi in runs:
             attrs = {
                 "class": "tmem-buffer",
