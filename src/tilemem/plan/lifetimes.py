@@ -449,14 +449,12 @@ class _Search:
 
 def _clear(spans: Sequence[tuple[int, int]], x: int, size: int, align: int) -> int:
     """The lowest multiple of ``align`` >= x (itself aligned) whose ``[x, x + size)`` misses
-    every span."""
-    moved = True
-    while moved:
-        moved = False
-        for lo, hi in spans:
-            if lo < x + size and x < hi:
-                x = align_up(hi, align)
-                moved = True
+    every span. ``spans`` are sorted by start, so one pass suffices: x only moves up, so a
+    span passed below x stays clear; a span passed above ``x + size`` is followed only by
+    spans that start no lower, so x moves no more."""
+    for lo, hi in spans:
+        if lo < x + size and x < hi:
+            x = align_up(hi, align)
     return x
 
 
