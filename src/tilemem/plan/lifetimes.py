@@ -60,6 +60,14 @@ order of slot, then larger alignment, then larger size. A state is pruned when
 
 The search stops as soon as the incumbent meets the clique bound (the heaviest clique;
 with live *sets* it can exceed the busiest phase: buffers live in {a, b}, {b, c}, {a, c}).
+It does not start when the incumbent meets it already (``Packing.nodes`` is then 0).
+
+*Which placement.* The incumbent is the first of the five first-fit orders above with the
+smallest footprint; the search replaces it only by a strictly smaller one, so the result
+is the incumbent when that is optimal, else the first placement of least footprint in the
+search order. ``Packing.nodes`` counts the visited states, the root included; a search
+that finds its budget spent (``node_limit``, scaled down as ``pack`` says) stops at that
+state, so ``nodes`` is the budget plus one.
 
 *Guarantee.* When the search finishes (``Packing.exact``), the footprint is the minimum
 over all feasible placements. Every plan of the real-kernel corpus in
@@ -127,7 +135,7 @@ class Packing:
     bump: int  # bump placement in allocation order, lifetimes ignored
     first_fit: int  # first fit in allocation order
     exact: bool  # the footprint is proven minimal
-    nodes: int  # search nodes visited
+    nodes: int  # search states visited (0: no search; the budget + 1: budget spent)
 
 
 @dataclass(frozen=True)
