@@ -292,6 +292,29 @@ def test_an_item_apart_from_a_clique_is_not_counted_in_its_bound():
     assert packing.footprint == 5 and packing.nodes == 5 and packing.exact
 
 
+def test_a_later_placement_of_the_same_footprint_does_not_replace_the_first():
+    # a (1, phase x) conflicts with nobody else; b (6, align 4) and c (3, align 4) share
+    # y. Cliques {a}: 1, {b, c}: 9. b first puts c at 8 (11); c first puts b at 4 (10):
+    # the minimum is 10. Every first-fit order puts b before c: incumbent (0, 0, 8), 11.
+    # Search, heights (x, y):
+    #   1 root: slots 0, bound 9; order b, c (align 4, larger first), a
+    #   2   b at 0: c's slot 8, bound 11: pruned
+    #   3   c at 0 -> (0,3): a's slot 0, b's 4; bound 10; order a, b
+    #   4     a at 0 -> (1,3): b's slot 4
+    #   5       b at 4: done, 10 < 11: the new best (a 0, b 4, c 0); 10 > 9, go on
+    #   6     b at 4 -> (4,10): a's slot 4, bound 5
+    #   7       a at 4: done, 10 again: not smaller, kept out
+    #   8   a at 0 -> (1,0): both slots 0, bound 9; 9 b at 0: pruned; 10 c at 0: pruned
+    items = [
+        Item("a", 1, live=frozenset("x")),
+        Item("b", 6, align=4, live=frozenset("y")),
+        Item("c", 3, align=4, live=frozenset("y")),
+    ]
+    packing = pack(items, ("x", "y"))
+    assert packing.offsets == (0, 4, 0)
+    assert packing.footprint == 10 and packing.nodes == 10 and packing.exact
+
+
 def test_a_state_is_dominated_only_by_one_no_higher_in_every_class():
     # a (2), b (1, align 4), c (4, align 2); a and b live in x y z, c in x y. Bound 7.
     #   allocation: a [0,2), b [4,5), c [6,10): 10; by size: c, a, b: 9;

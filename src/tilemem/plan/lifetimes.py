@@ -340,8 +340,11 @@ class _Search:
             if not cand and not done:
                 found.append(clique)
                 return
-            pivot = max((r for r in self.free if (cand | done) >> r & 1),
-                        key=lambda r: (adj[r] & cand).bit_count())  # fmt: skip
+            either = cand | done  # the pivot may be any of these
+            pivot = max(
+                (r for r in self.free if either >> r & 1),
+                key=lambda r: (adj[r] & cand).bit_count(),
+            )
             for r in self.free:
                 if cand >> r & 1 and not adj[pivot] >> r & 1:
                     extend(clique | bit[r], cand & adj[r], done & adj[r])
