@@ -350,14 +350,15 @@ def test_an_odd_ladder_of_four_is_proven_in_29_nodes():
 
 def test_identical_items_are_placed_in_index_order_only():
     # a and b are identical (1 byte, align 2, live in the one phase: None and {"main"}
-    # are the same set here), c has 3 bytes: bound 5, every placement 2 + 2 + 4 - 1 = 7.
-    #   1 root: a and c (b waits for a); c first (larger)
+    # are the same set here), c has 3 bytes: bound 5, every placement 4 + 2 + 2 - 1 = 7;
+    # first fit in allocation order: c [0,3), a [4,5), b [6,7).
+    #   1 root: c and a (b waits for a); c first (larger)
     #   2   c: a (b waits); 3 c, a: one left, bound 7: pruned
     #   4   a: b and c; 5 a, c: pruned; 6 a, b: pruned
     # (without the rule it would be the ladder count 1 + 3 * 4 - 3 = 10)
-    items = [Item("a", 1, 2), Item("b", 1, 2, frozenset({"main"})), Item("c", 3, 2)]
+    items = [Item("c", 3, 2), Item("a", 1, 2), Item("b", 1, 2, frozenset({"main"}))]
     packing = pack(items, ("main",))
-    assert packing.offsets == (0, 2, 4)
+    assert packing.offsets == (0, 4, 6)
     assert packing.nodes == 6 and packing.exact
 
 
