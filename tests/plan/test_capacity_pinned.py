@@ -4,6 +4,8 @@ Limits from HARDWARE.md: sm_90a allows 232,448 B of dynamic shared memory per bl
 101,376 B. MMA tiles start on 1,024 B (SPEC section 3); barriers are 8-byte words.
 """
 
+import dataclasses
+
 import pytest
 
 from tilemem import SMEMPool
@@ -165,3 +167,32 @@ def test_tmem_targets():
         check_tmem_target(get_target("sm_100"), "tmem")
     with pytest.raises(TargetError, match="TMEM pool 'acc': sm_90a has no tensor memory"):
         check_tmem_target(get_target("sm_90a"), "acc")
+
+
+def test_a_pool_with_one_view_among_its_buffers_gets_no_stage_advice():
+    # the 4-stage pipeline plus a 16-byte view of C: re-placing buffers around an overlay is
+    # ambiguous, so no stage count is suggested
+    pool = _pipeline(target=None)
+    pool.alloc((16,), "uint8", name="head", alias_of=pool.buffer("C"))
+    assert stages_that_fit(pool.plan().smem, 101_376) is None
+
+
+def _loads_and_epilogue():
+    """A (S, 64, 64) bf16 = 8,192 S bytes live in "load"; C 8,192 bytes live in "epilogue"."""
+    pool = SMEMPool(phases=("load", "epilogue"))
+    pool.alloc_mma((4, 64, 64), "bfloat16", name="A", live="load")
+    pool.alloc((8192,), "uint8", name="C", live="epilogue")
+    return pool.plan().smem
+
+
+def test_stage_advice_packs_by_the_phases_of_the_entries():
+    # C lies over the stages: S stages take 8,192 S bytes, so 4 fit in 32,768
+    assert stages_that_fit(_loads_and_epilogue(), 32_768) == (4, 8_192)
+
+
+def test_an_entry_without_phases_counts_as_live_in_every_phase():
+    # with C's phases unknown it may not share A's bytes: 8,192 S + 8,192 <= 32,768 -> 3 stages
+    plan = _loads_and_epilogue()
+    a, c = plan.entries
+    mixed = dataclasses.replace(plan, entries=(a, dataclasses.replace(c, phases=())))
+    assert stages_that_fit(mixed, 32_768) == (3, 8_192)

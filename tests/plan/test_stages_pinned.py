@@ -12,6 +12,7 @@ import pytest
 
 from tilemem.errors import AlignmentError, CapacityError, DTypeError, LayoutError, SwizzleError
 from tilemem.plan import BufferRequest, smem_limit, solve_stages
+from tilemem.plan.stages import bytes_for
 
 SM90_BLOCK_MAX = 232_448
 BARRIERS = BufferRequest("bars", (2,), "uint64")  # 16 bytes at offset 0
@@ -258,3 +259,15 @@ def test_request_phases_become_a_frozen_set():
     request = BufferRequest("A", (8,), "uint8", live=["load", "store", "load"])
     assert request.live == frozenset({"load", "store"})
     assert isinstance(request.live, frozenset)
+
+
+def test_one_request_with_live_makes_the_solver_pack_them_all():
+    # load 1,024 B and store 1,024 B never live together: they share bytes [0, 1,024); the
+    # request without live= is live in both phases and takes 256 B of its own:
+    # 1,024 + 256 = 1,280 (bump placement would need 1,024 + 1,024 + 256 = 2,304)
+    requests = [
+        BufferRequest("load", (1024,), "uint8", live={"load"}),
+        BufferRequest("store", (1024,), "uint8", live={"store"}),
+        BufferRequest("always", (256,), "uint8"),
+    ]
+    assert bytes_for(requests, 1) == 1_280

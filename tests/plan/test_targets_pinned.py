@@ -119,3 +119,13 @@ def test_unknown_targets_are_refused_with_the_known_list(bad):
         f"unknown target {bad!r}; known targets: sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a, "
         "sm_100, sm_100a, sm_120"
     )
+
+
+@pytest.mark.parametrize(("tmem_cols", "has_tmem"), [(0, False), (1, True), (512, True)])
+def test_tmem_needs_tensor_memory_on_the_sm_and_tcgen05(tmem_cols, has_tmem):
+    # a target described by hand: any tensor memory at all (even one column) plus tcgen05 is
+    # enough; tcgen05 alone, without the memory, is not
+    target = Target(
+        "sm_custom", 228 * KB, 227 * KB, 2048, 32, tmem_cols=tmem_cols, instructions={"tcgen05"}
+    )
+    assert target.has_tmem is has_tmem

@@ -9,7 +9,7 @@ import warnings
 
 import pytest
 
-from tilemem import SMEMPool, TMEMPool
+from tilemem import SMEMPool, T, TMEMPool
 from tilemem.dtype import as_dtype
 from tilemem.errors import AllocationError, CapacityError, TilememWarning
 from tilemem.layout import (
@@ -186,3 +186,68 @@ def test_residency_is_judged_once_every_pool_is_committed():
         a.commit()
     with pytest.warns(TilememWarning, match="2 x 512 = 1024 > 512"):
         b.commit()
+
+
+def test_an_explicit_target_and_threads_inside_a_kernel_are_kept():
+    # the kernel (sm_100a, 128 threads) only fills in what the pool was not told
+    pools = []
+
+    @T.kernel(target="sm_100a", block=128)
+    def k(x: T.Buffer((1,), "float32")):
+        told = T.SMEMPool(target="sm_90a", threads=256, name="told")
+        plain = T.SMEMPool(told.alloc((64,), "uint8", name="region"), name="plain")
+        plain.commit()
+        told.commit()
+        pools.extend([told, plain])
+
+    told, plain = pools
+    assert (told.target.name, told.threads) == ("sm_90a", 256)
+    assert (plain.target.name, plain.threads) == ("sm_100a", 128)
+
+
+@pytest.mark.parametrize(("cluster", "cooperative"), [((1, 1, 1), False), ((2, 1, 1), True)])
+def test_only_a_cluster_of_two_or_more_ctas_makes_them_cooperative(cluster, cooperative):
+    # a 1 x 1 x 1 cluster is a lone CTA: nobody waits on a peer (SPEC section 5)
+    pools = []
+
+    @T.kernel(target="sm_100a", block=128, cluster=cluster)
+    def k(x: T.Buffer((1,), "float32")):
+        smem = T.SMEMPool()
+        smem.commit()
+        pools.append(smem)
+
+    assert pools[0].cooperative is cooperative
+
+
+def test_a_pool_with_phases_leaves_the_swizzle_period_to_the_packer():
+    # the cursor stands at byte 100 when B is allocated with align=16; commit() places B by its
+    # 1024-byte period instead of refusing it: over A (other phase) at byte 0
+    pool = SMEMPool(phases=("load", "store"))
+    pool.alloc((100,), "uint8", name="A", live="load")
+    b = pool.alloc_mma((8, 64), "bfloat16", align=16, name="B", live="store")
+    pool.commit()
+    assert (b.byte_offset, b.align) == (0, 1024)
+
+
+def test_a_view_skips_the_cursor_check_and_sits_in_its_aligned_parent():
+    # cursor at byte 5220 (100 + pad to 1024 + 4096 + 100), not a multiple of 1024; the view's
+    # start is its parent's, byte 1024
+    pool = SMEMPool()
+    pool.alloc((100,), "uint8", name="a")
+    parent = pool.alloc((4096,), "uint8", align=1024, name="parent")
+    pool.alloc((100,), "uint8", name="b")
+    view = pool.alloc_mma((8, 64), "bfloat16", align=16, name="view", alias_of=parent)
+    assert (pool.offset, view.byte_offset) == (5220, 1024)
+
+
+def test_a_pinned_tile_skips_the_cursor_check():
+    # cursor at byte 100; offset=2048 is a multiple of the 1024-byte period, so it is accepted
+    pool = SMEMPool()
+    pool.alloc((100,), "uint8", name="a")
+    tile = pool.alloc_mma((8, 64), "bfloat16", align=16, name="tile", offset=2048)
+    assert tile.byte_offset == 2048
+
+
+def test_strides_with_any_layout_name_are_refused():
+    with pytest.raises(AllocationError, match="pass either strides or layout, not both"):
+        SMEMPool().alloc((4, 8), "float32", strides=(8, 1), layout="row_major")

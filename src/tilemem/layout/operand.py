@@ -339,7 +339,7 @@ def instr_descriptor(
     legal = legal_mn(kind, cta_group)
     if m not in legal or n not in legal[m]:
         ms = ", ".join(map(str, legal))
-        some = legal[max(legal)]
+        some = next(iter(legal.values()))  # every M takes the same N
         raise LayoutError(
             f"tcgen05.mma.cta_group::{cta_group}.kind::{kind}: M={m} N={n} is not a legal shape; "
             f"M in {{{ms}}}, N in {{{some[0]}, {some[1]}, ..., {some[-1]}}} (PTX ISA "

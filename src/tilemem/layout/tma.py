@@ -54,7 +54,7 @@ class TMAFill:
 def _candidate_widths(mode: SwizzleMode, cols: int, esize: int) -> list[int]:
     # swizzled: one swizzle row; unswizzled: the whole row, then one core-matrix column
     widths = [mode.row_bytes // esize] if mode else [cols, 16 // esize]
-    return [c for c in dict.fromkeys(widths) if c >= 1 and cols % c == 0]
+    return [c for c in dict.fromkeys(widths) if cols % c == 0]
 
 
 def _fills(actual: np.ndarray, width: int, swizzled) -> bool:

@@ -47,13 +47,13 @@ def stages_that_fit(pool: PoolPlan, limit: int) -> tuple[int, int] | None:
     stage-indexed ones per stage) and go through the stage solver's
     :func:`~tilemem.plan.stages.deepest_stages`. None when the pool has no stage-indexed
     buffers or uses move_base_to or views (overlays make re-placement ambiguous). In a pool
-    with phases each request keeps its buffer's phases, so the solver packs by lifetime.
+    with phases each request keeps its buffer's phases, so the solver packs by lifetime; an
+    entry without phases is live in every phase.
     """
     stages, staged = staged_entries(pool)
     if not stages or pool.moves or any(e.alias_of for e in pool.entries):
         return None
     staged_names = {e.name for e in staged}
-    lifetimes = any(e.phases for e in pool.entries)  # a pool with phases, committed or not
     requests = [
         BufferRequest(
             e.name,
@@ -61,7 +61,7 @@ def stages_that_fit(pool: PoolPlan, limit: int) -> tuple[int, int] | None:
             e.dtype,
             align=e.align,
             per_stage=e.name in staged_names,
-            live=frozenset(e.phases) if lifetimes else None,
+            live=frozenset(e.phases) if e.phases else None,  # no phases: live throughout
         )
         for e in pool.entries
     ]

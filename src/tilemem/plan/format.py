@@ -87,8 +87,8 @@ def lifetime_lines(pool: PoolPlan) -> list[str]:
 
 def column_map(pool: PoolPlan) -> list[str]:
     """One character per group of columns; each buffer gets a letter, '*' where buffers alias."""
-    total = pool.committed or max(32, pool.high_water)
-    per_char = max(1, ceil_div(total, _MAP_WIDTH))
+    total = pool.committed or max(32, pool.high_water)  # >= 32 columns
+    per_char = ceil_div(total, _MAP_WIDTH)
     cells = ["."] * ceil_div(total, per_char)
     legend = []
     letters = string.ascii_uppercase + string.ascii_lowercase

@@ -229,9 +229,10 @@ class MemoryPlan:
         for readers (occupancy when threads and target are known, padding, entry ends)."""
         out: dict[str, Any] = {"schema": PLAN_SCHEMA, **to_data(self)}
         out["pools"] = [p.to_dict() for p in self.pools]
-        if self.threads is not None and self.target is not None:
-            with contextlib.suppress(CapacityError):  # SMEM beyond the target: no occupancy
-                out["occupancy"] = to_data(self.occupancy())
+        # no occupancy without threads or target, or with SMEM beyond the target: occupancy()
+        # raises CapacityError for each
+        with contextlib.suppress(CapacityError):
+            out["occupancy"] = to_data(self.occupancy())
         return out
 
     @classmethod

@@ -44,7 +44,7 @@ def from_data(cls: Any, data: Any, path: str = "plan", *, derived: frozenset[str
 
     Keys named in ``derived`` (values computed from the fields, kept in the JSON for readers)
     are skipped; any other key that is not a field is an error, as is a value of the wrong
-    type. Missing fields take their defaults.
+    type or a negative integer. Missing fields take their defaults.
     """
     return _build(cls, data, path, derived)
 
@@ -128,6 +128,8 @@ def _build_tuple(cls: Any, data: Any, path: str, derived: frozenset[str]) -> tup
 def _build_scalar(cls: Any, data: Any, path: str) -> Any:
     if cls is int:
         ok = isinstance(data, int) and not isinstance(data, bool)
+        if ok and data < 0:  # a plan's integers are offsets, sizes, counts and ids
+            raise _fail(path, "int >= 0", data)
     elif cls is float:
         ok = isinstance(data, (int, float)) and not isinstance(data, bool)
         data = float(data) if ok else data

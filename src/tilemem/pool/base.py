@@ -16,9 +16,9 @@ def lane_set(layout: Layout) -> frozenset[int]:
     """The TMEM lanes a layout touches, replicas included.
 
     Lanes are ``offset + sum(c_i * stride_i)`` over the TLane Iters of shard and replica.
+    TMEM buffers have TileLayouts only (TMEMPool refuses any other layout).
     """
-    if not isinstance(layout, TileLayout):
-        return frozenset(int(x) for x in layout.positions().get("TLane", [0]))
+    assert isinstance(layout, TileLayout), layout
     lanes = {layout.offset.get("TLane", 0)}
     for it in (*layout.shard, *layout.replica):
         if it.axis == "TLane":
