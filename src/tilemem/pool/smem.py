@@ -64,10 +64,10 @@ class SMEMPool(LifetimePool, BumpPool):
 
     With no ``ptr`` the pool owns the region and ``commit()`` fixes its size;
     with a ``ptr`` (an existing shared-memory pointer inside a kernel) the
-    caller owns the storage and ``commit()`` only checks. ``target`` (plan-only
-    use) enables the capacity check at commit; inside a kernel the kernel's
-    target is used. ``threads`` (threads per CTA) sharpens the TMEM residency
-    check (SPEC section 5); a kernel supplies its own block size.
+    caller owns the storage and ``commit()`` only checks. ``target`` enables the
+    capacity check at commit; inside a kernel it defaults to the kernel's target.
+    ``threads`` (threads per CTA) sharpens the TMEM residency check (SPEC section
+    5); inside a kernel it defaults to the kernel's block size.
 
     ``phases`` (names in program order) makes a lifetime pool (SPEC section 8):
     each alloc takes ``live=`` (a phase or a set of them; default every phase) and
