@@ -60,6 +60,14 @@ order of slot, then larger alignment, then larger size. A state is pruned when
 
 The search stops as soon as the incumbent meets the clique bound (the heaviest clique;
 with live *sets* it can exceed the busiest phase: buffers live in {a, b}, {b, c}, {a, c}).
+It does not start when the incumbent meets it already (``Packing.nodes`` is then 0).
+
+*Which placement.* The incumbent is the first of the five first-fit orders above with the
+smallest footprint; the search replaces it only by a strictly smaller one, so the result
+is the incumbent when that is optimal, else the first placement of least footprint in the
+search order. ``Packing.nodes`` counts the visited states, the root included; a search
+that finds its budget spent (``node_limit``, scaled down as ``pack`` says) stops at that
+state, so ``nodes`` is the budget plus one.
 
 *Guarantee.* When the search finishes (``Packing.exact``), the footprint is the minimum
 over all feasible placements. Every plan of the real-kernel corpus in
@@ -127,7 +135,7 @@ class Packing:
     bump: int  # bump placement in allocation order, lifetimes ignored
     first_fit: int  # first fit in allocation order
     exact: bool  # the footprint is proven minimal
-    nodes: int  # search nodes visited
+    nodes: int  # search states visited (0: no search; the budget + 1: budget spent)
 
 
 @dataclass(frozen=True)
@@ -332,8 +340,11 @@ class _Search:
             if not cand and not done:
                 found.append(clique)
                 return
-            pivot = max((r for r in self.free if (cand | done) >> r & 1),
-                        key=lambda r: (adj[r] & cand).bit_count())  # fmt: skip
+            either = cand | done  # the pivot may be any of these
+            pivot = max(
+                (r for r in self.free if either >> r & 1),
+                key=lambda r: (adj[r] & cand).bit_count(),
+            )
             for r in self.free:
                 if cand >> r & 1 and not adj[pivot] >> r & 1:
                     extend(clique | bit[r], cand & adj[r], done & adj[r])
@@ -449,14 +460,12 @@ class _Search:
 
 def _clear(spans: Sequence[tuple[int, int]], x: int, size: int, align: int) -> int:
     """The lowest multiple of ``align`` >= x (itself aligned) whose ``[x, x + size)`` misses
-    every span."""
-    moved = True
-    while moved:
-        moved = False
-        for lo, hi in spans:
-            if lo < x + size and x < hi:
-                x = align_up(hi, align)
-                moved = True
+    every span. ``spans`` are sorted by start, so one pass suffices: x only moves up, so a
+    span passed below x stays clear; a span passed above ``x + size`` is followed only by
+    spans that start no lower, so x moves no more."""
+    for lo, hi in spans:
+        if lo < x + size and x < hi:
+            x = align_up(hi, align)
     return x
 
 
