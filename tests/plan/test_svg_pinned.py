@@ -62,10 +62,10 @@ OVERLAID = smem_plan(
         byte_buffer("abcdefghij", 0, 72),  # row 0
         byte_buffer("tile", 80, 200, align=16, padding=8, swizzle=3),  # row 0
         byte_buffer("klmnopqrst", 300, 71),  # row 0
-        byte_buffer("over", 100, 100),  # [100, 200) meets tile [80, 280): row 1
-        byte_buffer("gap", 72, 8),  # [72, 80): touches abc... at 72 and tile at 80: row 0
-        byte_buffer("under", 150, 100),  # meets tile (row 0) and over (row 1): row 2
-        byte_buffer("late", 200, 100),  # meets tile; starts where over ends: row 1
+        byte_buffer("over", 100, 100),  # [100, 200) overlaps tile [80, 280): row 1
+        byte_buffer("gap", 72, 8),  # [72, 80): after abcdefghij, before tile: row 0
+        byte_buffer("under", 150, 100),  # overlaps tile (row 0) and over (row 1): row 2
+        byte_buffer("late", 200, 100),  # overlaps tile; starts where over ends: row 1
     ],
     committed=780,
 )

@@ -111,16 +111,14 @@ class LifetimePool:
                     f"a view at offset {inner} {unit} inside {parent.name!r} breaks its "
                     f"alignment {align}: use a multiple of {align}"
                 )
-            start = self._offset_in_pool(parent)
-            if start is None:  # placed at commit: the packer aligns the parent for its views
-                return Placement(inner, size, align, 0)
-            if start % align:
+            start = self._offset_in_pool(parent)  # None: the packer aligns it at commit
+            if start is not None and start % align:
                 raise AllocationError(
                     f"a view at offset {inner} {unit} inside {parent.name!r} would start "
                     f"{start + inner} {unit} into the pool, not a multiple of its alignment "
                     f"{align}: allocate {parent.name!r} with align={align}"
                 )
-            return Placement(start + inner, size, align, 0)
+            return Placement(inner if start is None else start + inner, size, align, 0)
         if offset is not None:
             if offset % align:
                 raise AllocationError(
