@@ -47,3 +47,14 @@ def test_a_tensor_memory_layout_is_no_tma_destination():
     layout = tmem_datapath_layout("D", 128, 32)
     with pytest.raises(TMAError, match=r"the 128x32 float32 buffer's layout has no 'm' axis"):
         tma_fill(layout, "float32", (128, 32))
+
+
+def test_a_shape_that_does_not_match_the_layout_is_refused():
+    # an 8 x 16 layout holds 128 elements; (4, 16) names 64 of them
+    with pytest.raises(TMAError, match=r"the layout holds 128 elements but shape \(4, 16\) has 64"):
+        tma_fill(TileLayout.of((8, 16)), "uint8", (4, 16))
+
+
+def test_a_shape_with_a_negative_extent_is_refused():
+    with pytest.raises(TMAError, match=r"shape must be a non-empty tuple of positive integers"):
+        tma_fill(TileLayout.of((8, 16)), "uint8", (-8, -16))

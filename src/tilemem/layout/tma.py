@@ -29,6 +29,7 @@ import numpy as np
 
 from ..dtype import DTypeLike, as_dtype
 from ..errors import TMAError
+from ..validate import check_shape
 from .core import Layout
 from .smem import SwizzleMode, layout_swizzle_mode, swizzle_for
 
@@ -79,7 +80,11 @@ def tma_fill(
     Raises TMAError when no box width reproduces the layout.
     """
     dtype = as_dtype(dtype)
-    shape = tuple(int(s) for s in shape)
+    shape = check_shape(shape, error=TMAError)
+    if math.prod(shape) != layout.size():
+        raise TMAError(
+            f"the layout holds {layout.size()} elements but shape {shape} has {math.prod(shape)}"
+        )
     what = f"{'x'.join(map(str, shape))} {dtype.name} buffer"
     if len(shape) < 2:
         raise TMAError(f"TMA copies tiles of shape (..., R, K); a {what} has no rows")
