@@ -114,14 +114,27 @@ class Mutant:
     replacement: str
     change: str  # what changed, e.g. "`<` -> `<=`"
     source_line: str  # the original line, stripped
+    column: int  # where the changed expression starts in ``source_line``
+    length: int  # characters of source the changed expression spans
+
+    @property
+    def where(self) -> str:
+        """The change and the span it rewrites: two ``8`` on one line are two mutants."""
+        return f"{self.change} @ col {self.column}+{self.length}"
 
     def apply(self, source: bytes) -> bytes:
         return source[: self.start] + self.replacement.encode() + source[self.end :]
 
     @property
     def key(self) -> tuple[str, str, str]:
-        """Stable across edits elsewhere in the file: module, source line and change."""
-        return (self.module, self.source_line, self.change)
+        """Stable across edits elsewhere in the file: module, source line, change and column."""
+        return (self.module, self.source_line, self.where)
+
+
+def _column(source: bytes, line_begin: int, start: int) -> int:
+    """Characters from the first non-blank of the line to ``start``."""
+    head = source[line_begin:start].decode()
+    return len(head) - (len(head) - len(head.lstrip()))
 
 
 def _is_docstring(node: ast.AST, parent: ast.AST | None) -> bool:
@@ -271,6 +284,8 @@ def generate(module: Path) -> list[Mutant]:
                 replacement,
                 change,
                 lines[target.lineno - 1].strip(),
+                _column(source, line_start[target.lineno - 1], start),
+                len(source[start:end].decode()),
             )
             text = mutant.apply(source)
             if text in seen:
@@ -300,10 +315,18 @@ class Outcome:
 
 
 def _copy_tree(dest: Path) -> None:
-    """The working tree (tests read benchmarks/ and examples/ too), without caches and git."""
-    ignore = shutil.ignore_patterns(
-        ".git", ".wt", "__pycache__", ".hypothesis", ".pytest_cache", "*.egg-info", "build", "dist"
+    """The working tree (tests read benchmarks/ and examples/ too), without caches and git.
+
+    Other checkouts nested inside it (a folder holding its own ``.git``) stay behind.
+    """
+    caches = shutil.ignore_patterns(
+        ".git", "__pycache__", ".hypothesis", ".pytest_cache", "*.egg-info", "build", "dist"
     )
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        nested = {n for n in names if (Path(folder, n, ".git")).exists()}
+        return set(caches(folder, names)) | nested
+
     shutil.copytree(ROOT, dest, ignore=ignore, dirs_exist_ok=True)
 
 
@@ -639,8 +662,8 @@ def _run_module(
         low, high = (int(x) for x in args.lines.split("-"))
         mutants = [m for m in mutants if low <= m.line <= high]
     if args.rerun:
-        listed = args.rerun.read_text()
-        mutants = [m for m in mutants if _describe(m) in listed]
+        listed = {_unnumbered(line) for line in args.rerun.read_text().splitlines()}
+        mutants = [m for m in mutants if _unnumbered(_describe(m)) in listed]
     preload(tests)
     baseline, coverage = workers.baseline(tests, str(module.relative_to(ROOT)))
     report(
@@ -655,7 +678,7 @@ def _run_module(
             m = outcome.mutant
             report(
                 f"  [{len(outcomes)}/{len(mutants)}] {outcome.status:8s} {m.module}:{m.line}: "
-                f"{m.change}  ({m.source_line})  {outcome.seconds:.1f} s"
+                f"{m.where}  ({m.source_line})  {outcome.seconds:.1f} s"
             )
 
     limit = (lambda tests: args.timeout) if args.timeout else coverage.time_limit
@@ -664,7 +687,20 @@ def _run_module(
 
 
 def _describe(m: Mutant) -> str:
-    return f"{m.module}:{m.line}: {m.change}  ({m.source_line})"
+    return f"{m.module}:{m.line}: {m.where}  ({m.source_line})"
+
+
+def _unnumbered(line: str) -> str:
+    """A survivor line without its line number and verdict, so reruns survive moved lines.
+
+    Lines written before columns were recorded match every column of their change.
+    """
+    found = re.match(
+        r"(\S+?):\d+: (`.*?` -> `.*?`|.*?removed|.*?-> `None`)(?: @ col \d+\+\d+)?  \((.*)\)", line
+    )
+    if found is None:
+        return line
+    return f"{found[1]} {found[2]} ({found[3]})"
 
 
 def _table(rows: list[tuple[str, int, int, int, int]]) -> str:

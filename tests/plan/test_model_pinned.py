@@ -72,3 +72,12 @@ def test_json_occupancy_with_threads_and_target():
         12,
         "shared memory",
     )
+
+
+def test_overlaps_are_pairs_of_two_distinct_buffers_each_named_once():
+    # PoolPlan.overlaps lists each overlapping pair once, smaller name first; a hand-built
+    # entry that names itself (possible through the constructor or JSON) is not a pair
+    a = PlanEntry("a", "shared.dyn", 0, 64, 16, 0, "uint8", (64,), "row-major", overlaps=("a", "b"))
+    b = PlanEntry("b", "shared.dyn", 0, 64, 16, 0, "uint8", (64,), "row-major", overlaps=("a",))
+    pool = PoolPlan("smem", "shared.dyn", "bytes", (a, b), 64, 64)
+    assert pool.overlaps == [("a", "b")]
