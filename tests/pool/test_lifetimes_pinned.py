@@ -106,8 +106,9 @@ def test_a_view_inside_its_parent_keeps_its_own_alignment():
 
 
 def test_views_and_pins_report_no_padding():
-    # a: [0, 3); the view sits at parent byte 0 and the pin at byte 8, both exactly where asked:
-    # no padding is lost in front of either
+    # parent: bytes [0, 3), cursor at 3; the pin at byte 8 and the view at the parent's byte 0
+    # sit exactly where asked, so no padding is lost in front of either (bump placement of the
+    # float32 would have skipped byte 3)
     pool = SMEMPool()
     parent = pool.alloc((3,), "uint8", name="parent")
     pool.alloc((1,), "float32", name="pinned", offset=8)
