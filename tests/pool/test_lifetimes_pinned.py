@@ -8,7 +8,7 @@ offset= is bounded like move_base_to (an integer in [0, 2**40] = [0, 10995116277
 import pytest
 
 from tilemem import SMEMPool
-from tilemem.errors import AliasError, AllocationError
+from tilemem.errors import AliasError, AlignmentError, AllocationError
 
 
 @pytest.mark.parametrize("phases", ["load", 3])
@@ -98,7 +98,7 @@ def test_a_view_inside_its_parent_keeps_its_own_alignment():
     pool = SMEMPool()
     parent = pool.alloc((64,), "uint8", name="parent")
     with pytest.raises(
-        AllocationError,
+        AlignmentError,
         match="a view at offset 2 bytes inside 'parent' breaks its alignment 4: use a multiple "
         "of 4",
     ):
@@ -138,7 +138,7 @@ def test_a_view_needs_its_parent_to_start_on_the_views_alignment():
     pool.alloc((100,), "uint8", name="a")
     parent = pool.alloc((4096,), "uint8", name="parent")
     with pytest.raises(
-        AllocationError,
+        AlignmentError,
         match=r"a view at offset 0 bytes inside 'parent' would start 100 bytes into the pool, not "
         r"a multiple of its alignment 1024: allocate 'parent' with align=1024",
     ):

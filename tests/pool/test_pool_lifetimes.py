@@ -11,7 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tilemem import SMEMPool, T, TMEMPool
-from tilemem.errors import AliasError, AllocationError, PoolStateError, TMEMOverflowError
+from tilemem.errors import (
+    AliasError,
+    AlignmentError,
+    AllocationError,
+    PoolStateError,
+    TMEMOverflowError,
+)
 from tilemem.layout import tmem_datapath_layout
 from tilemem.plan.model import MemoryPlan
 
@@ -235,7 +241,7 @@ def test_without_phases_an_explicit_offset_leaves_the_cursor():
 
 def test_an_explicit_offset_must_keep_the_alignment():
     smem = SMEMPool(phases=PHASES)
-    with pytest.raises(AllocationError, match=r"offset=100 bytes is not a multiple of .* 1024"):
+    with pytest.raises(AlignmentError, match=r"offset=100 bytes is not a multiple of .* 1024"):
         smem.alloc_mma((128, 64), "bfloat16", offset=100)
     assert smem.buffers == ()
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from ..errors import AliasError, AllocationError
+from ..errors import AliasError, AlignmentError, AllocationError
 from ..plan.lifetimes import Item, Overlap, Packing, conflicts, pack
 from ..plan.model import PlanEntry
 from ..plan.packing import Placement, place
@@ -107,13 +107,13 @@ class LifetimePool:
                     f"fit inside its {parent_size} {unit}: use a smaller view or offset"
                 )
             if inner % align:
-                raise AllocationError(
+                raise AlignmentError(
                     f"a view at offset {inner} {unit} inside {parent.name!r} breaks its "
                     f"alignment {align}: use a multiple of {align}"
                 )
             start = self._offset_in_pool(parent)  # None: the packer aligns it at commit
             if start is not None and start % align:
-                raise AllocationError(
+                raise AlignmentError(
                     f"a view at offset {inner} {unit} inside {parent.name!r} would start "
                     f"{start + inner} {unit} into the pool, not a multiple of its alignment "
                     f"{align}: allocate {parent.name!r} with align={align}"
@@ -121,7 +121,7 @@ class LifetimePool:
             return Placement(inner if start is None else start + inner, size, align, 0)
         if offset is not None:
             if offset % align:
-                raise AllocationError(
+                raise AlignmentError(
                     f"offset={offset} {unit} is not a multiple of the buffer's alignment {align}"
                 )
             return Placement(offset, size, align, 0)
