@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..dtype import DataType
@@ -38,7 +38,7 @@ class Buffer:
     cols: int | None = None
     layout_kind: LayoutKind = LayoutKind.ROW_MAJOR
     layout_detail: str = ""  # what the kind leaves open: swizzle mode, data path, strides
-    pool: Any = field(default=None, repr=False)
+    pool: Any = None
 
     def __getattribute__(self, name: str) -> Any:
         """A pool with phases places its buffers at commit (SPEC section 8): reading an
