@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from tilemem.errors import CapacityError
+from tilemem.errors import CapacityError, PlanFileError
 from tilemem.plan import MemoryPlan, PlanEntry, PoolPlan
 
 
@@ -81,3 +81,14 @@ def test_overlaps_are_pairs_of_two_distinct_buffers_each_named_once():
     b = PlanEntry("b", "shared.dyn", 0, 64, 16, 0, "uint8", (64,), "row-major", overlaps=("a",))
     pool = PoolPlan("smem", "shared.dyn", "bytes", (a, b), 64, 64)
     assert pool.overlaps == [("a", "b")]
+
+
+@pytest.mark.parametrize(("threads", "limit"), [(0, 1024), (1025, 1024)])
+def test_from_dict_refuses_threads_that_with_threads_refuses(threads, limit):
+    # CUDA: 1 to 1024 threads per block; a plan file saying otherwise is refused by name
+    data = MemoryPlan((smem_pool(16),)).with_threads(128).to_dict()
+    data["threads"] = threads
+    with pytest.raises(PlanFileError, match=rf"^plan.threads: .*\[1, {limit}\], got {threads}$"):
+        MemoryPlan.from_dict(data)
+    data["threads"] = 1024
+    assert MemoryPlan.from_dict(data).threads == 1024

@@ -2,8 +2,9 @@
 
 ``to_data`` turns a frozen dataclass into plain dicts, lists, numbers and strings, one key per
 field; ``from_data`` rebuilds it from its type hints. A field added to a plan dataclass is
-serialised with no change here, provided its type is built from int, float, str, bool, None,
-enums, tuples, dicts with string keys and other such dataclasses. ``PLAN_SCHEMA`` is the
+serialised with no change here, provided its type is built from int (never negative in a plan:
+sizes, offsets, counts), float, str, bool, None, enums, tuples, dicts with string keys and
+other such dataclasses. ``PLAN_SCHEMA`` is the
 version of the JSON form; it changes when a field changes meaning or goes away.
 """
 
