@@ -59,8 +59,15 @@ def test_a_slot_of_a_pool_carved_out_of_the_kernel_smem_is_accepted():
         tmem.commit()
         tmem.dealloc()
 
-    (alloc,) = [line for line in k.source.splitlines() if "tcgen05.alloc." in line]
-    assert "slot" in alloc
+    lines = k.source.splitlines()
+    # region is the first buffer of the kernel's pool (byte 0) and slot the first of region,
+    # so slot is byte 0 of the kernel's shared memory; alloc writes 32 columns' base there
+    # and dealloc reads it back from the slot
+    assert "  uint32_t* slot = reinterpret_cast<uint32_t*>(smem + 0);" in lines
+    (alloc,) = [line for line in lines if "tcgen05.alloc." in line]
+    assert '"r"(tm_smem_addr((uint8_t*)slot + 0)), "r"(32u)' in alloc
+    (dealloc,) = [line for line in lines if "tcgen05.dealloc." in line]
+    assert '"r"(slot[0]), "r"(32u)' in dealloc
 
 
 class Recorder:
