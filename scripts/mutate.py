@@ -695,6 +695,7 @@ def _unnumbered(line: str) -> str:
 
     Lines written before columns were recorded match every column of their change.
     """
+    line = re.sub(r"  (SURVIVED|UNCOVERED|EQUIVALENT \(.*\))$", "", line.rstrip())
     found = re.match(
         r"(\S+?):\d+: (`.*?` -> `.*?`|.*?removed|.*?-> `None`)(?: @ col \d+\+\d+)?  \((.*)\)", line
     )
