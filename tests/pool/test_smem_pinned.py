@@ -11,7 +11,7 @@ import pytest
 
 from tilemem import SMEMPool, T, TMEMPool
 from tilemem.dtype import as_dtype
-from tilemem.errors import AllocationError, CapacityError, TilememWarning
+from tilemem.errors import AllocationError, CapacityError, TargetError, TilememWarning
 from tilemem.layout import (
     ComposeLayout,
     SwizzleLayout,
@@ -188,21 +188,47 @@ def test_residency_is_judged_once_every_pool_is_committed():
         b.commit()
 
 
-def test_an_explicit_target_and_threads_inside_a_kernel_are_kept():
-    # the kernel (sm_100a, 128 threads) only fills in what the pool was not told
+def test_a_pool_in_a_kernel_takes_the_kernels_target_and_threads():
+    # the kernel (sm_100a, 128 threads) fills in what the pool was not told, and saying
+    # the same again is accepted
     pools = []
 
     @T.kernel(target="sm_100a", block=128)
     def k(x: T.Buffer((1,), "float32")):
-        told = T.SMEMPool(target="sm_90a", threads=256, name="told")
+        told = T.SMEMPool(target="sm_100a", threads=128, name="told")
         plain = T.SMEMPool(told.alloc((64,), "uint8", name="region"), name="plain")
         plain.commit()
         told.commit()
         pools.extend([told, plain])
 
     told, plain = pools
-    assert (told.target.name, told.threads) == ("sm_90a", 256)
+    assert (told.target.name, told.threads) == ("sm_100a", 128)
     assert (plain.target.name, plain.threads) == ("sm_100a", 128)
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "message"),
+    [
+        (
+            {"target": "sm_90a"},
+            TargetError,
+            r"SMEMPool\(target='sm_90a'\) inside a kernel built for sm_100a: .* drop target=",
+        ),
+        (
+            {"threads": 256},
+            AllocationError,
+            r"SMEMPool\(threads=256\) inside a kernel of 128 threads per block: drop threads=",
+        ),
+    ],
+)
+def test_a_pool_in_a_kernel_refuses_another_target_or_block(options, error, message):
+    # a plan checked against sm_90a's 227 KiB, or a residency rule for 256 threads, would not
+    # describe the sm_100a kernel of 128 threads it runs in
+    with pytest.raises(error, match=message):
+
+        @T.kernel(target="sm_100a", block=128)
+        def k(x: T.Buffer((1,), "float32")):
+            T.SMEMPool(**options)
 
 
 @pytest.mark.parametrize(("cluster", "cooperative"), [((1, 1, 1), False), ((2, 1, 1), True)])

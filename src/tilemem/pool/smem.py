@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..dtype import DataType, DTypeLike, as_dtype
-from ..errors import AlignmentError, AllocationError, PoolStateError
+from ..errors import AlignmentError, AllocationError, PoolStateError, TargetError
 from ..intmath import is_power_of_two
 from ..layout import (
     ComposeLayout,
@@ -59,15 +59,38 @@ def swizzle_period_bytes(layout: Layout, dtype: DataType) -> int:
     return period_bits // 8
 
 
+def _kernel_settings(
+    emitter: object, target: Target | None, threads: int | None
+) -> tuple[Target | None, int | None]:
+    """Inside a kernel a pool plans for the kernel's target and block: what it was not told
+    comes from the kernel, and what it was told must agree with the kernel."""
+    kernel_target = getattr(emitter, "target", None)
+    kernel_target = get_target(kernel_target) if kernel_target is not None else None
+    if target is not None and kernel_target is not None and target.name != kernel_target.name:
+        raise TargetError(
+            f"SMEMPool(target={target.name!r}) inside a kernel built for {kernel_target.name}: "
+            "the pool would be checked against another GPU; drop target= (a pool in a kernel "
+            "takes the kernel's)"
+        )
+    kernel_threads = getattr(emitter, "threads", None)
+    if threads is not None and kernel_threads is not None and threads != kernel_threads:
+        raise AllocationError(
+            f"SMEMPool(threads={threads}) inside a kernel of {kernel_threads} threads per "
+            "block: drop threads= (a pool in a kernel takes the kernel's)"
+        )
+    return (target or kernel_target), (threads if threads is not None else kernel_threads)
+
+
 class SMEMPool(LifetimePool, BumpPool):
     """Dynamic shared memory of one thread block, carved into buffers in allocation order.
 
     With no ``ptr`` the pool owns the region and ``commit()`` fixes its size;
     with a ``ptr`` (an existing shared-memory pointer inside a kernel) the
     caller owns the storage and ``commit()`` only checks. ``target`` enables the
-    capacity check at commit; inside a kernel it defaults to the kernel's target.
+    capacity check at commit; inside a kernel it is the kernel's target.
     ``threads`` (threads per CTA) sharpens the TMEM residency check (SPEC section
-    5); inside a kernel it defaults to the kernel's block size.
+    5); inside a kernel it is the kernel's block size. Inside a kernel, a ``target``
+    or ``threads`` other than the kernel's is refused.
 
     ``phases`` (names in program order) makes a lifetime pool (SPEC section 8):
     each alloc takes ``live=`` (a phase or a set of them; default every phase) and
@@ -92,11 +115,9 @@ class SMEMPool(LifetimePool, BumpPool):
         if threads is not None:
             threads = check_int(threads, "threads", minimum=1, maximum=1024)
         emitter = current_emitter()
-        if target is None and emitter is not None:
-            target = getattr(emitter, "target", None)
         self.target: Target | None = get_target(target) if target is not None else None
-        if threads is None and emitter is not None:
-            threads = getattr(emitter, "threads", None)
+        if emitter is not None:
+            self.target, threads = _kernel_settings(emitter, self.target, threads)
         self.name = name
         self.ptr = ptr
         self.emitter = emitter
