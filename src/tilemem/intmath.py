@@ -20,4 +20,5 @@ def align_up(value: int, align: int) -> int:
 
 
 def is_power_of_two(n: int) -> bool:
-    return isinstance(n, int) and n > 0 and n & (n - 1) == 0
+    """Whether ``n`` is an integer 2**k (k >= 0); a bool is not a number here."""
+    return isinstance(n, int) and not isinstance(n, bool) and n > 0 and n & (n - 1) == 0

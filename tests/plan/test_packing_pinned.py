@@ -13,7 +13,17 @@ from tilemem.plan.packing import bump_total, check_align, overlapping_pairs
 
 @pytest.mark.parametrize(
     ("n", "expected"),
-    [(0, False), (1, True), (2, True), (3, False), (6, False), (1024, True), (-2, False)],
+    [
+        (0, False),
+        (1, True),
+        (2, True),
+        (3, False),
+        (6, False),
+        (1024, True),
+        (-2, False),
+        (True, False),  # True == 1, but an alignment of True is a mistake, not 1 byte
+        (2.0, False),
+    ],
 )
 def test_is_power_of_two(n, expected):
     assert is_power_of_two(n) is expected
