@@ -9,7 +9,7 @@ A pool made with ``phases=`` places its buffers at ``commit()`` with
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from ..errors import AliasError, AlignmentError, AllocationError
 from ..plan.lifetimes import Item, Overlap, Packing, conflicts, pack
@@ -59,6 +59,11 @@ class LifetimePool:
     def places_at_commit(self) -> bool:
         """True while this pool's buffers wait for commit() to get their offsets."""
         return self.phases is not None and not self.committed
+
+    def _high_water_with(self, ends: Iterable[int]) -> int:
+        """The high-water mark over placements ending at ``ends``: at least the bump cursor's
+        mark in a pool without phases (``move_base_to`` raises it too, SPEC section 3)."""
+        return max([self._high_water if self.phases is None else 0, *ends])
 
     @property
     def packing(self) -> Packing | None:

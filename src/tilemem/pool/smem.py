@@ -231,7 +231,7 @@ class SMEMPool(LifetimePool, BumpPool):
         """Fix the region's size (``size`` or the high-water mark); once. Returns the size."""
         self._check_open("commit")
         spots = self._commit_spots()
-        high_water = max([self._high_water if self.phases is None else 0, *(s.end for s in spots)])
+        high_water = self._high_water_with(s.end for s in spots)
         if size is None:
             size = high_water
         else:
@@ -299,7 +299,7 @@ class SMEMPool(LifetimePool, BumpPool):
                 (b, s.offset, s.length, s.align, s.padding) for b, s in zip(self._buffers, spots)
             )
         )
-        high_water = max([self._high_water if self.phases is None else 0, *(s.end for s in spots)])
+        high_water = self._high_water_with(s.end for s in spots)
         lifetimes = self._plan_totals(packing)
         return PoolPlan(
             self.name,

@@ -400,12 +400,7 @@ class TMEMPool(LifetimePool, BumpPool):
             TMEM,
             "cols",
             entries,
-            max(
-                [
-                    self._high_water if self.phases is None else 0,
-                    *(col + b.cols for b, col in zip(self._buffers, offsets) if b.cols),
-                ]
-            ),
+            self._high_water_with(col + b.cols for b, col in zip(self._buffers, offsets) if b.cols),
             size,
             tuple(self._moves),
             allocation,
