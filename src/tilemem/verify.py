@@ -24,7 +24,7 @@ import numpy as np
 
 from . import lang as T
 from .cuda.launch import Launcher
-from .cuda.tma import EncodedTensorMap, plan_tile_map
+from .cuda.tma import tile_map
 from .intmath import ceil_div
 from .layout.smem import SwizzleMode
 from .text import table
@@ -56,11 +56,6 @@ def _torch():
 def _random_bytes(torch, shape_bytes, seed):
     gen = torch.Generator(device="cuda").manual_seed(seed)
     return torch.randint(0, 256, shape_bytes, dtype=torch.uint8, device="cuda", generator=gen)
-
-
-def _map(tensor2d, buf) -> EncodedTensorMap:
-    rows, cols = tensor2d.shape
-    return EncodedTensorMap(plan_tile_map(buf, tensor2d.data_ptr(), rows, cols))
 
 
 def _copy_out_words(raw, out, words: int) -> None:
@@ -147,7 +142,7 @@ def check_tma_load(
     source = _random_bytes(torch, (stages * rows, cols * esize), seed)
     global_tile = source.view(getattr(torch, dtype))
     out = torch.zeros(tile.nbytes // 4, dtype=torch.int32, device="cuda")
-    Launcher(kernel)(_map(global_tile, tile), out)
+    Launcher(kernel)(tile_map(global_tile, tile), out)
     torch.cuda.synchronize()
     got = out.cpu().numpy().view(np.uint8)
     want = _expected_image(tile.layout, source.cpu().numpy(), esize, tile.nbytes)
@@ -203,7 +198,7 @@ def check_tma_store(mode: str, esize: int, shape: tuple, seed: int = 1) -> Check
     kernel, tile = tma_store_kernel(mode, esize, shape)
     src = _random_bytes(torch, (stages * rows, cols * esize), seed).view(getattr(torch, dtype))
     dst = torch.zeros_like(src)
-    Launcher(kernel)(_map(dst, tile), src)
+    Launcher(kernel)(tile_map(dst, tile), src)
     torch.cuda.synchronize()
     params = f"{mode:>4} {esize}B {'x'.join(map(str, shape))}"
     return _exact(
@@ -261,7 +256,7 @@ def check_wgmma(mode: str, n: int, k_tile: int = 64, seed: int = 2) -> CheckResu
     a_host = torch.randn(64, k_tile, device="cuda", generator=gen).to(torch.bfloat16)
     b_host = torch.randn(n, k_tile, device="cuda", generator=gen).to(torch.bfloat16)
     d = torch.full((64, n), float("nan"), device="cuda")
-    Launcher(kernel)(_map(a_host, a_buf), _map(b_host, b_buf), d)
+    Launcher(kernel)(tile_map(a_host, a_buf), tile_map(b_host, b_buf), d)
     torch.cuda.synchronize()
     ref = a_host.double() @ b_host.double().T
     err = float(torch.linalg.norm(d.double() - ref) / torch.linalg.norm(ref))
