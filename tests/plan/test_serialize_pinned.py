@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from tilemem.errors import PlanFileError
+from tilemem.errors import PlanError, PlanFileError
 from tilemem.plan import LayoutKind, MemoryPlan, Occupancy, PlanEntry, PoolPlan
 from tilemem.plan.advice import PaddingAdvice
 from tilemem.plan.model import StageViews, TMEMAllocation
@@ -288,3 +288,24 @@ def test_field_of_a_type_json_cannot_hold_is_a_model_bug():
     # not a malformed file: a dataclass field that from_data has no rule for
     with pytest.raises(TypeError, match=r"^plan\.value: cannot rebuild a field of type"):
         from_data(_Unsupported, {"value": 1})
+
+
+@pytest.mark.parametrize("swizzle", [4, 7])
+def test_from_dict_refuses_a_swizzle_that_is_no_swizzle_mode(swizzle):
+    # SwizzleMode values are L = 0..3 (none, 32B, 64B, 128B; HARDWARE.md "Swizzle modes"):
+    # a hand-edited 4 would make the C++ header claim 256-byte swizzle rows
+    data = small_plan().to_dict()
+    data["pools"][0]["entries"][0]["swizzle"] = swizzle
+    name = data["pools"][0]["entries"][0]["name"]
+    refused(
+        data,
+        f"plan.pools[0].entries[0]: buffer {name!r}: swizzle {swizzle} is not a SwizzleMode "
+        "value (0 none, 1 32B, 2 64B, 3 128B)",
+    )
+    data["pools"][0]["entries"][0]["swizzle"] = 3
+    assert MemoryPlan.from_dict(data).pools[0].entries[0].swizzle == 3
+
+
+def test_a_plan_entry_refuses_a_swizzle_outside_0_to_3():
+    with pytest.raises(PlanError, match="swizzle -1 is not a SwizzleMode value"):
+        PlanEntry("a", "shared.dyn", 0, 16, 16, 0, "uint8", (16,), "row-major", swizzle=-1)

@@ -83,6 +83,13 @@ class PlanEntry:
     alias_of: str | None = None  # a view: the buffer whose storage it lies in
     layout_kind: LayoutKind = LayoutKind.CUSTOM  # how the pool chose ``layout`` (its label)
 
+    def __post_init__(self) -> None:
+        if type(self.swizzle) is not int or not 0 <= self.swizzle <= 3:
+            raise PlanError(
+                f"buffer {self.name!r}: swizzle {self.swizzle!r} is not a SwizzleMode value "
+                "(0 none, 1 32B, 2 64B, 3 128B)"
+            )
+
     @property
     def end(self) -> int:
         return self.offset + self.length

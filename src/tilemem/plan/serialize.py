@@ -17,7 +17,7 @@ import typing
 from functools import cache
 from typing import Any
 
-from ..errors import PlanFileError
+from ..errors import PlanError, PlanFileError
 
 PLAN_SCHEMA = 1
 
@@ -110,7 +110,10 @@ def _build_dataclass(cls: Any, data: Any, path: str, derived: frozenset[str]) ->
             kwargs[name] = _build(hints[name], data[name], f"{path}.{name}", derived)
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise PlanFileError(f"{path}: {cls.__name__} needs the key {name!r}")
-    return cls(**kwargs)
+    try:
+        return cls(**kwargs)
+    except PlanError as exc:  # a value the dataclass itself refuses
+        raise PlanFileError(f"{path}: {exc}") from None
 
 
 def _build_tuple(cls: Any, data: Any, path: str, derived: frozenset[str]) -> tuple:
