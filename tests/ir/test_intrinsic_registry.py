@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -111,3 +112,32 @@ def test_a_helper_is_included_once_and_only_when_used():
 
     assert waits.source.count("tm_mbarrier_wait(uint32_t bar") == 1
     assert "tm_mbarrier_wait" not in plain.source
+
+
+WAITS = [
+    (T.ptx.tma.wait_group, "cp.async.bulk.wait_group", "cp.async.bulk.wait_group 1;"),
+    (T.ptx.tma.wait_group_read, "cp.async.bulk.wait_group.read", "wait_group.read 1;"),
+    (T.ptx.wgmma.wait_group, "wgmma.wait_group", "wgmma.wait_group.sync.aligned 1;"),
+]
+
+
+@pytest.mark.parametrize("bad", [2.7, True, -1])
+@pytest.mark.parametrize(("wait", "instruction", "emitted"), WAITS)
+def test_a_wait_group_count_is_an_integer_constant(wait, instruction, emitted, bad):
+    # PTX ISA: `wait_group N` takes an integer constant N >= 0; 2.7, True and -1 are refused
+    # by name instead of being rounded (2.7 -> 2) or handed to ptxas. The message starts
+    # with the user's file and line (an error raised inside a kernel).
+    from tilemem.errors import IRError
+
+    rule = re.escape(f": {instruction} N must be an integer in [0, 2147483647], got {bad!r}")
+    with pytest.raises(IRError, match=rule):
+
+        @T.kernel(target="sm_90a", block=128)
+        def k(x: T.Buffer((1,), "float32")):
+            wait(bad)
+
+    @T.kernel(target="sm_90a", block=128)
+    def ok(x: T.Buffer((1,), "float32")):
+        wait(1)
+
+    assert emitted in ok.source

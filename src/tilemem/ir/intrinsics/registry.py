@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ...dtype import DataType
+from ...errors import IRError
+from ...validate import check_int
 from ..builder import current
 from ..nodes import INT32, Call, Expr, ExprStmt
 
@@ -52,6 +54,12 @@ class Intrinsic:
 
 INTRINSICS: dict[str, Intrinsic] = {}  # by op
 LANGUAGE: dict[str, Callable[..., Any]] = {}  # T path -> function
+
+
+def pending_groups(n: object, instruction: str) -> int:
+    """The ``N`` of a ``wait_group N`` instruction: an integer constant >= 0 (PTX ISA), checked
+    here so that 2.7 or True is refused rather than rounded into the kernel."""
+    return check_int(n, f"{instruction} N", minimum=0, maximum=(1 << 31) - 1, error=IRError)
 
 
 def asm(text: str, outputs: str = "", inputs: str = "", clobber: str = '"memory"') -> str:

@@ -7,7 +7,7 @@ from ...layout.tma import TMAFill, tma_fill
 from ...pool import SMEM, Buffer
 from ..builder import current
 from ..nodes import IRError, TensorMapVar, binop, convert
-from .registry import asm, expose, intrinsic
+from .registry import asm, expose, intrinsic, pending_groups
 from .thread import shared_operand
 
 
@@ -128,7 +128,7 @@ def bulk_commit_group():
     lower=lambda call, gen: asm(f"cp.async.bulk.wait_group.read {call.attr('n')};"),
 )
 def bulk_wait_group_read(n: int = 0):
-    return (), (("n", int(n)),)
+    return (), (("n", pending_groups(n, "cp.async.bulk.wait_group.read")),)
 
 
 @intrinsic(
@@ -139,4 +139,4 @@ def bulk_wait_group_read(n: int = 0):
 )
 def bulk_wait_group(n: int = 0):
     """At most ``n`` bulk groups pending, their writes to global memory done (not only read)."""
-    return (), (("n", int(n)),)
+    return (), (("n", pending_groups(n, "cp.async.bulk.wait_group")),)

@@ -9,7 +9,7 @@ from ...pool import Buffer
 from ..builder import LocalArray, current
 from ..nodes import Expr, IRError, convert
 from .descriptor import shared_descriptor
-from .registry import asm, expose, intrinsic
+from .registry import asm, expose, intrinsic, pending_groups
 
 # wgmma input types (PTX ISA 9.0, "wgmma.mma_async"): PTX type, K of one instruction,
 # accumulator type; only 16-bit inputs may be read MN-major (imm-trans-a/b)
@@ -53,7 +53,7 @@ def wgmma_commit_group():
     lower=lambda call, gen: asm(f"wgmma.wait_group.sync.aligned {call.attr('n')};"),
 )
 def wgmma_wait_group(n: int = 0):
-    return (), (("n", int(n)),)
+    return (), (("n", pending_groups(n, "wgmma.wait_group")),)
 
 
 def _lower_mma_async(call, gen) -> str:
