@@ -254,12 +254,12 @@ class MemoryPlan:
                 + (" (a plan written by to_dict() has a 'schema' key)" if schema is None else "")
             )
         plan = from_data(cls, data, derived=_DERIVED_KEYS)
-        if plan.threads is not None:
-            try:
-                plan.with_threads(plan.threads)  # the range with_threads accepts
-            except CapacityError as exc:
-                raise PlanFileError(f"plan.threads: {exc}") from None
-        return plan
+        if plan.threads is None:
+            return plan
+        try:
+            return plan.with_threads(plan.threads)  # refuses what with_threads refuses
+        except CapacityError as exc:
+            raise PlanFileError(f"plan.threads: {exc}") from None
 
     def to_cpp_header(self, namespace: str = "tilemem_plan") -> str:
         """The plan as a self-contained C++17 header: a namespace per pool and buffer with
