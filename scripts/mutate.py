@@ -133,8 +133,7 @@ class Mutant:
 
 def _column(source: bytes, line_begin: int, start: int) -> int:
     """Characters from the first non-blank of the line to ``start``."""
-    head = source[line_begin:start].decode()
-    return len(head) - (len(head) - len(head.lstrip()))
+    return len(source[line_begin:start].decode().lstrip())
 
 
 def _is_docstring(node: ast.AST, parent: ast.AST | None) -> bool:
