@@ -78,7 +78,10 @@ def _kernel_settings(
             f"SMEMPool(threads={threads}) inside a kernel of {kernel_threads} threads per "
             "block: drop threads= (a pool in a kernel takes the kernel's)"
         )
-    return (target or kernel_target), (threads if threads is not None else kernel_threads)
+    return (
+        target if target is not None else kernel_target,
+        threads if threads is not None else kernel_threads,
+    )
 
 
 class SMEMPool(LifetimePool, BumpPool):
