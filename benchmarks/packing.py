@@ -198,19 +198,7 @@ def deepgemm_fp8() -> Case:
     smem_scales_a (BLOCK_M floats), smem_scales_b for the whole K (ceil(K / 128) floats),
     and full/empty barriers per stage. Configuration here: 5 stages, K = 7168.
     """
-    stages = 5
-    return Case(
-        "deepgemm-fp8-gemm",
-        "bytes",
-        (
-            Item("D", 128 * 128 * 2, 1024, BOTH),
-            Item("A", stages * 128 * 128, 1024, live(MAIN)),
-            Item("B", stages * 128 * 128, 1024, live(MAIN)),
-            Item("scales_a", stages * 128 * 4, 128, live(MAIN)),
-            Item("scales_b", 7168 // 128 * 4, 16, BOTH),
-            barriers("bars", 2 * stages),
-        ),
-    )
+    return _deepgemm("deepgemm-fp8-gemm", block_n=128, stages=5, k=7168)
 
 
 def deepgemm_fp8_grouped() -> Case:
@@ -221,16 +209,22 @@ def deepgemm_fp8_grouped() -> Case:
     = 192 (its N choices are not powers of two), 4 stages, K = 2048 (an expert's
     intermediate size), so scales_b is 16 floats.
     """
-    stages = 4
+    return _deepgemm("deepgemm-fp8-moe-grouped", block_n=192, stages=4, k=2048)
+
+
+def _deepgemm(name: str, block_n: int, stages: int, k: int) -> Case:
+    """DeepGEMM's FP8 shared storage for BLOCK_M = BLOCK_K = 128: the bf16 D tile (co-live),
+    per stage fp8 A (128 x 128) and B (block_n x 128) and scales_a (128 floats), scales_b
+    for the whole K (one float per 128), and full/empty barriers per stage."""
     return Case(
-        "deepgemm-fp8-moe-grouped",
+        name,
         "bytes",
         (
-            Item("D", 128 * 192 * 2, 1024, BOTH),
+            Item("D", 128 * block_n * 2, 1024, BOTH),
             Item("A", stages * 128 * 128, 1024, live(MAIN)),
-            Item("B", stages * 192 * 128, 1024, live(MAIN)),
+            Item("B", stages * block_n * 128, 1024, live(MAIN)),
             Item("scales_a", stages * 128 * 4, 128, live(MAIN)),
-            Item("scales_b", 2048 // 128 * 4, 16, BOTH),
+            Item("scales_b", k // 128 * 4, 16, BOTH),
             barriers("bars", 2 * stages),
         ),
     )
