@@ -95,8 +95,11 @@ class TMEMPool(LifetimePool, BumpPool):
             )
         total_cols = _check_total_cols(total_cols)
         phases = check_phases(phases) if phases is not None else pool.phases
-        if cta_group not in (1, 2) or isinstance(cta_group, bool):
-            raise AllocationError(f"cta_group must be 1 or 2, got {cta_group!r}")
+        if type(cta_group) is not int or cta_group not in (1, 2):
+            raise AllocationError(
+                f"cta_group must be the int 1 or 2 (tcgen05 .cta_group::1 / ::2), got "
+                f"{cta_group!r} ({type(cta_group).__name__})"
+            )
         alloc_warp = check_int(alloc_warp, "alloc_warp", minimum=0, maximum=MAX_WARPS - 1)
         if dealloc_warp is not None:
             dealloc_warp = check_int(dealloc_warp, "dealloc_warp", minimum=0, maximum=MAX_WARPS - 1)
@@ -105,13 +108,24 @@ class TMEMPool(LifetimePool, BumpPool):
             raise AllocationError(
                 f"sync_after_alloc must be True or False, got {sync_after_alloc!r}"
             )
+        taken = self._pool_names(pool)
         if name is None:
-            name = "tmem" if not pool.tmem_pools else f"tmem{len(pool.tmem_pools)}"
+            name = next(
+                n
+                for n in ("tmem", *(f"tmem{i}" for i in range(1, len(taken) + 2)))
+                if n not in taken
+            )
         name = check_name(name, "TMEM pool name")
+        if name in taken:
+            raise AllocationError(
+                f"this CTA already has a TMEM pool named {name!r} (pools: {sorted(taken)}): the "
+                "plan and the C++ header name each pool once; pick another name"
+            )
         if pool.target is not None:
             check_tmem_target(pool.target, name)
         if tmem_addr is not None:
             self._check_slot(pool, tmem_addr)
+            tmem_addr.pool.check_live_throughout(tmem_addr, "the TMEM address slot")
         if isinstance(total_cols, int):  # the pools of one CTA must fit together
             check_tmem_per_cta(
                 [(t.name, t.capacity) for t in pool.tmem_pools] + [(name, total_cols)]
@@ -120,6 +134,7 @@ class TMEMPool(LifetimePool, BumpPool):
             tmem_addr = pool.alloc(
                 (1,), "uint32", align=4, name=pool._free_name(f"{name}_addr", numbered=False)
             )
+        tmem_addr.pool._live_throughout(tmem_addr)  # written at alloc, read at dealloc
         self.name = name
         self.smem_pool = pool
         self.total_cols = total_cols
@@ -138,6 +153,12 @@ class TMEMPool(LifetimePool, BumpPool):
         pool.tmem_pools.append(self)
         if self.emitter is not None:
             self.emitter.tmem_pool(self)
+
+    @staticmethod
+    def _pool_names(pool: SMEMPool) -> set[str]:
+        """Names of the TMEM pools of this CTA: of ``pool`` and, in a kernel, of the kernel."""
+        pools = [*pool.tmem_pools, *getattr(pool.emitter, "tmem_pools", ())]
+        return {t.name for t in pools}
 
     @staticmethod
     def _check_slot(pool: SMEMPool, slot) -> None:
@@ -331,7 +352,9 @@ class TMEMPool(LifetimePool, BumpPool):
                 "at the SMEM commit, and tcgen05.alloc writes through it"
             )
         packing = self._packed()
-        high_water = self._high_water if packing is None else packing.footprint
+        high_water = (
+            self._high_water if packing is None else self._high_water_with([packing.footprint])
+        )
         if packing is not None and high_water > self.capacity:
             raise TMEMOverflowError(
                 f"TMEM overflow in pool {self.name!r}: packed by lifetime the buffers need "
