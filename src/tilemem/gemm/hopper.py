@@ -330,7 +330,9 @@ class HopperGemm:
         )
 
     def prepare(self, a, b, c, ctas: int | None = None) -> Callable[..., None]:
-        """Check and map the operands; ``ctas`` caps the persistent grid (default: one per SM)."""
+        """Check and map the operands; ``ctas`` caps the persistent grid (default: one per SM)
+        and must hold at least one cluster."""
+        _check_ctas(ctas, self.cluster_m)
         m, k, n = _check_operands(a, b, c, self.dtype, self.tile_n)
         maps = (
             tile_map(a, self.plan.buffer("A"), self.l2_promotion),
@@ -339,14 +341,6 @@ class HopperGemm:
         )
         tiles = (ceil_div(m, TILE_M), ceil_div(n, self.tile_n), ceil_div(k, tile_k(self.dtype)))
         cm = self.cluster_m
-        if ctas is not None and (type(ctas) is not int or ctas < 1):
-            raise GemmShapeError(f"ctas caps the grid at a positive number of CTAs, got {ctas!r}")
-        if ctas is not None and ctas < cm:
-            raise GemmShapeError(
-                f"ctas={ctas} is below one cluster: this GEMM launches CTAs in clusters of "
-                f"{cm} (cluster_m={cm}), so the grid takes at least {cm}; pass ctas >= {cm} or "
-                "use cluster_m=1"
-            )
         units = ceil_div(tiles[0], cm) * tiles[1]
         clusters = min(self.max_clusters, units, max(1, (ctas or self.sms) // cm))
         grid, cluster = (clusters * cm,), ((cm, 1, 1) if cm > 1 else None)
@@ -436,6 +430,21 @@ class AutoGemm:
 
     def __call__(self, a, b, c, stream=None) -> None:
         self.prepare(a, b, c)(stream)
+
+
+def _check_ctas(ctas, cluster_m: int) -> None:
+    """GemmShapeError unless ``ctas`` (a cap on the grid) is None or an int holding at least
+    one cluster of ``cluster_m`` CTAs: a smaller cap would still launch a whole cluster."""
+    if ctas is None:
+        return
+    if type(ctas) is not int or ctas < 1:
+        raise GemmShapeError(f"ctas caps the grid at a positive number of CTAs, got {ctas!r}")
+    if ctas < cluster_m:
+        raise GemmShapeError(
+            f"ctas={ctas} is below one cluster: this GEMM launches CTAs in clusters of "
+            f"{cluster_m} (cluster_m={cluster_m}), so the grid takes at least {cluster_m}; pass "
+            f"ctas >= {cluster_m} or use cluster_m=1"
+        )
 
 
 def _check_group_m(group_m) -> None:
