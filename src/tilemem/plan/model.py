@@ -129,7 +129,8 @@ class PoolPlan:
     allocation: TMEMAllocation | None = None  # TMEM pools only
     stages: tuple[StageViews, ...] = ()  # TMEM stage views over this pool's buffers
     phases: tuple[str, ...] = ()  # pools with phases: the program's phases in order
-    lower_bound: int | None = None  # max over phases of what is live there (SPEC section 8)
+    # max over phases of what is live there (docs/DESIGN.md#lifetimes)
+    lower_bound: int | None = None
     bump: int | None = None  # what bump placement in allocation order would need
 
     @property
