@@ -3,6 +3,7 @@ have readable reprs and display as pictures in Jupyter."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -12,6 +13,11 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 
 import tilemem
 from tilemem.examples import EXAMPLES
@@ -199,3 +205,50 @@ def test_plan_and_pools_display_as_their_picture():
         assert blocks["acc"].get("data-lanes") == "0-128"  # data path D: row r on lane r
         html = obj._repr_html_()
         assert html.startswith("<div><svg") and "<pre>" in html and "&lt;" not in html[:200]
+
+
+# -- GPU-side scripts say what they need and where they write ---------------------------------
+
+
+def _without_torch(tmp_path: Path) -> dict[str, str]:
+    """An environment where `import torch` fails, whatever this machine has installed."""
+    blocker = tmp_path / "blocked" / "torch"
+    blocker.mkdir(parents=True)
+    (blocker / "__init__.py").write_text("raise ImportError('torch is blocked for this test')\n")
+    return {**os.environ, "PYTHONPATH": f"{blocker.parent}{os.pathsep}{ROOT / 'src'}"}
+
+
+def test_bench_extra_names_torch():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    assert "torch" in extras["bench"]
+
+
+def test_gemm_benchmark_without_torch_says_how_to_get_it(tmp_path):
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "gemm.py")],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=_without_torch(tmp_path),
+        timeout=120,
+    )
+    assert run.returncode == 1
+    assert "needs torch" in run.stderr and "pip install -e '.[bench]'" in run.stderr
+
+
+def test_gpu_check_says_where_it_writes_and_what_it_needs(tmp_path):
+    out = tmp_path / "results"
+    run = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "gpu_check.sh")],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+        timeout=120,
+        env={**_without_torch(tmp_path), "OUT": str(out)},
+    )
+    assert f"gpu_check: writing results to {out}" in run.stdout
+    assert run.returncode == 2 and "pip install -e '.[bench]'" in run.stderr
+    assert out.is_dir()
