@@ -83,7 +83,9 @@ def test_buffer_named_like_a_pool_constant_is_refused():
         smem.alloc((4,), "uint64", name="high_water")  # refused when given
     smem.alloc((4,), "uint64", name="bar")
     smem.commit()
-    plan = _misplaced(smem.plan(), "bar", name="high_water")  # a plan edited by hand
+    plan = smem.plan()
+    bar = dataclasses.replace(plan.pools[0].entries[0], name="high_water")  # edited by hand
+    plan = dataclasses.replace(plan, pools=(dataclasses.replace(plan.pools[0], entries=(bar,)),))
     with pytest.raises(PlanFileError, match="'high_water' has the name of a pool constant"):
         plan.to_cpp_header()
 
