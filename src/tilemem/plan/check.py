@@ -36,6 +36,7 @@ from ..layout.smem import SwizzleMode
 from ..layout.tmem import DATAPATH_ROWS, TMEM_COLS, TMEM_LANES, TMEM_MIN_ALLOC_COLS
 from ..scopes import SMEM, TMEM
 from ..validate import MAX_ELEMENTS, check_buffer_name, check_name, check_shape
+from .cpp_header import stage_names
 from .target import TARGETS
 
 if TYPE_CHECKING:
@@ -74,9 +75,9 @@ def check_plan(plan: MemoryPlan) -> MemoryPlan:
     if plan.target is not None and plan.target not in TARGETS:
         raise _fail("plan.target", f"unknown target {plan.target!r}; known: {', '.join(TARGETS)}")
     _check_pool_order(plan)
+    _check_names(plan)
     for i, pool in enumerate(plan.pools):
         _check_pool(plan, pool, f"plan.pools[{i}]")
-    _check_names(plan)
     for i, pool in enumerate(plan.tmem, start=1):
         if pool.allocation is not None:
             _check_slot(plan, pool, f"plan.pools[{i}].allocation")
@@ -142,6 +143,14 @@ def _check_names(plan: MemoryPlan) -> None:
                     "share one namespace",
                 )
             buffers[e.name] = path
+    for i, pool in enumerate(plan.pools):
+        for k, stem in enumerate(stage_names(pool)):
+            if stem in buffers:
+                raise _fail(
+                    buffers[stem],
+                    f"buffer name {stem!r} is the header's name of the stage views "
+                    f"plan.pools[{i}].stages[{k}] over {pool.stages[k].buffer!r}",
+                )
 
 
 def _check_pool(plan: MemoryPlan, pool: PoolPlan, path: str) -> None:

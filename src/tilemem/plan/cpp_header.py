@@ -216,9 +216,13 @@ def stage_names(pool: PoolPlan) -> list[str]:
     out = []
     for views in pool.stages:
         n = seen[views.buffer] = seen.get(views.buffer, 0) + 1
-        stem = f"{identifier(views.buffer, 'buffer')}_stages"
-        out.append(stem if n == 1 else f"{stem}{n}")
+        out.append(stage_namespace(identifier(views.buffer, "buffer"), n))
     return out
+
+
+def stage_namespace(buffer: str, n: int) -> str:
+    """The namespace of the ``n``-th (from 1) stage views over ``buffer``."""
+    return f"{buffer}_stages" + (str(n) if n > 1 else "")
 
 
 def _buffer_name(e: PlanEntry) -> str:

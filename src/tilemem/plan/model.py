@@ -256,13 +256,13 @@ class MemoryPlan:
                 f"plan schema {schema!r}; this tilemem reads schema {PLAN_SCHEMA}"
                 + (" (a plan written by to_dict() has a 'schema' key)" if schema is None else "")
             )
-        plan = from_data(cls, data, derived=_DERIVED_KEYS)
-        if plan.threads is not None:
-            try:
-                plan = plan.with_threads(plan.threads)  # refuses what with_threads refuses
-            except CapacityError as exc:
-                raise PlanFileError(f"plan.threads: {exc}") from None
-        return check_plan(plan)  # one tilemem could have made (tilemem.plan.check)
+        plan = check_plan(from_data(cls, data, derived=_DERIVED_KEYS))  # see plan/check.py
+        if plan.threads is None:
+            return plan
+        try:
+            return plan.with_threads(plan.threads)  # refuses what with_threads refuses
+        except CapacityError as exc:
+            raise PlanFileError(f"plan.threads: {exc}") from None
 
     def to_cpp_header(self, namespace: str = "tilemem_plan") -> str:
         """The plan as a self-contained C++17 header: a namespace per pool and buffer with

@@ -17,6 +17,7 @@ from ..intmath import ceil_div, is_power_of_two
 from ..layout import Layout, TileLayout, sf_tmem_layout, tmem_datapath_layout
 from ..layout.tmem import TMEM_COLS, TMEM_LANES, TMEM_MIN_ALLOC_COLS
 from ..plan.capacity import check_tmem_target
+from ..plan.cpp_header import stage_namespace
 from ..plan.lifetimes import Packing
 from ..plan.model import LayoutKind, PoolPlan, StageViews, TMEMAllocation
 from ..plan.occupancy import check_tmem_per_cta
@@ -339,8 +340,7 @@ class TMEMPool(LifetimePool, BumpPool):
     def _stages_name(self, buffer: str) -> str:
         """The header's namespace of the next stage views over ``buffer``: ``<buffer>_stages``,
         then ``<buffer>_stages2``, ... (names of the CTA's namespace, like buffers')."""
-        n = 1 + sum(v.buf.name == buffer for v in self._stage_views)
-        name = f"{buffer}_stages" + (str(n) if n > 1 else "")
+        name = stage_namespace(buffer, 1 + sum(v.buf.name == buffer for v in self._stage_views))
         if name in self._names:
             raise AllocationError(
                 f"stage views over {buffer!r} are named {name!r} in the plan's C++ header, and "
