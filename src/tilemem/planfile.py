@@ -209,9 +209,10 @@ def _integer_fix(value: float) -> str:
 class _Builder:
     """Replays a parsed plan file on fresh pools."""
 
-    def __init__(self, data: dict[str, Any], lines: _Lines):
+    def __init__(self, data: dict[str, Any], lines: _Lines, threads: int | None):
         self.data = data
         self.lines = lines
+        self.threads = threads
         self.buffers: dict[str, Buffer] = {}
         self.tmem: dict[int, TMEMPool] = {}
         self.pool_names: dict[str, str] = {}  # pool name -> where it was given
@@ -308,7 +309,6 @@ class _Builder:
         self.pool_names[pool.name] = str(where)
 
     def build(self) -> SMEMPool:
-        top = self.where(1, "top level")
         smem_table = dict(self.data.get("smem", {}))
         where = self.where(self.lines.header("smem") or 1, "[smem]")
         allowed = _keywords(SMEMPool.__init__, ("self", "ptr", "target")) | {"buffers", "commit"}
@@ -316,12 +316,9 @@ class _Builder:
         ops = self.tables(where, "buffers", smem_table.pop("buffers", []), "smem.buffers")
         commit_size = self.value(where, "commit", smem_table.pop("commit", None))
         options = self.resolve(smem_table, where)
-        target = self.data.get("target")
-        try:
-            get_target(target) if target is not None else None
-        except TilememError as exc:
-            raise type(exc)(f"{top.at(self.lines.key(1, 'target'))}: {exc}") from exc
-        smem = self.call(where, smem_table, SMEMPool, target=target, **options)
+        if self.threads is not None:  # the top-level threads reach the TMEM residency check
+            options.setdefault("threads", self.threads)
+        smem = self.call(where, smem_table, SMEMPool, target=self.data.get("target"), **options)
         self.name_pool(smem, where, smem_table)
         tmem_tables = self.tmem_tables()
         for index, op in enumerate(ops):
@@ -469,12 +466,15 @@ def _check_top(data: dict[str, Any], lines: _Lines, source: str) -> None:
 def _threads(data: dict[str, Any], lines: _Lines, source: str) -> int | None:
     """Threads per CTA: the top-level ``threads`` (checked against the target's limit), else
     ``[smem] threads``; both given must agree."""
+    target = data.get("target")
+    try:
+        limit = get_target(target).max_threads_per_block if target is not None else 1024
+    except TilememError as exc:
+        raise type(exc)(f"{source}:{lines.key(1, 'target')}: {exc}") from exc
     top = data.get("threads")
     smem = data.get("smem", {}).get("threads")
     if top is None:
         return smem if isinstance(smem, int) and not isinstance(smem, bool) else None
-    target = data.get("target")
-    limit = get_target(target).max_threads_per_block if target else 1024
     where = f"{source}:{lines.key(1, 'threads')}"
     if not 1 <= top <= limit:
         raise PlanFileError(
@@ -497,15 +497,14 @@ def parse_plan_file(text: str, source: str = "<plan>") -> Example:
     data = _parse(text, source)
     lines = _Lines(text, source)
     _check_top(data, lines, source)
-    builder = _Builder(data, lines)
-    builder.build()  # refuses a bad file before its threads are read against the target
     threads = _threads(data, lines, source)
+    _Builder(data, lines, threads).build()  # every error shows now, not at first use
     example = Example(
         name=data.get("name", Path(source).stem),
         target=data.get("target") or "",
         threads=threads or 0,
         summary=data.get("summary", f"plan file {source}"),
-        build=lambda: _Builder(data, lines).build(),
+        build=lambda: _Builder(data, lines, threads).build(),
     )
     return example
 
@@ -518,7 +517,7 @@ def _decode(raw: bytes, source: str) -> str:
                 f"{source}:1: the file is {encoding} text; plan files are UTF-8: save it as UTF-8"
             )
     raw = raw.removeprefix(codecs.BOM_UTF8)
-    if b"\0" in raw:
+    if b"\0" in raw:  # before decoding: UTF-16 without a mark is mostly ASCII and NULs
         line = raw.count(b"\n", 0, raw.index(b"\0")) + 1
         raise PlanFileError(
             f"{source}:{line}: a NUL byte: a binary (or UTF-16) file, not a plan file in UTF-8"
