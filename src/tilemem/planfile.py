@@ -29,6 +29,7 @@ import re
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -178,9 +179,14 @@ def _check_keys(table: Mapping[str, Any], allowed: set[str], where: _Where, line
             )
 
 
+@cache
+def _parameters(method: Any) -> Mapping[str, inspect.Parameter]:
+    return inspect.signature(method).parameters
+
+
 def _check_required(method: Any, given: Any, where: _Where, skip: tuple[str, ...]) -> None:
     """A keyword the pool method cannot do without, missing from the table."""
-    for name, p in inspect.signature(method).parameters.items():
+    for name, p in _parameters(method).items():
         if name in skip or p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             continue
         if p.default is p.empty and name not in given:
@@ -189,7 +195,7 @@ def _check_required(method: Any, given: Any, where: _Where, skip: tuple[str, ...
 
 
 def _keywords(method: Any, skip: tuple[str, ...] = ("self",)) -> set[str]:
-    return {p for p in inspect.signature(method).parameters if p not in skip}
+    return {p for p in _parameters(method) if p not in skip}
 
 
 def _live_fix(value: dict[str, Any]) -> str:
@@ -490,15 +496,13 @@ def _threads(data: dict[str, Any], lines: _Lines, source: str) -> int | None:
     return top
 
 
-def parse_plan_file(text: str, source: str = "<plan>") -> Example:
-    """A plan file's text as an :class:`~tilemem.examples.Example` whose ``build()`` replays
-    it (a fresh SMEMPool each call, committed, holding the TMEM pools). Every error shows
-    here, with its line, not at first use."""
+def _replay(text: str, source: str) -> tuple[Example, SMEMPool]:
+    """The file's Example and the pool its first replay built (every error shows here)."""
     data = _parse(text, source)
     lines = _Lines(text, source)
     _check_top(data, lines, source)
     threads = _threads(data, lines, source)
-    _Builder(data, lines, threads).build()  # every error shows now, not at first use
+    smem = _Builder(data, lines, threads).build()
     example = Example(
         name=data.get("name", Path(source).stem),
         target=data.get("target") or "",
@@ -506,7 +510,14 @@ def parse_plan_file(text: str, source: str = "<plan>") -> Example:
         summary=data.get("summary", f"plan file {source}"),
         build=lambda: _Builder(data, lines, threads).build(),
     )
-    return example
+    return example, smem
+
+
+def parse_plan_file(text: str, source: str = "<plan>") -> Example:
+    """A plan file's text as an :class:`~tilemem.examples.Example` whose ``build()`` replays
+    it (a fresh SMEMPool each call, committed, holding the TMEM pools). Every error shows
+    here, with its line, not at first use."""
+    return _replay(text, source)[0]
 
 
 def _decode(raw: bytes, source: str) -> str:
@@ -563,8 +574,8 @@ def _json_plan(text: str, source: str) -> TitledPlan:
         raise PlanFileError(f"{source}: not valid JSON here: nested too deep to read") from None
     try:
         plan = MemoryPlan.from_dict(data)
-    except PlanFileError as exc:
-        raise PlanFileError(f"{source}: {exc}") from None
+    except TilememError as exc:  # the class kept, the file named
+        raise type(exc)(f"{source}: {exc}") from None
     except RecursionError:
         raise PlanFileError(f"{source}: a plan nested too deep to be one") from None
     name = data.get("example", Path(source).stem)
@@ -573,8 +584,8 @@ def _json_plan(text: str, source: str) -> TitledPlan:
 
 
 def _toml_plan(text: str, source: str) -> TitledPlan:
-    example = parse_plan_file(text, source)
-    plan = example.build().plan().with_advice()
+    example, smem = _replay(text, source)
+    plan = smem.plan().with_advice()
     if example.threads:
         plan = plan.with_threads(example.threads)
     return TitledPlan(example.name, example.summary, _titled(plan, example.summary))
