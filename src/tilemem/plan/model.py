@@ -15,6 +15,7 @@ from typing import Any
 from ..errors import CapacityError, PlanError, PlanFileError
 from ..scopes import SMEM, TMEM
 from .advice import PaddingAdvice, advise_padding
+from .check import check_plan
 from .cpp_header import cpp_header
 from .format import format_plan
 from .occupancy import Occupancy, occupancy
@@ -168,6 +169,8 @@ class MemoryPlan:
     target: str | None = None
     threads: int | None = None  # threads per CTA, when known: the report shows occupancy
     advice: PaddingAdvice | None = None  # the SMEM pool's padding advice, from with_advice()
+    name: str | None = None  # an example's or plan file's name: the report's and SVG's title
+    summary: str | None = None  # one line on what the plan is, shown after the name
 
     @property
     def smem(self) -> PoolPlan | None:
@@ -254,12 +257,12 @@ class MemoryPlan:
                 + (" (a plan written by to_dict() has a 'schema' key)" if schema is None else "")
             )
         plan = from_data(cls, data, derived=_DERIVED_KEYS)
-        if plan.threads is None:
-            return plan
-        try:
-            return plan.with_threads(plan.threads)  # refuses what with_threads refuses
-        except CapacityError as exc:
-            raise PlanFileError(f"plan.threads: {exc}") from None
+        if plan.threads is not None:
+            try:
+                plan = plan.with_threads(plan.threads)  # refuses what with_threads refuses
+            except CapacityError as exc:
+                raise PlanFileError(f"plan.threads: {exc}") from None
+        return check_plan(plan)  # one tilemem could have made (tilemem.plan.check)
 
     def to_cpp_header(self, namespace: str = "tilemem_plan") -> str:
         """The plan as a self-contained C++17 header: a namespace per pool and buffer with
