@@ -1,5 +1,6 @@
 """Plan files: TOML in, the same plan as the Python calls out; errors name the file's line."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -198,7 +199,7 @@ def test_schema_from_the_future_is_refused():
 
 
 def test_missing_file_is_a_plan_file_error(tmp_path):
-    with pytest.raises(PlanFileError, match="cannot read plan file .*nope.toml: No such file"):
+    with pytest.raises(PlanFileError, match=r"cannot read plan file .*nope\.toml: No such file"):
         load_plan(tmp_path / "nope.toml")
 
 
@@ -284,3 +285,41 @@ def test_unknown_phase_in_a_plan_file_points_at_the_buffer():
     message = _error(bad, AllocationError)  # the pool's own error class, with the line
     # line 17 is `live = "drain"`; C's table starts at line 12
     assert message.startswith("k.toml:17: [[smem.buffers]] #2 'C': ") and "drain" in message
+
+
+@pytest.mark.parametrize("name", list(EXAMPLES))
+def test_toml_and_json_of_one_example_give_equal_plans(name, tmp_path):
+    from tilemem.cli import main
+
+    saved = tmp_path / f"{name}.json"
+    assert main(["plan", "-e", name, "--json", "-o", str(saved)]) == 0
+    from_toml = load_plan(EXAMPLE_FILES / f"{name}.toml")
+    assert load_plan(saved) == from_toml
+    example = EXAMPLES[name]  # name, summary and threads kept, advice given
+    assert (from_toml.name, from_toml.summary, from_toml.threads) == (
+        name,
+        example.summary,
+        example.threads,
+    )
+    assert from_toml.advice is not None
+    assert from_toml.pools == example.build().plan().pools
+
+
+def test_load_plan_reads_json_by_its_brace_whatever_the_name(tmp_path):
+    saved = tmp_path / "plan.txt"
+    plan = load_plan(EXAMPLE_FILES / "hopper-gemm.toml")
+    saved.write_text(json.dumps(plan.to_dict()))
+    assert load_plan(saved) == plan
+
+
+def test_load_plan_is_exported_and_loaded_only_when_used():
+    import subprocess
+    import sys
+
+    import tilemem
+    import tilemem.planfile
+
+    assert tilemem.load_plan is tilemem.planfile.load_plan and "load_plan" in tilemem.__all__
+    code = "import sys, tilemem; print('tilemem.planfile' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.stdout == "False\n", out.stderr

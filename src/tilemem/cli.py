@@ -21,9 +21,11 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 
 from . import __version__
 from .errors import TilememError
+from .plan import MemoryPlan
 
 DESCRIPTION = """\
 tilemem plans the shared memory (SMEM) and tensor memory (TMEM) of NVIDIA GPU tile kernels.
@@ -109,26 +111,34 @@ def _check_outputs(args: argparse.Namespace) -> None:
         raise _UsageError("standard output is closed; give -o FILE to write to a file")
 
 
-def _plan_to_show(args: argparse.Namespace):
-    """(name, summary, plan) from a TOML plan file, a JSON plan, a built-in example by name or
-    the default one."""
+def _plan_to_show(args: argparse.Namespace) -> MemoryPlan:
+    """The plan of a TOML or JSON plan file, of a built-in example by name or of the default
+    one, with its name and summary."""
     from .examples import DEFAULT_EXAMPLE, EXAMPLES
-    from .planfile import load_plan_titled
+    from .planfile import load_plan
 
     if args.file is not None and args.example is not None:
         raise _UsageError("give a plan file or --example, not both")
     if args.file is not None:
         if not args.file:
             raise _UsageError("the plan file name is empty")
-        return load_plan_titled(args.file)
+        return load_plan(args.file)
     name = DEFAULT_EXAMPLE if args.example is None else args.example
     if name not in EXAMPLES:
         raise _UsageError(f"unknown example {name!r}; choose one of: {', '.join(EXAMPLES)}")
     example = EXAMPLES[name]
-    plan = example.build().plan().with_advice()
+    plan = replace(example.build().plan().with_advice(), name=name, summary=example.summary)
     if example.threads and plan.target:
         plan = plan.with_threads(example.threads)
-    return example.name, example.summary, plan
+    return plan
+
+
+def _title(plan: MemoryPlan) -> tuple[str, str]:
+    return plan.name or "plan", plan.summary or "memory plan"
+
+
+def _header(plan: MemoryPlan) -> str:
+    return plan.to_cpp_header(namespace=_title(plan)[0].replace("-", "_"))
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
@@ -139,9 +149,10 @@ def _cmd_plan(args: argparse.Namespace) -> int:
         lines = [f"{e.name:<{width}}  {e.target:<8} {e.summary}" for e in EXAMPLES.values()]
         _output("\n".join(lines) + "\n", args.output)
         return 0
-    name, summary, plan = _plan_to_show(args)
+    plan = _plan_to_show(args)
+    name, summary = _title(plan)
     if args.header is not None:
-        write_file(args.header, plan.to_cpp_header(namespace=name.replace("-", "_")))
+        write_file(args.header, _header(plan))
     if args.svg is not None:
         write_file(args.svg, plan.to_svg(title=f"{name}: {summary}"))
     if args.json:
@@ -163,8 +174,7 @@ def _cmd_emit(args: argparse.Namespace) -> int:
     if args.file is not None:  # a plan is memory, not a kernel: its C++ form is the header
         if args.ir:
             raise _UsageError("--ir needs a kernel (--example); a plan file has no IR")
-        name, _, plan = _plan_to_show(args)
-        _output(plan.to_cpp_header(namespace=name.replace("-", "_")), args.output)
+        _output(_header(_plan_to_show(args)), args.output)
         return 0
     if args.example not in KERNELS:
         raise _UsageError(

@@ -20,7 +20,6 @@ answered with the keys allowed and the closest one ("did you mean").
 from __future__ import annotations
 
 import codecs
-import dataclasses
 import datetime
 import difflib
 import inspect
@@ -28,14 +27,15 @@ import json
 import re
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from .errors import PlanFileError, TilememError
 from .examples import Example
-from .plan import MemoryPlan, get_target
+from .plan import MemoryPlan, get_target, plan_from_json_text
+from .plan.check import MAX_TEXT
 from .pool import Buffer, SMEMPool, TMEMPool, TMEMStages
 
 if sys.version_info >= (3, 11):
@@ -221,7 +221,6 @@ class _Builder:
         self.threads = threads
         self.buffers: dict[str, Buffer] = {}
         self.tmem: dict[int, TMEMPool] = {}
-        self.pool_names: dict[str, str] = {}  # pool name -> where it was given
 
     def where(self, line: int, what: str) -> _Where:
         return _Where(self.lines.source, line, what)
@@ -303,17 +302,6 @@ class _Builder:
                 out[key] = self.buffer_named(key, out[key], where)
         return out
 
-    def name_pool(self, pool: Any, where: _Where, table: Mapping[str, Any]) -> None:
-        """Two pools with one name would share one namespace in the header: refuse the second."""
-        if pool.name in self.pool_names:
-            line = self.lines.key(where.line, "name") if "name" in table else where.line
-            raise PlanFileError(
-                f"{where.at(line)}: pool name {pool.name!r} is taken by "
-                f"{self.pool_names[pool.name]}; "
-                "give each pool its own name = ..."
-            )
-        self.pool_names[pool.name] = str(where)
-
     def build(self) -> SMEMPool:
         smem_table = dict(self.data.get("smem", {}))
         where = self.where(self.lines.header("smem") or 1, "[smem]")
@@ -325,7 +313,6 @@ class _Builder:
         if self.threads is not None:  # the top-level threads reach the TMEM residency check
             options.setdefault("threads", self.threads)
         smem = self.call(where, smem_table, SMEMPool, target=self.data.get("target"), **options)
-        self.name_pool(smem, where, smem_table)
         tmem_tables = self.tmem_tables()
         for index, op in enumerate(ops):
             self.smem_op(smem, op, index)
@@ -403,9 +390,7 @@ class _Builder:
         where = self.where(line, f"[[tmem]] #{index + 1}")
         options = {k: v for k, v in table.items() if k not in ("buffers", "stages")}
         _check_keys(options, _keywords(TMEMPool.__init__, ("self", "pool")), where, self.lines)
-        pool = self.call(where, options, TMEMPool, smem, **self.resolve(options, where))
-        self.name_pool(pool, where, options)
-        self.tmem[index] = pool
+        self.tmem[index] = self.call(where, options, TMEMPool, smem, **self.resolve(options, where))
 
     def fill_tmem(self, pool: TMEMPool, index: int) -> None:
         table = self.tmem_tables()[index]
@@ -445,6 +430,12 @@ class _Builder:
         self.call(where, view, pool.stages, buf, **self.resolve(args, where))
 
 
+def _stem(source: str) -> str:
+    """A plan's default name: its file's stem where that is a usable title."""
+    stem = Path(source).stem
+    return stem if stem and stem.isprintable() and len(stem) <= MAX_TEXT else "plan"
+
+
 def _check_top(data: dict[str, Any], lines: _Lines, source: str) -> None:
     """The top-level keys: known, of their types, ``smem`` a table, ``tmem`` [[tmem]] tables."""
     top = _Where(source, 1, "top level")
@@ -455,6 +446,13 @@ def _check_top(data: dict[str, Any], lines: _Lines, source: str) -> None:
             raise PlanFileError(
                 f"{source}:{lines.key(1, key)}: {key} must be "
                 f"{'an integer' if kind is int else 'a string'}, got {_type_name(value)} {value!r}"
+            )
+    for key in ("name", "summary"):  # titles of the report and the picture: one line
+        value = data.get(key)
+        if value is not None and (not value or len(value) > MAX_TEXT or not value.isprintable()):
+            raise PlanFileError(
+                f"{source}:{lines.key(1, key)}: {key} must be one line of 1 to {MAX_TEXT} "
+                f"printable characters, got {value[:80]!r}"
             )
     schema = data.get("schema", PLAN_FILE_SCHEMA)
     if schema != PLAN_FILE_SCHEMA:
@@ -504,7 +502,7 @@ def _replay(text: str, source: str) -> tuple[Example, SMEMPool]:
     threads = _threads(data, lines, source)
     smem = _Builder(data, lines, threads).build()
     example = Example(
-        name=data.get("name", Path(source).stem),
+        name=data.get("name", _stem(source)),
         target=data.get("target") or "",
         threads=threads or 0,
         summary=data.get("summary", f"plan file {source}"),
@@ -550,55 +548,20 @@ def _read(path: Path) -> str:
     return _decode(raw, str(path))
 
 
-class TitledPlan(NamedTuple):
-    """A loaded plan with the name and one-line summary its report and picture show."""
-
-    name: str
-    summary: str
-    plan: MemoryPlan
-
-
-def _titled(plan: MemoryPlan, summary: str) -> MemoryPlan:
-    """The plan holding its summary, where the plan has a field for it."""
-    fields = {f.name for f in dataclasses.fields(MemoryPlan)}
-    extra: dict[str, Any] = {"summary": summary} if "summary" in fields else {}
-    return dataclasses.replace(plan, **extra) if extra else plan
-
-
-def _json_plan(text: str, source: str) -> TitledPlan:
+def _json_plan(text: str, source: str) -> MemoryPlan:
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise PlanFileError(f"{source}:{exc.lineno}: not valid JSON: {exc.msg}") from None
-    except RecursionError:
-        raise PlanFileError(f"{source}: not valid JSON here: nested too deep to read") from None
-    try:
-        plan = MemoryPlan.from_dict(data)
-    except TilememError as exc:  # the class kept, the file named
+        plan = plan_from_json_text(text, source)
+    except TilememError as exc:  # every message names the file, the class kept
+        if str(exc).startswith(source):
+            raise
         raise type(exc)(f"{source}: {exc}") from None
-    except RecursionError:
-        raise PlanFileError(f"{source}: a plan nested too deep to be one") from None
-    name = data.get("example", Path(source).stem)
-    summary = getattr(plan, "summary", None) or f"plan {source}"
-    return TitledPlan(str(name), summary, plan)
+    return plan if plan.name is not None else replace(plan, name=_stem(source))
 
 
-def _toml_plan(text: str, source: str) -> TitledPlan:
+def _toml_plan(text: str, source: str) -> MemoryPlan:
     example, smem = _replay(text, source)
-    plan = smem.plan().with_advice()
-    if example.threads:
-        plan = plan.with_threads(example.threads)
-    return TitledPlan(example.name, example.summary, _titled(plan, example.summary))
-
-
-def load_plan_titled(path: str | Path) -> TitledPlan:
-    """:func:`load_plan` with the plan's name and summary (a JSON plan's ``example`` key, a
-    TOML file's ``name`` and ``summary``; by default the file's stem and path)."""
-    text = _read(Path(path))
-    source = str(path)
-    if str(path).endswith(".json") or text.lstrip().startswith("{"):  # TOML never starts so
-        return _json_plan(text, source)
-    return _toml_plan(text, source)
+    plan = replace(smem.plan().with_advice(), name=example.name, summary=example.summary)
+    return plan.with_threads(example.threads) if example.threads else plan
 
 
 def load_plan(path: str | Path) -> MemoryPlan:
@@ -606,10 +569,18 @@ def load_plan(path: str | Path) -> MemoryPlan:
 
     A TOML plan file (docs/PLAN_FORMAT.md) is replayed on fresh pools, which are committed;
     a JSON plan (``plan.to_dict()``, ``tilemem plan --json``; recognised by its ``.json``
-    name or its leading ``{``) is rebuilt by :meth:`MemoryPlan.from_dict`. Either way the
-    plan keeps its threads per CTA (so the report shows occupancy), its padding advice and,
-    where the plan has a field for it, its summary; the TOML and the JSON of one plan give
-    equal plans. Errors are :class:`~tilemem.errors.TilememError` naming the file and line
-    (TOML) or the path of the bad value in the plan (JSON).
+    name or its leading ``{``) is rebuilt by :meth:`MemoryPlan.from_dict`, which refuses a
+    plan tilemem could not have made. Either way the plan keeps its name (a TOML file's
+    ``name``, else the file's stem), its summary, its threads per CTA (so the report shows
+    occupancy) and its padding advice: the TOML and the JSON of one plan give equal plans,
+    and the same report, picture and header.
+
+    Errors are :class:`~tilemem.errors.TilememError` naming the file and the line (TOML; the
+    line of the offending key) or the file and the path of the bad value (JSON,
+    ``plan.pools[0].entries[2].offset: ...``).
     """
-    return load_plan_titled(path).plan
+    text = _read(Path(path))
+    source = str(path)
+    if source.endswith(".json") or text.lstrip().startswith("{"):  # TOML never starts so
+        return _json_plan(text, source)
+    return _toml_plan(text, source)
