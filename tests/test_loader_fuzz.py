@@ -15,14 +15,17 @@ two forms.
 import contextlib
 import json
 import os
+import random
 import re
 import shutil
 import subprocess
+import tempfile
 import warnings
 from pathlib import Path
+from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 from tilemem.errors import TilememError
@@ -90,44 +93,95 @@ TOML_SCALARS += ["1979-05-27", "07:32:00", "1979-05-27T07:32:00Z", "999999999999
 TOML_VALUES = [*TOML_SCALARS, "[]", "[0]", "[-1]", "[1, 2.0]", '["mainloop"]', "[[1], [2]]"]
 TOML_VALUES += ["[128, 0]", "[2, 128, 64]", "[0, 128, 64]", '["A", 1]', "{}", "{ a = 1 }"]
 TOML_VALUES += ["{ mainloop = false, epilogue = true }", "[{ name = 'x' }]", "[" * 40 + "]" * 40]
-json_values = (  # copies: a drawn list or dict may be mutated further
-    st.sampled_from(JSON_VALUES).map(lambda v: json.loads(json.dumps(v)))
-    | st.integers(-(2**70), 2**70)
-    | st.text(max_size=6)
-)
-toml_values = (
-    st.sampled_from(TOML_VALUES)
-    | st.integers(-(2**63), 2**63 - 1).map(str)
-    | st.text(max_size=6).map(_toml_string)
-)
+ASCII = "abcdefghijklmnopqrstuvwxyz_0123456789 -\\\n\"'\t"
 
 
-@st.composite
-def toml_documents(draw) -> str:
-    lines = draw(st.sampled_from(EXAMPLE_TEXTS)).splitlines()
-    for _ in range(draw(st.integers(1, 3))):
-        i = draw(st.integers(0, len(lines) - 1))
-        how = draw(st.sampled_from(["drop", "dup", "swap", "rename", "retype", "insert", "table"]))
-        key, eq, _value = lines[i].partition("=")
+def _random_text(rng: random.Random) -> str:
+    return "".join(rng.choice(ASCII) for _ in range(rng.randint(0, 6)))
+
+
+def toml_value(rng: random.Random) -> str:
+    roll = rng.random()
+    if roll < 0.7:
+        return rng.choice(TOML_VALUES)
+    if roll < 0.85:
+        return str(rng.randint(-(2**63), 2**63 - 1))
+    return _toml_string(_random_text(rng))
+
+
+def json_value(rng: random.Random) -> object:
+    roll = rng.random()
+    if roll < 0.7:
+        return json.loads(json.dumps(rng.choice(JSON_VALUES)))  # a copy: it may be mutated
+    if roll < 0.85:
+        return rng.randint(-(2**70), 2**70)
+    return _random_text(rng)
+
+
+def mutate_toml(rng: random.Random) -> str:
+    """One of the shipped plan files with one to three line mutations."""
+    lines = rng.choice(EXAMPLE_TEXTS).splitlines()
+    for _ in range(rng.randint(1, 3)):
+        i = rng.randrange(len(lines))
+        how = rng.choice(["drop", "dup", "swap", "rename", "retype", "insert", "table"])
+        key, eq, value = lines[i].partition("=")
         if how == "drop":
             del lines[i]
         elif how == "dup":
             lines.insert(i, lines[i])
         elif how == "swap":
-            j = draw(st.integers(0, len(lines) - 1))
+            j = rng.randrange(len(lines))
             lines[i], lines[j] = lines[j], lines[i]
         elif how == "rename" and eq:
-            new = draw(st.sampled_from(KEYS) | st.text("abcdefghijklmnopqrstuvwxyz_", max_size=9))
-            lines[i] = f"{new or 'k'} ={_value}"
+            new = rng.choice(KEYS) if rng.random() < 0.7 else _random_text(rng).strip()
+            lines[i] = f"{new or 'k'} ={value}"
         elif how == "retype" and eq:
-            lines[i] = f"{key.strip()} = {draw(toml_values)}"
+            lines[i] = f"{key.strip()} = {toml_value(rng)}"
         elif how == "insert":
-            lines.insert(i, f"{draw(st.sampled_from(KEYS))} = {draw(toml_values)}")
+            lines.insert(i, f"{rng.choice(KEYS)} = {toml_value(rng)}")
         else:
-            lines.insert(i, draw(st.sampled_from(HEADERS)))
+            lines.insert(i, rng.choice(HEADERS))
         if not lines:
             lines = ["# empty"]
     return "\n".join(lines) + "\n"
+
+
+def mutate_json(rng: random.Random, bases: list[dict]) -> object:
+    """One of the shipped plans' JSON with one to three mutations at random depths."""
+    doc: object = json.loads(json.dumps(rng.choice(bases)))
+    for _ in range(rng.randint(1, 3)):
+        parent: Any = None
+        key: Any = None
+        node = doc
+        while isinstance(node, (dict, list)) and node and rng.random() < 0.75:
+            keys = list(node) if isinstance(node, dict) else list(range(len(node)))
+            parent, key = node, rng.choice(keys)
+            node = node[key]
+        how = rng.choice(["drop", "rename", "retype", "dup", "wrap"])
+        if parent is None:
+            doc = json_value(rng) if how == "retype" else doc
+        elif how == "drop":
+            del parent[key]
+        elif how == "rename" and isinstance(parent, dict):
+            parent[rng.choice([*KEYS, "x", "", "Entries"])] = parent.pop(key)
+        elif how == "dup" and isinstance(parent, list):
+            parent.insert(key, json.loads(json.dumps(parent[key])))
+        elif how == "wrap":
+            parent[key] = [parent[key]]
+        else:
+            parent[key] = json_value(rng)
+    return doc
+
+
+# Hypothesis draws a batch of seeds per example; each seed's document is made by the
+# mutation functions above (a draw per document costs far less than a draw per choice)
+BATCH = 10
+seed_batches = st.lists(st.integers(0, 2**32 - 1), min_size=BATCH, max_size=BATCH)
+FUZZ_SETTINGS = settings(
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 
 
 def _round_trips(plan: MemoryPlan) -> None:
@@ -161,28 +215,28 @@ def _check_toml(path: Path, text: str) -> None:
         _keep_header(plan, text)
 
 
-def _scratch(tmp_path: Path) -> Path:
+@pytest.fixture
+def scratch(tmp_path):
     """A folder for the documents: in memory (/dev/shm) where there is one."""
     shm = Path("/dev/shm")
-    if shm.is_dir() and os.access(shm, os.W_OK):
-        folder = shm / f"tilemem-fuzz-{os.getpid()}"
-        folder.mkdir(exist_ok=True)
-        return folder
-    return tmp_path
+    if not (shm.is_dir() and os.access(shm, os.W_OK)):
+        yield tmp_path
+        return
+    folder = Path(tempfile.mkdtemp(prefix="tilemem-fuzz-", dir=shm))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
-def test_toml_mutations_are_refused_with_their_line_or_round_trip(tmp_path):
-    path = _scratch(tmp_path) / "fuzz.toml"
+def test_toml_mutations_are_refused_with_their_line_or_round_trip(scratch):
+    path = scratch / "fuzz.toml"
 
-    @settings(
-        max_examples=TOML_DOCS,
-        deadline=None,
-        database=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
-    @given(toml_documents())
-    def check(text):
-        _check_toml(path, text)
+    @settings(FUZZ_SETTINGS, max_examples=max(1, TOML_DOCS // BATCH))
+    @given(seed_batches)
+    def check(seeds):
+        for seed in seeds:
+            text = mutate_toml(random.Random(seed))
+            note(f"seed {seed}:\n{text}")
+            _check_toml(path, text)
 
     check()
 
@@ -201,33 +255,6 @@ def _json_bases(tmp_path: Path) -> list[dict]:
     return JSON_BASES
 
 
-@st.composite
-def json_documents(draw, bases) -> object:
-    doc = json.loads(json.dumps(draw(st.sampled_from(bases))))
-    for _ in range(draw(st.integers(1, 3))):
-        parent, key = None, None
-        node = doc
-        while isinstance(node, (dict, list)) and node and draw(st.integers(0, 3)):
-            keys = list(node) if isinstance(node, dict) else list(range(len(node)))
-            parent, key = node, draw(st.sampled_from(keys))
-            node = node[key]
-        how = draw(st.sampled_from(["drop", "rename", "retype", "dup", "wrap"]))
-        if parent is None:
-            doc = draw(json_values) if how == "retype" else doc
-            continue
-        if how == "drop":
-            del parent[key]
-        elif how == "rename" and isinstance(parent, dict):
-            parent[draw(st.sampled_from([*KEYS, "x", "", "Entries"]))] = parent.pop(key)
-        elif how == "dup" and isinstance(parent, list):
-            parent.insert(key, json.loads(json.dumps(parent[key])))
-        elif how == "wrap":
-            parent[key] = [parent[key]]
-        else:
-            parent[key] = draw(json_values)
-    return doc
-
-
 def _check_json(path: Path, doc: object) -> None:
     path.write_text(json.dumps(doc, indent=1))
     try:
@@ -241,19 +268,17 @@ def _check_json(path: Path, doc: object) -> None:
         _keep_header(plan, json.dumps(doc)[:2000])
 
 
-def test_json_mutations_are_refused_with_their_path_or_round_trip(tmp_path):
-    path = _scratch(tmp_path) / "fuzz.json"
-    bases = _json_bases(tmp_path)
+def test_json_mutations_are_refused_with_their_path_or_round_trip(scratch):
+    path = scratch / "fuzz.json"
+    bases = _json_bases(scratch)
 
-    @settings(
-        max_examples=JSON_DOCS,
-        deadline=None,
-        database=None,
-        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    )
-    @given(json_documents(bases))
-    def check(doc):
-        _check_json(path, doc)
+    @settings(FUZZ_SETTINGS, max_examples=max(1, JSON_DOCS // BATCH))
+    @given(seed_batches)
+    def check(seeds):
+        for seed in seeds:
+            doc = mutate_json(random.Random(seed), bases)
+            note(f"seed {seed}: {json.dumps(doc)[:3000]}")
+            _check_json(path, doc)
 
     check()
 
