@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..dtype import DataType, known_dtypes
 from ..errors import PlanFileError
@@ -36,10 +36,13 @@ from ..layout.smem import SwizzleMode
 from ..layout.tmem import DATAPATH_ROWS, TMEM_COLS, TMEM_LANES, TMEM_MIN_ALLOC_COLS
 from ..scopes import SMEM, TMEM
 from ..validate import MAX_ELEMENTS, check_buffer_name, check_name, check_shape
+from .cpp_header import stage_names
 from .target import TARGETS
 
 if TYPE_CHECKING:
-    from .model import MemoryPlan, PlanEntry, PoolPlan
+    from .data import PlanData, PlanEntry, PoolPlan
+
+Plan = TypeVar("Plan", bound="PlanData")
 
 UNITS = {SMEM: "bytes", TMEM: "cols"}
 MAX_SMEM_BYTES = MAX_ELEMENTS * 8  # the largest buffer a pool accepts: 2**40 elements of 8 B
@@ -66,7 +69,7 @@ def _fail(path: str, message: str) -> PlanFileError:
     return PlanFileError(f"{path}: {message}")
 
 
-def check_plan(plan: MemoryPlan) -> MemoryPlan:
+def check_plan(plan: Plan) -> Plan:
     """``plan`` when every rule of the module docstring holds; PlanFileError naming the first
     rule broken and its path otherwise."""
     _check_text(plan.name, "plan.name", "name")
@@ -74,9 +77,9 @@ def check_plan(plan: MemoryPlan) -> MemoryPlan:
     if plan.target is not None and plan.target not in TARGETS:
         raise _fail("plan.target", f"unknown target {plan.target!r}; known: {', '.join(TARGETS)}")
     _check_pool_order(plan)
+    _check_names(plan)
     for i, pool in enumerate(plan.pools):
         _check_pool(plan, pool, f"plan.pools[{i}]")
-    _check_names(plan)
     for i, pool in enumerate(plan.tmem, start=1):
         if pool.allocation is not None:
             _check_slot(plan, pool, f"plan.pools[{i}].allocation")
@@ -103,7 +106,7 @@ def _check_text(value: str | None, path: str, what: str) -> None:
         )
 
 
-def _check_pool_order(plan: MemoryPlan) -> None:
+def _check_pool_order(plan: PlanData) -> None:
     scopes = [p.scope for p in plan.pools]
     for i, scope in enumerate(scopes):
         if scope not in UNITS:
@@ -125,7 +128,7 @@ def _check_pool_order(plan: MemoryPlan) -> None:
         )
 
 
-def _check_names(plan: MemoryPlan) -> None:
+def _check_names(plan: PlanData) -> None:
     pools: dict[str, str] = {}
     buffers: dict[str, str] = {}
     for i, pool in enumerate(plan.pools):
@@ -142,9 +145,17 @@ def _check_names(plan: MemoryPlan) -> None:
                     "share one namespace",
                 )
             buffers[e.name] = path
+    for i, pool in enumerate(plan.pools):
+        for k, stem in enumerate(stage_names(pool)):
+            if stem in buffers:
+                raise _fail(
+                    buffers[stem],
+                    f"buffer name {stem!r} is the header's name of the stage views "
+                    f"plan.pools[{i}].stages[{k}] over {pool.stages[k].buffer!r}",
+                )
 
 
-def _check_pool(plan: MemoryPlan, pool: PoolPlan, path: str) -> None:
+def _check_pool(plan: PlanData, pool: PoolPlan, path: str) -> None:
     _checked(check_name, pool.name, f"{path}.name", "pool name")
     if pool.unit != UNITS[pool.scope]:
         raise _fail(
@@ -366,7 +377,7 @@ def _shared_lanes(a: PlanEntry, b: PlanEntry) -> bool:
     return any(lo < hi2 and lo2 < hi for lo, hi in a.lanes for lo2, hi2 in b.lanes)
 
 
-def _check_extent(plan: MemoryPlan, pool: PoolPlan, path: str) -> None:
+def _check_extent(plan: PlanData, pool: PoolPlan, path: str) -> None:
     ends = [e.end for e in pool.entries]
     if not pool.phases:
         ends += [after for _, after in pool.moves]
@@ -430,7 +441,7 @@ def _check_stages(pool: PoolPlan, names: dict[str, int], path: str) -> None:
                 )
 
 
-def _check_slot(plan: MemoryPlan, pool: PoolPlan, path: str) -> None:
+def _check_slot(plan: PlanData, pool: PoolPlan, path: str) -> None:
     a = pool.allocation
     assert a is not None and plan.smem is not None  # checked before
     if a.cta_group not in (1, 2):
@@ -452,7 +463,7 @@ def _check_slot(plan: MemoryPlan, pool: PoolPlan, path: str) -> None:
         )
 
 
-def _check_advice(plan: MemoryPlan) -> None:
+def _check_advice(plan: PlanData) -> None:
     advice, smem = plan.advice, plan.smem
     assert advice is not None and smem is not None
     names = sorted(e.name for e in smem.entries)

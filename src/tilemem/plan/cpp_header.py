@@ -21,7 +21,8 @@ from ..version import __version__
 from .target import get_target
 
 if TYPE_CHECKING:
-    from .model import MemoryPlan, PlanEntry, PoolPlan, StageViews, TMEMAllocation
+    from .data import PlanData as MemoryPlan
+    from .data import PlanEntry, PoolPlan, StageViews, TMEMAllocation
 
 SWIZZLE_ATOM_ROWS = 8  # a swizzle atom: 8 rows of 16 << L bytes (PTX ISA, shared memory layouts)
 # Every number is a 32-bit ``constexpr unsigned``; kept below 2**31, a sum of two of them (the
@@ -216,9 +217,13 @@ def stage_names(pool: PoolPlan) -> list[str]:
     out = []
     for views in pool.stages:
         n = seen[views.buffer] = seen.get(views.buffer, 0) + 1
-        stem = f"{identifier(views.buffer, 'buffer')}_stages"
-        out.append(stem if n == 1 else f"{stem}{n}")
+        out.append(stage_namespace(identifier(views.buffer, "buffer"), n))
     return out
+
+
+def stage_namespace(buffer: str, n: int) -> str:
+    """The namespace of the ``n``-th (from 1) stage views over ``buffer``."""
+    return f"{buffer}_stages" + (str(n) if n > 1 else "")
 
 
 def _buffer_name(e: PlanEntry) -> str:

@@ -1,7 +1,8 @@
-"""TMEMPool and TMEMStages: tensor-memory columns and pipeline-stage views (SPEC section 4).
+"""TMEMPool and TMEMStages: tensor-memory columns and pipeline-stage views
+(docs/DESIGN.md#tmem-pools).
 
 Tensor memory is 128 lanes x 512 columns of 32-bit cells per CTA
-(HARDWARE.md). ``tcgen05.alloc`` grants a power of two of columns in
+(docs/HARDWARE-RULES.md). ``tcgen05.alloc`` grants a power of two of columns in
 [32, 512] and writes the base address to a shared-memory slot; every TMEM
 address is ``base + (lane << 16) + column``.
 """
@@ -17,6 +18,7 @@ from ..intmath import ceil_div, is_power_of_two
 from ..layout import Layout, TileLayout, sf_tmem_layout, tmem_datapath_layout
 from ..layout.tmem import TMEM_COLS, TMEM_LANES, TMEM_MIN_ALLOC_COLS
 from ..plan.capacity import check_tmem_target
+from ..plan.cpp_header import stage_namespace
 from ..plan.lifetimes import Packing
 from ..plan.model import LayoutKind, PoolPlan, StageViews, TMEMAllocation
 from ..plan.occupancy import check_tmem_per_cta
@@ -71,8 +73,8 @@ def column_footprint(layout: Layout, bits: int) -> int:
 class TMEMPool(LifetimePool, BumpPool):
     """Bump allocator over TMEM columns; owns the alloc/dealloc protocol of one CTA.
 
-    ``phases`` (default: the SMEM pool's) makes it a lifetime pool (SPEC section 8): buffers
-    live together never share a (lane, column) cell; buffers on disjoint lanes may share
+    ``phases`` (default: the SMEM pool's) makes it a lifetime pool (docs/DESIGN.md#lifetimes):
+    buffers live together never share a (lane, column) cell; buffers on disjoint lanes may share
     columns.
     """
 
@@ -339,8 +341,7 @@ class TMEMPool(LifetimePool, BumpPool):
     def _stages_name(self, buffer: str) -> str:
         """The header's namespace of the next stage views over ``buffer``: ``<buffer>_stages``,
         then ``<buffer>_stages2``, ... (names of the CTA's namespace, like buffers')."""
-        n = 1 + sum(v.buf.name == buffer for v in self._stage_views)
-        name = f"{buffer}_stages" + (str(n) if n > 1 else "")
+        name = stage_namespace(buffer, 1 + sum(v.buf.name == buffer for v in self._stage_views))
         if name in self._names:
             raise AllocationError(
                 f"stage views over {buffer!r} are named {name!r} in the plan's C++ header, and "
