@@ -1,0 +1,1 @@
+"""CuTe DSL (placeholder filled below)."""

@@ -1,0 +1,1 @@
+"""tilemem layouts as Triton Gluon layouts (placeholder filled below)."""
