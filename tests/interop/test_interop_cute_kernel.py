@@ -1,0 +1,62 @@
+"""A CuTe DSL kernel whose shared memory tilemem planned, compiled (no GPU needed).
+
+The PTX must show the plan: the dynamic shared memory aligned to the plan's largest
+alignment (1024 bytes for the 128B-swizzled tiles), the TMA loads landing at the planned
+byte offsets of sA and sB, the mbarrier at its planned offset expecting the planned bytes.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("cutlass.cute", reason="CuTe DSL (pip install nvidia-cutlass-dsl)")
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def hopper():
+    print("compiling the CuTe DSL Hopper GEMM tile for sm_90a ...", file=sys.stderr)
+    module = _load("cute_dsl_hopper_gemm")
+    plan, compiled = module.compile_for("sm_90a")
+    return plan, compiled.__ptx__
+
+
+def _added(ptx: str, base: str) -> set[int]:
+    """Constants added to the register holding the dynamic shared memory's base."""
+    return {int(v) for v in re.findall(rf"add\.s32\s+%r\d+, {re.escape(base)}, (\d+);", ptx)}
+
+
+def test_hopper_tile_compiles_for_sm90a_with_the_planned_layout(hopper):
+    plan, ptx = hopper
+    assert ".target sm_90a" in ptx
+    align = max(e.align for e in plan.smem.entries)
+    assert re.search(rf"\.extern \.shared \.align {align} \.b8 \w+\[\];", ptx)
+    assert "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16" in ptx
+    offsets = {e.name: e.offset for e in plan.smem.entries}
+    # the TMA destinations: sA at the base register, sB at base + its planned offset
+    loads = re.findall(r"cp\.async\.bulk\.tensor\.2d\.shared::cta\.global[^\[]*\[(%r\d+)\]", ptx)
+    assert len(loads) == 2
+    base = loads[0]
+    assert offsets["sA"] == 0
+    assert offsets["sB"] in _added(ptx, base)
+    assert re.search(rf"add\.s32\s+{loads[1]}, {re.escape(base)}, {offsets['sB']};", ptx)
+    # the barrier at its planned offset, expecting both tiles' bytes
+    bar = re.search(r"mbarrier\.init\.shared\.b64\s+\[(%r\d+)\]", ptx).group(1)
+    assert re.search(rf"add\.s32\s+{bar}, {re.escape(base)}, {offsets['tma_bar']};", ptx)
+    tile_bytes = plan.entry("sA").length + plan.entry("sB").length
+    assert re.search(rf"mov\.b32\s+%r\d+, {tile_bytes};", ptx)
