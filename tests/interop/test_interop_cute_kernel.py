@@ -60,3 +60,41 @@ def test_hopper_tile_compiles_for_sm90a_with_the_planned_layout(hopper):
     assert re.search(rf"add\.s32\s+{bar}, {re.escape(base)}, {offsets['tma_bar']};", ptx)
     tile_bytes = plan.entry("sA").length + plan.entry("sB").length
     assert re.search(rf"mov\.b32\s+%r\d+, {tile_bytes};", ptx)
+
+
+@pytest.fixture(scope="module")
+def blackwell():
+    print("compiling the CuTe DSL Blackwell GEMM tile for sm_100a ...", file=sys.stderr)
+    module = _load("cute_dsl_blackwell_gemm")
+    plan, compiled = module.compile_for("sm_100a")
+    return plan, compiled.__ptx__
+
+
+def test_blackwell_tile_compiles_for_sm100a_with_the_planned_smem_and_tmem(blackwell):
+    from tilemem.interop.cute import tmem_columns
+
+    plan, ptx = blackwell
+    assert ".target sm_100a" in ptx
+    assert re.search(r"\.extern \.shared \.align 1024 \.b8 \w+\[\];", ptx)
+    offsets = {e.name: e.offset for e in plan.smem.entries}
+    loads = re.findall(r"cp\.async\.bulk\.tensor\.2d\.shared::cta\.global[^\[]*\[(%r\d+)\]", ptx)
+    assert len(loads) == 2
+    base = loads[0]
+    assert re.search(rf"add\.s32\s+{loads[1]}, {re.escape(base)}, {offsets['sB']};", ptx)
+    # tcgen05.alloc of the planned column count into the planned slot
+    cols = tmem_columns(plan)
+    alloc = re.search(
+        r"mov\.b32\s+(%r\d+), (\d+);\s+tcgen05\.alloc\.cta_group::1[^\[]*\[(%r\d+)\]", ptx
+    )
+    assert alloc and int(alloc.group(2)) == cols.alloc_cols == 128
+    slot = offsets["tmem_addr"]
+    assert re.search(rf"add\.s32\s+{alloc.group(3)}, {re.escape(base)}, {slot};", ptx)
+    # the TMEM base read back from the slot, the accumulator at its planned column
+    tmem_base = re.search(
+        rf"ld\.shared\.b32\s+(%r\d+), \[{re.escape(base)}\+{offsets['tmem_addr']}\];", ptx
+    ).group(1)
+    assert cols["acc"] == 32
+    acc = re.search(rf"add\.s32\s+(%r\d+), {tmem_base}, {cols['acc']};", ptx).group(1)
+    mmas = re.findall(r"tcgen05\.mma\.cta_group::1\.kind::f16\S* \[(%r\d+)\]", ptx)
+    assert mmas and set(mmas) == {acc}
+    assert "tcgen05.ld.sync.aligned.32x32b.x64.b32" in ptx
