@@ -98,3 +98,19 @@ def test_blackwell_tile_compiles_for_sm100a_with_the_planned_smem_and_tmem(black
     mmas = re.findall(r"tcgen05\.mma\.cta_group::1\.kind::f16\S* \[(%r\d+)\]", ptx)
     assert mmas and set(mmas) == {acc}
     assert "tcgen05.ld.sync.aligned.32x32b.x64.b32" in ptx
+
+
+def test_fa4_example_columns_equal_fa4s_hand_written_offsets():
+    module = _load("cute_dsl_fa4_plan")
+    plan = module.plan_fa4()
+    from tilemem.interop.cute import tmem_columns
+
+    cols = tmem_columns(plan)
+    # FA4 (flash_attn/cute, Blackwell forward) writes these by hand for head_dim 128:
+    # tmem_s_offset = [0, 128], tmem_o_offset = [256, 384], tmem_p_offset = s + 128 // 2
+    assert dict(cols) == {"S0": 0, "S1": 128, "O0": 256, "O1": 384, "P0": 64, "P1": 192}
+    assert cols.alloc_cols == 512
+    tensors = module.tmem_tensors(plan)
+    # CuTe DSL's own rendering: f32 lanes 65536 apart, bf16 P lanes 131072 (2 per cell)
+    assert "(128,128):(65536,1)" in tensors["S0"]
+    assert "(128,128):(131072,1)" in tensors["P1"]
