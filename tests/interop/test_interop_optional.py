@@ -47,7 +47,7 @@ def test_a_conversion_without_its_library_names_the_package(monkeypatch, module,
     call = {
         "pycute": lambda: pycute.to_pycute(layout),
         "cutlass": lambda: cute.shared_storage(plan),
-        "triton": lambda: gluon.to_gluon(layout),
+        "triton": lambda: gluon.to_gluon(layout, "bfloat16"),
     }[module]
     with pytest.raises(MissingLibraryError, match=f"pip install {package}") as info:
         call()
