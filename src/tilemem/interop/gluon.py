@@ -5,9 +5,12 @@
 - a 2-D MMA tile with a 32/64/128-byte swizzle -> ``NVMMASharedLayout(16 << L, bits)``;
 - any other shared-memory layout that is a bijection onto ``[0, size)`` and linear over
   GF(2) (every swizzle and power-of-two strided tile is) -> ``SharedLinearLayout`` whose
-  ``offset_bases[i]`` is the logical coordinate stored at element offset ``2**i``
-  (staged tiles go this way: Triton's rank-3 NVMMA layout orders stages below K blocks,
-  tilemem puts each stage's whole tile together);
+  ``offset_bases[i]`` is the logical coordinate stored at element offset ``2**i``;
+- a staged tile ``(..., R, K)`` whose stages are whole tiles one after another (every
+  tilemem MMA ring) -> the rank-2 layout of one stage: Gluon allocates
+  ``allocate_shared_memory(dtype, [S, R, K], layout)`` with a layout one rank below the
+  shape as S stacked tiles, and ``.index(s)`` is stage s. (Triton's rank-3 NVMMA layout is
+  not that: it orders the stage bit below the K blocks.)
 - a TMEM accumulator of data path D (128 rows) or F (64 rows) ->
   ``TensorMemoryLayout((rows, cols), col_stride)``, ``col_stride = 32 // bits`` (an f16
   accumulator keeps one value per 32-bit column); a packed 128-row ``lane = row`` layout
@@ -21,14 +24,21 @@ first because a mismatch there aborts the process).
 from __future__ import annotations
 
 import math
+import re
+import tempfile
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..dtype import DataType, as_dtype
-from ..errors import LayoutError
-from ..layout import ComposeLayout, Layout, TileLayout, tmem_datapath_layout
+from ..errors import LayoutError, PlanError
+from ..layout import ComposeLayout, Iter, Layout, TileLayout, tmem_datapath_layout
+from ..plan import MemoryPlan
+from ..plan.model import PlanEntry, PoolPlan
 from ..pool import Buffer
+from ..scopes import SMEM, TMEM
 from . import require
 
 GLUON = "triton.experimental.gluon"
@@ -136,6 +146,8 @@ def to_gluon(buffer: Buffer | Layout, dtype: DataType | str | None = None):
             "expresses accumulators of data paths D (128 rows) and F (64 rows) and packed "
             "128-row lane=row tiles; data paths A/B/C/E/G and scale factors are not among them"
         )
+    if len(layout.shape) > 2:
+        layout = one_stage(layout)
     if (
         isinstance(layout, ComposeLayout)
         and layout.swizzle.swizzle_len
@@ -150,6 +162,31 @@ def to_gluon(buffer: Buffer | Layout, dtype: DataType | str | None = None):
     return ttgl.SharedLinearLayout(
         offset_bases=offset_bases(layout), alignment=_shared_alignment(layout, dtype)
     )
+
+
+def one_stage(layout: Layout) -> Layout:
+    """The 2-D layout of stage 0 of a staged shared-memory layout ``(..., R, K)``, after
+    checking that stage ``i`` is stage 0 moved by ``i * R * K`` elements (whole tiles
+    stacked, the form Gluon gives a rank-3 allocation with a rank-2 layout)."""
+    *lead, rows, cols = layout.shape
+    tile = layout.tile if isinstance(layout, ComposeLayout) else layout
+    if not isinstance(tile, TileLayout) or set(tile.axes) != {"m"}:
+        raise LayoutError(f"layout {layout!r} is not a shared-memory tile")
+    groups = tile.iters_by_dim()
+    inner = TileLayout(groups[-2] + groups[-1] or [Iter(1, 1)], shape=(rows, cols))
+    stage: Layout = (
+        ComposeLayout(layout.swizzle, inner) if isinstance(layout, ComposeLayout) else inner
+    )
+    per = rows * cols
+    stages = math.prod(lead)
+    got = layout.positions()["m"].reshape(stages, per)
+    want = stage.positions()["m"][None, :] + per * np.arange(stages)[:, None]
+    if not np.array_equal(got, want):
+        raise LayoutError(
+            f"layout {layout!r} does not stack {stages} whole {rows}x{cols} tiles one after "
+            "another, which is what Gluon's staged allocations are"
+        )
+    return stage
 
 
 def linear_layout(gluon_layout: Any, shape: tuple[int, ...] | list[int]):
@@ -184,4 +221,271 @@ def linear_layout(gluon_layout: Any, shape: tuple[int, ...] | list[int]):
     return builder.to_linear_layout(gluon_layout._to_ir(builder), shape)
 
 
-__all__ = ["linear_layout", "offset_bases", "to_gluon"]
+# --- plan_of: a compiled Triton / Gluon kernel's memory as a MemoryPlan ------------------
+
+# MLIR element types -> tilemem dtype names
+_MLIR_DTYPES = {
+    "i1": "bool",
+    "i8": "int8",
+    "i16": "int16",
+    "i32": "int32",
+    "i64": "int64",
+    "f16": "float16",
+    "bf16": "bfloat16",
+    "f32": "float32",
+    "f64": "float64",
+    "f8E4M3FN": "float8_e4m3fn",
+    "f8E5M2": "float8_e5m2",
+    "f8E8M0FNU": "float8_e8m0fnu",
+}
+_TARGETS = {80: "sm_80", 86: "sm_86", 89: "sm_89", 90: "sm_90a", 100: "sm_100a", 120: "sm_120"}
+
+_ALLOC_RE = re.compile(
+    r"%(?P<ssa>[\w.$-]+) = (?P<op>ttg\.local_alloc|ttng\.tmem_alloc)(?: %[^{:]*)? "
+    r"\{(?P<attrs>[^}]*)\}[^!]*!ttg\.memdesc<(?P<type>[^,>]+), (?P<enc>#[\w.]+)"
+    r".*?loc\((?P<loc>#loc\d+)\)"
+)
+_SCRATCH_RE = re.compile(
+    r"(?:%(?P<ssa>[\w.$-]+) = )?(?P<op>[\w.]+) [^\n]*?\{(?P<attrs>[^}]*allocation\.size[^}]*)\}"
+    r".*?loc\((?P<loc>#loc\d+)\)"
+)
+_VIEW_RE = re.compile(
+    r"%(?P<ssa>[\w.$-]+) = ttg\.memdesc_reinterpret %(?P<src>[\w.$-]+) : [^\n]*?-> "
+    r"!ttg\.memdesc<(?P<type>[^,>]+), (?P<enc>#[\w.]+)[^\n]*?loc\((?P<loc>#loc\d+)\)"
+)
+_ATTR_RE = re.compile(r"([\w.]+) = (-?\d+) : i\d+")
+_LOC_RE = re.compile(r"^(#loc\d+) = loc\((.*)\)$", re.M)
+
+
+def _attrs(text: str) -> dict[str, int]:
+    return {k: int(v) for k, v in _ATTR_RE.findall(text)}
+
+
+def _source(loc: str, locs: dict[str, str]) -> tuple[str, str]:
+    """(name given in the source, "file:line") of an MLIR location alias."""
+    name, seen = "", set()
+    while loc in locs and loc not in seen:
+        seen.add(loc)
+        body = locs[loc]
+        named = re.match(r'^"([^"]*)"\((#loc\d+)\)$', body)
+        if named:
+            name = name or named.group(1)
+            loc = named.group(2)
+            continue
+        where = re.match(r'^"([^"]*)":(\d+):\d+$', body)
+        if where:
+            return name, f"{where.group(1).rsplit('/', 1)[-1]}:{where.group(2)}"
+        callsite = re.match(r"^callsite\((#loc\d+) at", body)
+        if callsite:
+            loc = callsite.group(1)
+            continue
+        break
+    return name, ""
+
+
+def _allocated_ir(compiled) -> tuple[str, int]:
+    """The kernel's TTGIR after Triton's own shared and tensor memory allocation passes
+    (the passes ``make_llir`` runs first), and the target's compute capability."""
+    try:
+        from triton._C.libtriton import ir, nvidia, passes
+    except ImportError as exc:
+        raise PlanError(f"this Triton has no NVIDIA backend passes ({exc})") from None
+    metadata = compiled.metadata
+    target = getattr(metadata, "target", None)
+    capability = int(getattr(target, "arch", 0) or 0)
+    if getattr(target, "backend", "cuda") != "cuda" or not capability:
+        raise PlanError(f"plan_of reads NVIDIA kernels; this one targets {target}")
+    ttgir = compiled.asm.get("ttgir") if hasattr(compiled, "asm") else None
+    if not ttgir:
+        raise PlanError("the compiled kernel carries no TTGIR (compiled.asm['ttgir'])")
+    context = ir.context()
+    ir.load_dialects(context)
+    nvidia.load_dialects(context)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "kernel.ttgir"
+        path.write_text(ttgir)
+        module = ir.parse_mlir_module(str(path), context)
+    module.context = context
+    pm = ir.pass_manager(context)
+    passes.ttgpuir.add_combine_tensor_select_and_if(pm)
+    passes.ttgpuir.add_allocate_warp_groups(pm, False)
+    passes.convert.add_scf_to_cf(pm)
+    passes.gluon.add_inliner(pm)
+    ptx_version = getattr(metadata, "ptx_version", None) or 88
+    nvidia.passes.ttgpuir.add_allocate_shared_memory_nv(pm, capability, ptx_version)
+    nvidia.passes.ttnvgpuir.add_allocate_tensor_memory(pm)
+    pm.run(module, "tilemem.plan_of")
+    return str(module), capability
+
+
+def _encodings(text: str) -> dict[str, str]:
+    return dict(re.findall(r"^(#[\w.]+) = (#[^\n]+)$", text, re.M))
+
+
+def _memdesc(type_text: str) -> tuple[tuple[int, ...], str]:
+    *dims, elem = type_text.split("x")
+    return tuple(int(d) for d in dims), elem
+
+
+def _tmem_cols(shape: tuple[int, ...], bits: int, encoding: str) -> tuple[int, tuple]:
+    """32-bit columns and lane runs of a TMEM allocation (blockM 128: every lane; 64: the
+    lower 16 lanes of each warp's quarter, PTX ISA data path layout F)."""
+    fields = _attrs(encoding.replace("<", "<{").replace(">", "}>").replace(",", " : i32,"))
+    col_stride = fields.get("colStride", 1)
+    block_m = fields.get("blockM", 128)
+    *lead, rows, cols = shape
+    per_tile = -(-cols * col_stride * bits // 32)
+    columns = per_tile * max(1, -(-rows // 128)) * math.prod(lead)
+    lanes = ((0, 128),) if block_m == 128 else tuple((32 * q, 32 * q + 16) for q in range(4))
+    return columns, lanes
+
+
+def plan_of(compiled, *, name: str | None = None) -> MemoryPlan:
+    """The shared and tensor memory of a compiled Triton or Gluon kernel as a MemoryPlan.
+
+    Reads the kernel's TTGIR after Triton's own allocation passes: each ``local_alloc``
+    (its source name and line, shape, dtype, layout, ``allocation.offset``), the scratch
+    buffers Triton adds (layout conversions, reductions: ``allocation.size``), and each
+    ``tmem_alloc`` (``tensor_memory_col_offset``). Totals are the module's ``ttg.shared``
+    and ``ttg.tensor_memory_size``, which equal ``metadata.shared`` and ``tmem_size``.
+
+    A ``memdesc_reinterpret`` of an allocation (P written over S) is a view with
+    ``alias_of`` its buffer. Triton's liveness is not in the IR: buffers Triton placed on
+    common bytes are taken to be live at different times (Triton's allocator proved it) and
+    are recorded as overlaps, without phases.
+    """
+    _language()
+    text, capability = _allocated_ir(compiled)
+    locs = dict(_LOC_RE.findall(text))
+    encodings = _encodings(text)
+    module_attrs = _attrs(text[text.find("module attributes") :].split("\n", 1)[0])
+    smem: list[PlanEntry] = []
+    tmem: list[PlanEntry] = []
+    for m in _ALLOC_RE.finditer(text):
+        attrs = _attrs(m.group("attrs"))
+        shape, elem = _memdesc(m.group("type"))
+        dtype = as_dtype(_MLIR_DTYPES.get(elem, "uint8"))
+        src_name, line = _source(m.group("loc"), locs)
+        label = encodings.get(m.group("enc"), m.group("enc"))
+        label = re.sub(r"^#\w+\.", "", label)
+        label = f"{label} @ {line}" if line else label
+        buf_name = src_name or m.group("ssa")
+        if m.group("op") == "ttg.local_alloc":
+            if "allocation.offset" not in attrs:
+                continue
+            swz = re.search(r"swizzlingByteWidth = (\d+)", label)
+            width = int(swz.group(1)) if swz else 0
+            smem.append(
+                PlanEntry(
+                    name=buf_name,
+                    scope=SMEM,
+                    offset=attrs["allocation.offset"],
+                    length=-(-math.prod(shape) * dtype.bits // 8),
+                    align=8 * width if width else 16,
+                    padding=0,
+                    dtype=dtype.name,
+                    shape=shape,
+                    layout=label,
+                    swizzle={0: 0, 32: 1, 64: 2, 128: 3}.get(width, 0),
+                )
+            )
+        else:
+            cols, lanes = _tmem_cols(shape, dtype.bits, label)
+            tmem.append(
+                PlanEntry(
+                    name=buf_name,
+                    scope=TMEM,
+                    offset=attrs.get("tensor_memory_col_offset", 0),
+                    length=cols,
+                    align=1,
+                    padding=0,
+                    dtype=dtype.name,
+                    shape=shape,
+                    layout=label,
+                    lanes=lanes,
+                )
+            )
+    by_ssa = {e.name: e for e in smem + tmem}
+    ssa_names = {
+        m.group("ssa"): _source(m.group("loc"), locs)[0] or m.group("ssa")
+        for m in _ALLOC_RE.finditer(text)
+    }
+    for m in _VIEW_RE.finditer(text):  # a buffer read as another type: P over S
+        base = by_ssa.get(ssa_names.get(m.group("src"), m.group("src")))
+        if base is None:
+            continue
+        shape, elem = _memdesc(m.group("type"))
+        dtype = as_dtype(_MLIR_DTYPES.get(elem, "uint8"))
+        src_name, line = _source(m.group("loc"), locs)
+        label = re.sub(r"^#\w+\.", "", encodings.get(m.group("enc"), m.group("enc")))
+        label = f"view of {base.name}: {label}" + (f" @ {line}" if line else "")
+        if base.scope == TMEM:
+            length, lanes = _tmem_cols(shape, dtype.bits, label)
+        else:
+            length, lanes = -(-math.prod(shape) * dtype.bits // 8), ()
+        view = replace(
+            base,
+            name=src_name or m.group("ssa"),
+            length=length,
+            dtype=dtype.name,
+            shape=shape,
+            layout=label,
+            lanes=lanes or base.lanes,
+            alias_of=base.name,
+        )
+        (tmem if base.scope == TMEM else smem).append(view)
+    for m in _SCRATCH_RE.finditer(text):
+        if m.group("op") == "ttg.local_alloc":
+            continue
+        attrs = _attrs(m.group("attrs"))
+        if "allocation.offset" not in attrs:
+            continue
+        _, line = _source(m.group("loc"), locs)
+        smem.append(
+            PlanEntry(
+                name=f"scratch:{m.group('op').split('.')[-1]}" + (f"@{line}" if line else ""),
+                scope=SMEM,
+                offset=attrs["allocation.offset"],
+                length=attrs["allocation.size"],
+                align=16,
+                padding=0,
+                dtype="uint8",
+                shape=(attrs["allocation.size"],),
+                layout="Triton scratch" + (f" @ {line}" if line else ""),
+            )
+        )
+    shared = module_attrs.get("ttg.shared", max((e.end for e in smem), default=0))
+    pools = [_pool(name or "smem", SMEM, "bytes", smem, shared, shared)]
+    tmem_size = module_attrs.get("ttg.tensor_memory_size", 0)
+    if tmem or tmem_size:
+        alloc = max(32, 1 << (max(tmem_size, 1) - 1).bit_length())
+        pools.append(_pool("tmem", TMEM, "cols", tmem, tmem_size, alloc))
+    threads = module_attrs.get("ttg.total-num-warps", module_attrs.get("ttg.num-warps", 0))
+    return MemoryPlan(
+        tuple(pools),
+        target=_TARGETS.get(capability),
+        threads=32 * threads if threads else None,
+    )
+
+
+def _pool(name: str, scope: str, unit: str, entries, high_water: int, committed: int):
+    entries = sorted(entries, key=lambda e: (e.offset, e.name))
+
+    def overlaps(e):
+        return tuple(
+            o.name
+            for o in entries
+            if o is not e and o.offset < e.end and e.offset < o.end and _share_lanes(o, e)
+        )
+
+    entries = [replace(e, overlaps=overlaps(e)) for e in entries]
+    return PoolPlan(name, scope, unit, tuple(entries), high_water, committed)
+
+
+def _share_lanes(a, b) -> bool:
+    if not a.lanes or not b.lanes:
+        return True
+    return any(x0 < y1 and y0 < x1 for x0, x1 in a.lanes for y0, y1 in b.lanes)
+
+
+__all__ = ["linear_layout", "offset_bases", "one_stage", "plan_of", "to_gluon"]
