@@ -292,7 +292,7 @@ def test_field_of_a_type_json_cannot_hold_is_a_model_bug():
 
 @pytest.mark.parametrize("swizzle", [4, 7])
 def test_from_dict_refuses_a_swizzle_that_is_no_swizzle_mode(swizzle):
-    # SwizzleMode values are L = 0..3 (none, 32B, 64B, 128B; HARDWARE.md "Swizzle modes"):
+    # SwizzleMode values are L = 0..3 (none, 32B, 64B, 128B; docs/HARDWARE-RULES.md#swizzle-modes):
     # a hand-edited 4 would make the C++ header claim 256-byte swizzle rows
     data = small_plan().to_dict()
     data["pools"][0]["entries"][0]["swizzle"] = swizzle

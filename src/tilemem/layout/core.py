@@ -501,7 +501,7 @@ class SwizzleLayout(Layout):
     result = (c << pe) | (x & ((1 << pe) - 1))``.
     It permutes offsets only within blocks of ``2 ** (pe + L + a)`` elements
     (its ``period``). On byte addresses with 16-byte chunks this is
-    ``Swizzle<L, 4, a>`` of HARDWARE.md.
+    ``Swizzle<L, 4, a>`` of docs/HARDWARE-RULES.md.
     """
 
     per_element: int

@@ -21,7 +21,8 @@ from ..version import __version__
 from .target import get_target
 
 if TYPE_CHECKING:
-    from .model import MemoryPlan, PlanEntry, PoolPlan, StageViews
+    from .data import PlanData as MemoryPlan
+    from .data import PlanEntry, PoolPlan, StageViews
 
 SWIZZLE_ATOM_ROWS = 8  # a swizzle atom: 8 rows of 16 << L bytes (PTX ISA, shared memory layouts)
 _POOL_CONSTANTS = frozenset(

@@ -103,7 +103,8 @@ def check_tmem_residency(
     cooperative: bool,
     lowest_threads: int = 32,
 ) -> None:
-    """SPEC section 5: the TMEM residency rule over every TMEM pool ``(name, total_cols)`` of a CTA.
+    """The TMEM residency rule over every TMEM pool ``(name, total_cols)`` of a CTA
+    (docs/DESIGN.md#capacity-and-residency).
 
     - The pools of one CTA together must fit the 512 columns: after the first
       allocation takes its columns a second ``tcgen05.alloc`` could never succeed

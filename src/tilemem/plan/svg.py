@@ -73,7 +73,7 @@ from ..scopes import TMEM
 from .target import get_target
 
 if TYPE_CHECKING:
-    from .model import MemoryPlan, PlanEntry, PoolPlan
+    from .data import PlanData, PlanEntry, PoolPlan
 
 WIDTH = 960
 MARGIN = 10  # canvas edge to the headings, and below the last line
@@ -229,7 +229,7 @@ def _axis(
         canvas.text(x, bottom + 12, label(tick), size=SMALL, anchor="middle", fill="#666666")
 
 
-def _smem(canvas: _Canvas, plan: MemoryPlan, pool: PoolPlan) -> None:
+def _smem(canvas: _Canvas, plan: PlanData, pool: PoolPlan) -> None:
     capacity = get_target(plan.target).max_smem_per_block if plan.target else None
     extent = max(pool.used, capacity or 1)
     scale = PLOT / extent
@@ -403,7 +403,7 @@ def _tmem(canvas: _Canvas, pool: PoolPlan) -> None:
     _legend(canvas, pool)
 
 
-def plan_svg(plan: MemoryPlan, title: str | None = None) -> str:
+def plan_svg(plan: PlanData, title: str | None = None) -> str:
     """The plan as an SVG document (see the module docstring)."""
     canvas = _Canvas(title)
     for pool in plan.pools:

@@ -104,7 +104,8 @@ class BumpPool:
         return name
 
     def _move(self, position: int) -> None:
-        """Set the cursor; like TIRx, a move beyond the high-water mark raises it (SPEC 3)."""
+        """Set the cursor; like TIRx, a move beyond the high-water mark raises it
+        (docs/DESIGN.md#smem-pools)."""
         self._moves.append((self._cursor, position))
         self._cursor = position
         self._high_water = max(self._high_water, position)

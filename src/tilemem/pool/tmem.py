@@ -1,7 +1,8 @@
-"""TMEMPool and TMEMStages: tensor-memory columns and pipeline-stage views (SPEC section 4).
+"""TMEMPool and TMEMStages: tensor-memory columns and pipeline-stage views
+(docs/DESIGN.md#tmem-pools).
 
 Tensor memory is 128 lanes x 512 columns of 32-bit cells per CTA
-(HARDWARE.md). ``tcgen05.alloc`` grants a power of two of columns in
+(docs/HARDWARE-RULES.md). ``tcgen05.alloc`` grants a power of two of columns in
 [32, 512] and writes the base address to a shared-memory slot; every TMEM
 address is ``base + (lane << 16) + column``.
 """
@@ -71,8 +72,8 @@ def column_footprint(layout: Layout, bits: int) -> int:
 class TMEMPool(LifetimePool, BumpPool):
     """Bump allocator over TMEM columns; owns the alloc/dealloc protocol of one CTA.
 
-    ``phases`` (default: the SMEM pool's) makes it a lifetime pool (SPEC section 8): buffers
-    live together never share a (lane, column) cell; buffers on disjoint lanes may share
+    ``phases`` (default: the SMEM pool's) makes it a lifetime pool (docs/DESIGN.md#lifetimes):
+    buffers live together never share a (lane, column) cell; buffers on disjoint lanes may share
     columns.
     """
 
