@@ -288,8 +288,8 @@ def test_cta_group_must_be_the_int_1_or_2(cta_group):
     ("first", "want"),
     [
         (None, ("tmem", "tmem1")),
-        ("tmem1", ("tmem1", "tmem")),  # the default skips a taken name
-        ("acc", ("acc", "tmem")),
+        ("tmem1", ("tmem1", "tmem2")),  # the default (tmem + number of pools) skips taken
+        ("acc", ("acc", "tmem1")),
     ],
 )
 def test_default_tmem_pool_names_are_distinct(first, want):
@@ -302,12 +302,12 @@ def test_default_tmem_pool_names_are_distinct(first, want):
 def test_a_third_default_tmem_pool_after_a_named_one():
     smem = SMEMPool(target="sm_100a")
     names = [TMEMPool(smem, 128, name=n).name for n in ("tmem2", None, None)]
-    assert names == ["tmem2", "tmem", "tmem1"]
+    assert names == ["tmem2", "tmem1", "tmem3"]
 
 
 def test_a_taken_tmem_pool_name_is_refused():
     smem = SMEMPool(target="sm_100a")
     TMEMPool(smem, 128, name="acc")
-    with pytest.raises(AllocationError, match=r"already has a TMEM pool named 'acc'"):
+    with pytest.raises(AllocationError, match=r"TMEM pool name 'acc' is taken in this CTA"):
         TMEMPool(smem, 128, name="acc")
     assert len(smem.tmem_pools) == 1
