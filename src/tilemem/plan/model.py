@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass, replace
+from typing import Any
 
+from ..errors import PlanFileError, TargetError
 from .advice import advise_padding
+from .check import check_plan
 from .cpp_header import cpp_header
 from .data import (
     LayoutKind,
@@ -39,6 +42,16 @@ __all__ = [
 class MemoryPlan(PlanData):
     """The SMEM pool of a thread block and the TMEM pools whose slots it holds: the data of
     :class:`~tilemem.plan.data.PlanData` with its report, picture, header and advice."""
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MemoryPlan:
+        """The plan ``to_dict`` wrote, and one tilemem could have made: PlanFileError naming
+        the rule and the path otherwise (see :mod:`tilemem.plan.check`)."""
+        try:
+            plan = super().from_dict(data)
+        except TargetError as exc:  # with_threads looks the target up
+            raise PlanFileError(f"plan.target: {exc}") from None
+        return check_plan(plan)
 
     def with_advice(self) -> MemoryPlan:
         """This plan with padding advice for its SMEM pool (an order that loses fewer bytes)."""
