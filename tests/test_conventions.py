@@ -285,3 +285,24 @@ def test_the_cute_oracle_build_says_what_where_and_how_long(tmp_path, monkeypatc
     cute._ANNOUNCED.discard(exe)
     cute.build()
     assert said[2] == f"CuTe oracle: using the cached build {exe}"
+
+
+MD_LINK = re.compile(r"\]\(([^)\s#]*)(?:#([^)\s]+))?\)")
+
+
+def test_markdown_links_resolve():
+    """Links of README.md and docs/*.md point at files (and headings) that exist."""
+    missing = []
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for number, line in enumerate(doc.read_text().splitlines(), 1):
+            for match in MD_LINK.finditer(line):
+                target, anchor = match.group(1), match.group(2)
+                if target.startswith(("http://", "https://", "mailto:")):
+                    continue
+                path = (doc.parent / target) if target else doc
+                where = f"{doc.relative_to(ROOT)}:{number}: {match.group(0)}"
+                if not path.exists():
+                    missing.append(where + " (no such file)")
+                elif anchor and path.suffix == ".md" and anchor not in _anchors(path):
+                    missing.append(where + " (no such heading)")
+    assert not missing, "unresolved links:\n" + "\n".join(missing)
