@@ -383,6 +383,13 @@ CASES = [
         ["[10, 10)"],
     ),
     (
+        "stage-view-over-a-bad-name",
+        "blackwell",
+        lambda d: pool(d, 1)["stages"][0].update(buffer="a-b"),
+        "plan.pools[1].stages",
+        ["'a-b' is not an identifier"],
+    ),
+    (
         "no-stages",
         "blackwell",
         lambda d: pool(d, 1)["stages"][0].update(spans=[]),

@@ -146,7 +146,11 @@ def _check_names(plan: PlanData) -> None:
                 )
             buffers[e.name] = path
     for i, pool in enumerate(plan.pools):
-        for k, stem in enumerate(stage_names(pool)):
+        try:
+            stems = stage_names(pool)
+        except PlanFileError as exc:  # a stage view over a name no header can spell
+            raise _fail(f"plan.pools[{i}].stages", str(exc)) from None
+        for k, stem in enumerate(stems):
             if stem in buffers:
                 raise _fail(
                     buffers[stem],
