@@ -345,3 +345,22 @@ def test_python_dash_m_tilemem_is_tilemem():
     assert (version.returncode, version.stdout) == (0, f"tilemem {__version__}\n")
     listing = _tilemem("plan", "--list")
     assert listing.returncode == 0 and listing.stdout.split("\n")[0].startswith("hopper-gemm ")
+
+
+def test_bad_plan_files_in_real_processes(tmp_path):
+    """A few of the bad files above through `python -m tilemem`, in one shell: each a
+    one-line message on standard error with file and line, status 1, no traceback."""
+    files = []
+    for n, (text, expected) in enumerate(BAD_FILES[:6]):
+        path = tmp_path / f"bad{n}.toml"
+        path.write_text(text)
+        files.append((path, expected))
+    script = "".join(
+        f"'{sys.executable}' -m tilemem plan '{path}' 2>'{path}.err' >/dev/zero; echo $?\n"
+        for path, _ in files
+    )
+    out = subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=False)
+    assert out.stdout.split() == ["1"] * len(files)
+    for path, expected in files:
+        err = Path(f"{path}.err").read_text()
+        assert err.startswith(f"tilemem: {path}:{expected}") and err.count("\n") == 1, err

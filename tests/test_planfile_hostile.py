@@ -653,3 +653,50 @@ def test_every_error_is_a_tilemem_error_with_the_file():
     for text in ("[smem\n", "tmem = [1]\n", "threads = 0\n", 'target = "x"\n'):
         with pytest.raises(TilememError, match=r"^k\.toml:\d+: "):
             parse_plan_file(text, "k.toml")
+
+
+# -- the plan's name names the header's namespace; its summary is a one-line title ----------
+
+NAMES = [
+    ("my plan", "is not an identifier"),
+    ("é", "is not an identifier"),
+    ("a::b", "is not an identifier"),
+    ("1st", "is not an identifier"),
+    ("bitand", "is a C++ or Python keyword"),
+    ("not_eq", "is a C++ or Python keyword"),
+    ("NULL", "is a macro of the C, C++ or CUDA headers"),
+    ("x__y", "is reserved"),
+    ("", "is not an identifier"),
+]
+
+
+@pytest.mark.parametrize("name,words", NAMES)
+def test_plan_name_that_cannot_name_the_header_namespace(name, words):
+    message = refused(f'target = "sm_90a"\nname = {name!r}\n')
+    assert message.startswith(f"k.toml:2: name {name!r} ") and words in message
+
+
+@pytest.mark.parametrize("summary", ["", "two\nlines", "tab\there", "x" * 1001])
+def test_summary_must_be_one_printable_line(summary):
+    text = f'target = "sm_90a"\nsummary = {json_string(summary)}\n'
+    message = refused(text)
+    assert message.startswith("k.toml:2: summary must be one line of 1 to 1000 printable")
+
+
+def json_string(s: str) -> str:
+    import json
+
+    return json.dumps(s)  # a TOML basic string
+
+
+def test_name_with_a_dash_and_the_file_stem(tmp_path):
+    path = tmp_path / "my plan.toml"  # a stem that cannot name a namespace: the name is 'plan'
+    path.write_text(
+        'target = "sm_90a"\n[[smem.buffers]]\nname = "A"\nshape = [4]\ndtype = "uint64"\n'
+    )
+    assert load_plan(path).name == "plan"
+    path = tmp_path / "tile-plan.toml"
+    path.write_text('target = "sm_90a"\nname = "gemm-v2"\nsummary = "a GEMM"\n')
+    plan = load_plan(path)
+    assert (plan.name, plan.summary) == ("gemm-v2", "a GEMM")
+    assert "namespace gemm_v2 {" in plan.to_cpp_header(namespace="gemm_v2")

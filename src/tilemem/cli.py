@@ -138,7 +138,9 @@ def _title(plan: MemoryPlan) -> tuple[str, str]:
 
 
 def _header(plan: MemoryPlan) -> str:
-    return plan.to_cpp_header(namespace=_title(plan)[0].replace("-", "_"))
+    from .planfile import header_namespace
+
+    return plan.to_cpp_header(namespace=header_namespace(_title(plan)[0]))
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:

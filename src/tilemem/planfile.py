@@ -37,6 +37,7 @@ from .examples import Example
 from .plan import MemoryPlan, get_target, plan_from_json_text
 from .plan.check import MAX_TEXT
 from .pool import Buffer, SMEMPool, TMEMPool, TMEMStages
+from .validate import check_name
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -430,10 +431,19 @@ class _Builder:
         self.call(where, view, pool.stages, buf, **self.resolve(args, where))
 
 
+def header_namespace(name: str) -> str:
+    """The C++ header namespace of a plan named ``name`` (``-`` read as ``_``)."""
+    return name.replace("-", "_")
+
+
 def _stem(source: str) -> str:
-    """A plan's default name: its file's stem where that is a usable title."""
+    """A plan's default name: its file's stem where that can name the header's namespace."""
     stem = Path(source).stem
-    return stem if stem and stem.isprintable() and len(stem) <= MAX_TEXT else "plan"
+    try:
+        check_name(header_namespace(stem), error=PlanFileError)
+    except PlanFileError:
+        return "plan"
+    return stem
 
 
 def _check_top(data: dict[str, Any], lines: _Lines, source: str) -> None:
@@ -447,13 +457,17 @@ def _check_top(data: dict[str, Any], lines: _Lines, source: str) -> None:
                 f"{source}:{lines.key(1, key)}: {key} must be "
                 f"{'an integer' if kind is int else 'a string'}, got {_type_name(value)} {value!r}"
             )
-    for key in ("name", "summary"):  # titles of the report and the picture: one line
-        value = data.get(key)
-        if value is not None and (not value or len(value) > MAX_TEXT or not value.isprintable()):
-            raise PlanFileError(
-                f"{source}:{lines.key(1, key)}: {key} must be one line of 1 to {MAX_TEXT} "
-                f"printable characters, got {value[:80]!r}"
-            )
+    summary = data.get("summary")  # the report's and the picture's title: one line
+    if summary is not None and (
+        not summary or len(summary) > MAX_TEXT or not summary.isprintable()
+    ):
+        raise PlanFileError(
+            f"{source}:{lines.key(1, 'summary')}: summary must be one line of 1 to {MAX_TEXT} "
+            f"printable characters, got {summary[:80]!r}"
+        )
+    if "name" in data:  # the C++ header's namespace: refused now, not when the header is written
+        what = f"{source}:{lines.key(1, 'name')}: name"
+        check_name(header_namespace(data["name"]), what, error=PlanFileError)
     schema = data.get("schema", PLAN_FILE_SCHEMA)
     if schema != PLAN_FILE_SCHEMA:
         raise PlanFileError(
