@@ -12,9 +12,12 @@ from tilemem import SMEMPool, TMEMPool
 from tilemem.errors import (
     AllocationError,
     DTypeError,
+    LayoutError,
     PlanFileError,
     SwizzleError,
+    TargetError,
     TilememError,
+    TMEMOverflowError,
 )
 from tilemem.planfile import load_plan, parse_plan_file
 
@@ -535,14 +538,8 @@ def test_top_level_threads_reach_the_tmem_residency_check():
 
 
 def test_bad_target_points_at_the_target_line():
-    message = refused(set_line(BASE, 1, 'target = "sm_99"'), cls=type(_target_error()))
+    message = refused(set_line(BASE, 1, 'target = "sm_99"'), TargetError)
     assert message.startswith("k.toml:1: unknown target 'sm_99'")
-
-
-def _target_error():
-    from tilemem.errors import TargetError
-
-    return TargetError()
 
 
 # -- pool errors: class kept, the key they name ----------------------------------------------
@@ -557,7 +554,23 @@ POOL_ERRORS = [
     (LINE["A.live"], 'live = "drain"', AllocationError, ["unknown phases ['drain']"]),
     (LINE["A.name"], "name = 5", AllocationError, ["buffer name must be a string, got 5"]),
     (LINE["A.shape"], "shape = [2, 128, 32]", SwizzleError, ["64-byte rows"]),
+    # keys the message spells in words, or whose value it refuses ("got uint64")
+    (LINE["A.swizzle_mode"], 'swizzle_mode = "96B"', LayoutError, ["unknown swizzle mode '96B'"]),
+    (LINE["acc.datapath"], 'datapath = "Z"', LayoutError, ["unknown TMEM data path 'Z'"]),
+    (LINE["acc.dtype"], 'dtype = "uint64"', LayoutError, ["MMA accumulators", "got uint64"]),
 ]
+
+
+def test_an_error_naming_no_key_points_at_its_table():
+    # acc's 256 columns overflow total_cols = 64: no key of acc's table is at fault alone
+    message = refused(set_line(BASE, LINE["t.total_cols"], "total_cols = 64"), TMEMOverflowError)
+    assert message.startswith("k.toml:23: [[tmem.buffers]] #1 of 't' 'acc': TMEM overflow")
+    assert "total_cols is 64" in message
+
+
+def test_tmem_on_a_target_without_it_points_at_the_tmem_pool():
+    message = refused(set_line(BASE, 1, 'target = "sm_90a"'), TargetError)
+    assert message.startswith("k.toml:18: [[tmem]] #1: TMEM pool 't': sm_90a has no tensor memory")
 
 
 @pytest.mark.parametrize("line,text,cls,words", POOL_ERRORS)

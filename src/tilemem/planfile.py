@@ -58,6 +58,7 @@ _FILE_KEYS = {"kind", "move_base_to", "slot_of"}  # item keys of the file, not o
 _SMEM_KINDS: dict[str, Callable[..., Any]] = {"alloc": SMEMPool.alloc, "mma": SMEMPool.alloc_mma}
 _TMEM_KINDS: dict[str, Callable[..., Any]] = {"alloc": TMEMPool.alloc, "sf": TMEMPool.alloc_sf}
 _BUFFER_REFERENCES = {"alias_of", "tmem_addr"}  # keys whose string value names a buffer
+_KEY_WORDS = {"datapath": ("data path",)}  # keys as error messages spell them
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-]+)\s*\]\]?")
 _BOMS = (  # UTF-32 first: its little-endian mark starts with UTF-16's
     (codecs.BOM_UTF32_LE, "UTF-32"),
@@ -138,12 +139,23 @@ class _Lines:
                 return n + 1
         return start
 
-    def mentioned(self, start: int, keys: Any, message: str) -> int:
-        """Line of the key of a table that an error message names first (else ``start``)."""
+    def mentioned(self, start: int, keys: Mapping[str, Any], message: str) -> int:
+        """Line of the key of a table that an error message names first, as written or in
+        words (``swizzle mode``, ``data path``); else ``start``."""
         found = []
         for key in keys:
-            if isinstance(key, str) and (m := re.search(rf"\b{re.escape(key)}\b", message)):
-                found.append((m.start(), key))
+            if not isinstance(key, str):
+                continue
+            for spelling in (key, key.replace("_", " "), *_KEY_WORDS.get(key, ())):
+                if m := re.search(rf"\b{re.escape(spelling)}\b", message):
+                    found.append((m.start(), key))
+        if not found:  # no key named: the key whose value the message refuses ("got x", 'x');
+            for key, value in keys.items():  # names aside, quoted to say which buffer or pool
+                if key == "name" or not isinstance(value, str):
+                    continue
+                for quoted in (f"got {value}", repr(value)):
+                    if quoted in message:
+                        found.append((message.index(quoted), key))
         return self.key(start, min(found)[1]) if found else start
 
 
@@ -325,7 +337,7 @@ class _Builder:
         self.call(where.at(self.lines.key(where.line, "commit")), {}, smem.commit, commit_size)
         for index, pool in self.tmem.items():
             where = self.where(self.lines.item("tmem", index), f"[[tmem]] {pool.name!r}")
-            self.call(where, {}, pool.commit)
+            self.call(where, self.tmem_tables()[index], pool.commit)  # e.g. total_cols too few
         return smem
 
     def tmem_tables(self) -> list[dict[str, Any]]:
