@@ -30,6 +30,7 @@ LAYERS = {
     "pool": 3,
     "ir": 4,
     "cuda": 5,
+    "interop": 5,
     "lang": 6,
     "kernels": 6,
     "gemm": 6,

@@ -7,6 +7,7 @@ re-exported here.
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -73,3 +74,34 @@ class MemoryPlan(PlanData):
 
     def __str__(self) -> str:
         return self.format()
+
+    def __repr__(self) -> str:
+        """One line: the target, the threads when known, and each pool's committed size
+        (or high-water mark before commit) and buffer count; ``str()`` gives the report."""
+        pools = "; ".join(_pool_summary(p) for p in self.pools)
+        threads = f", {self.threads} threads" if self.threads is not None else ""
+        return f"<MemoryPlan {self.target or 'no target'}{threads}: {pools}>"
+
+    def _repr_svg_(self) -> str:
+        """Jupyter shows a plan as its picture."""
+        return self.to_svg()
+
+    def _repr_html_(self) -> str:
+        """Jupyter's rich form: the picture, and the text report folded under it."""
+        svg = self.to_svg()
+        svg = svg[svg.index("<svg") :]  # no XML declaration inside HTML
+        return (
+            f"<div>{svg}<details><summary>report</summary>"
+            f"<pre>{html.escape(self.format())}</pre></details></div>"
+        )
+
+
+def _pool_summary(pool: PoolPlan) -> str:
+    unit = "bytes" if pool.unit == "bytes" else "columns"
+    size = (
+        f"{pool.committed:,} {unit}"
+        if pool.committed is not None
+        else f"uncommitted, {pool.high_water:,} {unit} so far"
+    )
+    count = len(pool.entries)
+    return f"{pool.name} {size}, {count} buffer{'s' if count != 1 else ''}"

@@ -37,6 +37,11 @@ def lane_runs(layout: Layout) -> tuple[tuple[int, int], ...]:
     return tuple((lo, hi) for lo, hi in runs)
 
 
+def buffer_count(buffers) -> str:
+    """``"1 buffer"``, ``"3 buffers"``: for the pools' reprs."""
+    return f"{len(buffers)} buffer{'s' if len(buffers) != 1 else ''}"
+
+
 class BumpPool:
     """A bump allocator's state. Positions are bytes (SMEM) or 32-bit columns (TMEM).
 

@@ -23,7 +23,7 @@ from ..plan.lifetimes import Packing
 from ..plan.model import LayoutKind, PoolPlan, StageViews, TMEMAllocation
 from ..plan.occupancy import check_tmem_per_cta
 from ..validate import check_int, check_name, check_shape, is_int
-from .base import BumpPool, lane_set
+from .base import BumpPool, buffer_count, lane_set
 from .buffer import SMEM, TMEM, Buffer
 from .lifetimes import Lifetime, LifetimePool, check_phases
 from .smem import SMEMPool, describe_layout
@@ -405,6 +405,22 @@ class TMEMPool(LifetimePool, BumpPool):
             self.emitter.tmem_dealloc(self)
 
     # -- plan --------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        state = (
+            f"committed {self.total_cols} columns"
+            if self._committed
+            else f"uncommitted, {self._high_water} columns so far"
+        )
+        target = self.smem_pool.target.name if self.smem_pool.target else "no target"
+        return f"<TMEMPool {self.name!r} {target}: {state}, {buffer_count(self._buffers)}>"
+
+    def _repr_svg_(self) -> str:
+        """Jupyter shows the CTA's plan (its SMEM pool and every TMEM pool) as a picture."""
+        return self.smem_pool.plan()._repr_svg_()
+
+    def _repr_html_(self) -> str:
+        return self.smem_pool.plan()._repr_html_()
+
     def pool_plan(self) -> PoolPlan:
         offsets = self._plan_offsets()
         entries = self._with_lifetimes(
