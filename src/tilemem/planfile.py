@@ -458,6 +458,11 @@ def _stem(source: str) -> str:
     return stem
 
 
+def _default_summary(source: str) -> str:
+    said = f"plan file {source}"
+    return said if said.isprintable() and len(said) <= MAX_TEXT else "plan file"
+
+
 def _check_top(data: dict[str, Any], lines: _Lines, source: str) -> None:
     """The top-level keys: known, of their types, ``smem`` a table, ``tmem`` [[tmem]] tables."""
     top = _Where(source, 1, "top level")
@@ -531,7 +536,7 @@ def _replay(text: str, source: str) -> tuple[Example, SMEMPool]:
         name=data.get("name", _stem(source)),
         target=data.get("target") or "",
         threads=threads or 0,
-        summary=data.get("summary", f"plan file {source}"),
+        summary=data.get("summary", _default_summary(source)),
         build=lambda: _Builder(data, lines, threads).build(),
     )
     return example, smem
