@@ -106,7 +106,7 @@ from .packing import bump_total
 ALL_LANES = -1  # lane mask of an item without lanes: conflicts on every lane
 NODE_LIMIT = 50_000  # search nodes before the best placement found so far is returned
 NODE_COST = 128  # items x (cliques + 1) up to which a node costs one node of the budget
-CLIQUE_LIMIT = 20_000  # Bron-Kerbosch steps before the cliques found so far are used
+CLIQUE_LIMIT = 2_000  # Bron-Kerbosch steps before the cliques found so far are used
 
 
 @dataclass(frozen=True)
@@ -269,7 +269,8 @@ class _Instance:
 
         Cells with the same roots form one class (the heights of such cells are always
         equal), so the count is bounded by the distinct member sets, not by the number of
-        phases. Built from the items' own live sets, so linear in the input.
+        phases: the phases are split into parts no root's live set cuts (bit operations on
+        the phase masks), and each part gives one row of classes.
         """
         masks = {self.pack_lanes[r] for r in self.roots}
         groups = {ALL_LANES}
@@ -281,41 +282,19 @@ class _Instance:
             _bit_mask(r for r in self.roots if self.pack_lanes[r] & group)
             for group in sorted(groups)
         ]
-        everywhere = 0  # roots live in every phase
-        by_phase: dict[int, int] = {}  # phase -> roots that name it (or a view of theirs does)
-        for r, phase_set in zip(self.roots, self._root_phase_sets()):
-            if phase_set is None:
-                everywhere |= 1 << r
-            else:
-                for phase in phase_set:
-                    by_phase[phase] = by_phase.get(phase, 0) | 1 << r
-        phase_count = max(1, len(self.phases))
-        rows = [by_phase[phase] for phase in sorted(by_phase)]
-        if len(by_phase) < phase_count:
-            rows.append(0)  # the phases no root names
+        parts = [(1 << max(1, len(self.phases))) - 1]  # phases no root tells apart
+        for live in {self.pack_live[r] for r in self.roots}:
+            parts = [half for part in parts for half in (part & live, part & ~live) if half]
         seen: set[int] = set()
         classes = []
-        for row in rows:
+        for part in parts:
+            row = _bit_mask(r for r in self.roots if self.pack_live[r] & part)
             for group_mask in in_group:
-                members = (row | everywhere) & group_mask
+                members = row & group_mask
                 if members and members not in seen:
                     seen.add(members)
                     classes.append(_bits(members))
         return classes
-
-    def _root_phase_sets(self) -> list[set[int] | None]:
-        """Per root, the phase indices it or a view of it is live in (None: all phases)."""
-        sets: dict[int, set[int] | None] = {r: set() for r in self.roots}
-        for n, it in enumerate(self.items):
-            r = self.root[n]
-            current = sets[r]
-            if current is None:
-                continue
-            if it.live is None or not self.phases:
-                sets[r] = None if it.live is None else current
-            else:
-                current.update(self.phase_index[p] for p in it.live)
-        return [sets[r] for r in self.roots]
 
 
 class _Search:
@@ -378,6 +357,10 @@ class _Search:
         """The maximal cliques (once), and the node budget they set."""
         if self.cliques is None:
             self.cliques = self._cliques()
+            self.member_of: list[list[int]] = [[] for _ in self.length]  # cliques per item
+            for c, clique in enumerate(self.cliques):
+                for r in _bits(clique):
+                    self.member_of[r].append(c)
             cost = len(self.free) * (len(self.cliques) + 1)  # the work per node grows with both
             self.node_limit = self.node_limit * NODE_COST // max(NODE_COST, cost)
 
@@ -476,9 +459,13 @@ class _Search:
 
     def _skyline_slot(self, r: int, heights: tuple[int, ...]) -> int:
         """Where ``r`` goes next: above the skyline of its cells, clear of fixed items."""
-        base = max((heights[k] for k in self.cells[r]), default=0)
-        return _clear(self.obstacles[r], align_up(base, self.align[r]), self.length[r],
-                      self.align[r])  # fmt: skip
+        base = 0
+        for k in self.cells[r]:
+            if heights[k] > base:
+                base = heights[k]
+        align = self.align[r]
+        x = -(-base // align) * align
+        return _clear(self.obstacles[r], x, self.length[r], align) if self.obstacles[r] else x
 
     def _dominated(self, unplaced: int, heights: tuple[int, ...]) -> bool:
         """True if this state, or one at most as high everywhere, was searched already."""
@@ -502,9 +489,8 @@ class _Search:
             return
         if self._dominated(unplaced, heights):
             return
-        waiting = [r for r in self.free if unplaced >> r & 1]
-        slot = {r: self._skyline_slot(r, heights) for r in waiting}
-        if self._state_bound(unplaced, heights, slot) >= self.best_end:
+        slot = {r: self._skyline_slot(r, heights) for r in _bits(unplaced)}
+        if self._state_bound(slot) >= self.best_end:
             return
         children = sorted(
             (x, -self.align[r], -self.length[r], r)
@@ -521,22 +507,24 @@ class _Search:
             if self.best_end <= self.bound or not self.complete:
                 return
 
-    def _state_bound(self, unplaced: int, heights: tuple[int, ...], slot: dict[int, int]) -> int:
+    def _state_bound(self, slot: dict[int, int]) -> int:
         """A footprint no completion of this state can beat.
 
         The waiting items of a clique of conflicts lie one above another, each at or above
         its slot; so for every slot value t the ones whose slots are at or above t end at
         or above t plus their total size (one machine with release dates). Every class of
-        cells lies inside a maximal clique, and every item in one.
+        cells lies inside a maximal clique, and every item in one. One pass over the
+        waiting items from the highest slot down serves every clique at once (equal slots
+        in any order: the largest sum over them is reached after the last).
         """
         best = 0
-        for clique in self.cliques:
-            above = 0
-            for x, size in sorted(
-                ((x, self.length[r]) for r, x in slot.items() if clique >> r & 1), reverse=True
-            ):
-                above += size
-                best = max(best, x + above)
+        above = [0] * len(self.cliques or ())
+        length, member_of = self.length, self.member_of
+        for x, r in sorted([(x, r) for r, x in slot.items()], reverse=True):
+            for c in member_of[r]:
+                above[c] += length[r]
+                if x + above[c] > best:
+                    best = x + above[c]
         return best
 
 
