@@ -490,7 +490,7 @@ class _Search:
         if self._dominated(unplaced, heights):
             return
         slot = {r: self._skyline_slot(r, heights) for r in _bits(unplaced)}
-        if self._state_bound(slot) >= self.best_end:
+        if self._state_bound(slot, self.best_end) >= self.best_end:
             return
         children = sorted(
             (x, -self.align[r], -self.length[r], r)
@@ -507,7 +507,7 @@ class _Search:
             if self.best_end <= self.bound or not self.complete:
                 return
 
-    def _state_bound(self, slot: dict[int, int]) -> int:
+    def _state_bound(self, slot: dict[int, int], enough: int) -> int:
         """A footprint no completion of this state can beat.
 
         The waiting items of a clique of conflicts lie one above another, each at or above
@@ -515,16 +515,21 @@ class _Search:
         or above t plus their total size (one machine with release dates). Every class of
         cells lies inside a maximal clique, and every item in one. One pass over the
         waiting items from the highest slot down serves every clique at once (equal slots
-        in any order: the largest sum over them is reached after the last).
+        in any order: the largest sum over them is reached after the last). Stops once the
+        bound reaches ``enough``, where the state is pruned anyway.
         """
         best = 0
         above = [0] * len(self.cliques or ())
         length, member_of = self.length, self.member_of
         for x, r in sorted([(x, r) for r, x in slot.items()], reverse=True):
+            size = length[r]
             for c in member_of[r]:
-                above[c] += length[r]
-                if x + above[c] > best:
-                    best = x + above[c]
+                above[c] += size
+            top = x + max((above[c] for c in member_of[r]), default=0)
+            if top > best:
+                best = top
+                if best >= enough:
+                    return best
         return best
 
 
