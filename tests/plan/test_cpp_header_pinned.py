@@ -180,6 +180,8 @@ def test_tmem_header_with_lanes_and_stage_views():
         "// stage views over acc",
         "namespace acc_stages3 {",
         "constexpr unsigned stages = 2;",
+        # stages of unequal widths end within total_cols too: the last ends at 192
+        'static_assert(192 <= total_cols, "acc: a stage reaches beyond total_cols");',
         "constexpr unsigned stage0_col_offset = 0;",
         "constexpr unsigned stage0_cols = 64;",
         "constexpr unsigned stage1_col_offset = 64;",

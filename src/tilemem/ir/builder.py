@@ -256,6 +256,7 @@ class Builder:
             cluster=self.cluster,
             dyn_smem_bytes=self.dyn_smem_bytes,
             regions=(self.region,) if self.region else (),
+            pools=(*self.smem_pools, *self.tmem_pools),
         )
 
 

@@ -410,6 +410,7 @@ class Kernel:
     cluster: tuple | None
     dyn_smem_bytes: int
     regions: tuple = ()  # names of dynamic shared-memory regions declared (at most one)
+    pools: tuple = ()  # the SMEM and TMEM pools made while building, in creation order
 
     def __repr__(self) -> str:
         return kernel_text(self)

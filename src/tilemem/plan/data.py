@@ -204,6 +204,8 @@ class PlanData:
     target: str | None = None
     threads: int | None = None  # threads per CTA, when known: the report shows occupancy
     advice: PaddingAdvice | None = None  # the SMEM pool's padding advice, from with_advice()
+    name: str | None = None  # an example's or plan file's name: the report's and SVG's title
+    summary: str | None = None  # one line on what the plan is, shown after the name
 
     @property
     def smem(self) -> PoolPlan | None:

@@ -7,9 +7,13 @@ re-exported here.
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass, replace
+from typing import Any
 
+from ..errors import PlanFileError, TargetError
 from .advice import advise_padding
+from .check import check_plan
 from .cpp_header import cpp_header
 from .data import (
     LayoutKind,
@@ -39,6 +43,16 @@ class MemoryPlan(PlanData):
     """The SMEM pool of a thread block and the TMEM pools whose slots it holds: the data of
     :class:`~tilemem.plan.data.PlanData` with its report, picture, header and advice."""
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MemoryPlan:
+        """The plan ``to_dict`` wrote, and one tilemem could have made: PlanFileError naming
+        the rule and the path otherwise (see :mod:`tilemem.plan.check`)."""
+        try:
+            plan = super().from_dict(data)
+        except TargetError as exc:  # with_threads looks the target up
+            raise PlanFileError(f"plan.target: {exc}") from None
+        return check_plan(plan)
+
     def with_advice(self) -> MemoryPlan:
         """This plan with padding advice for its SMEM pool (an order that loses fewer bytes)."""
         return replace(self, advice=advise_padding(self.smem) if self.smem else None)
@@ -66,3 +80,34 @@ class MemoryPlan(PlanData):
 
     def __str__(self) -> str:
         return self.format()
+
+    def __repr__(self) -> str:
+        """One line: the target, the threads when known, and each pool's committed size
+        (or high-water mark before commit) and buffer count; ``str()`` gives the report."""
+        pools = "; ".join(_pool_summary(p) for p in self.pools)
+        threads = f", {self.threads} threads" if self.threads is not None else ""
+        return f"<MemoryPlan {self.target or 'no target'}{threads}: {pools}>"
+
+    def _repr_svg_(self) -> str:
+        """Jupyter shows a plan as its picture."""
+        return self.to_svg()
+
+    def _repr_html_(self) -> str:
+        """Jupyter's rich form: the picture, and the text report folded under it."""
+        svg = self.to_svg()
+        svg = svg[svg.index("<svg") :]  # no XML declaration inside HTML
+        return (
+            f"<div>{svg}<details><summary>report</summary>"
+            f"<pre>{html.escape(self.format())}</pre></details></div>"
+        )
+
+
+def _pool_summary(pool: PoolPlan) -> str:
+    unit = "bytes" if pool.unit == "bytes" else "columns"
+    size = (
+        f"{pool.committed:,} {unit}"
+        if pool.committed is not None
+        else f"uncommitted, {pool.high_water:,} {unit} so far"
+    )
+    count = len(pool.entries)
+    return f"{pool.name} {size}, {count} buffer{'s' if count != 1 else ''}"

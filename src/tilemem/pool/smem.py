@@ -26,7 +26,7 @@ from ..plan.occupancy import check_tmem_residency
 from ..plan.packing import Placement, check_align, place
 from ..plan.target import Target, get_target
 from ..validate import check_int, check_name, check_shape
-from .base import BumpPool
+from .base import BumpPool, buffer_count
 from .buffer import SMEM, Buffer
 from .emit import current_emitter
 from .lifetimes import Lifetime, LifetimePool, check_phases
@@ -287,6 +287,21 @@ class SMEMPool(LifetimePool, BumpPool):
         )
 
     # -- plan -------------------------------------------------------------------
+    def __repr__(self) -> str:
+        state = (
+            f"committed {self._size:,} bytes"
+            if self._size is not None
+            else f"uncommitted, {self._high_water:,} bytes so far"
+        )
+        target = self.target.name if self.target else "no target"
+        return f"<SMEMPool {self.name!r} {target}: {state}, {buffer_count(self._buffers)}>"
+
+    def _repr_svg_(self) -> str:
+        return self.plan()._repr_svg_()
+
+    def _repr_html_(self) -> str:
+        return self.plan()._repr_html_()
+
     def plan(self) -> MemoryPlan:
         """This pool and the TMEM pools whose slots it holds, as data."""
         pools = [self._pool_plan(self._size)] + [t.pool_plan() for t in self.tmem_pools]
