@@ -46,6 +46,7 @@ ROOT_LAYER = LAYERS["pool"]
 LAZY_ALLOWED = {
     "tilemem": "`tilemem.T` loads the kernel language on demand; plan-only use never does",
     "tilemem.cli": "each subcommand loads what it needs; `tilemem plan` stays plan-only",
+    "tilemem.plan.model": "`to_cpp_header(cute=True)` loads the CuTe type writer on request",
 }
 
 
