@@ -30,7 +30,7 @@ def test_wgmma_accumulator_by_hand():
     assert (rows[0, 4], cols[0, 4]) == (0, 8)
 
 
-@pytest.mark.parametrize("n", [8, 16, 64, 120, 256])
+@pytest.mark.parametrize("n", [8, 16, 64, 120])
 def test_wgmma_accumulator_matches_cute(n):
     # CuTe SM90 CLayout_64xN: (thread, value) -> m + 64 n
     clayout = Layout(((4, 8, 4), (2, 2, n // 8)), ((128, 1, 16), (64, 8, 512)))

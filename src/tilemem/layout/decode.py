@@ -45,10 +45,12 @@ encode 0, and a kernel whose operands start on a pattern repeat needs nothing el
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from ..dtype import bits_to_float32
 from ..errors import LayoutError
 
 # layout field -> (name, swizzle bits B, base M, shift S, row width W in 16-byte chunks)
@@ -182,6 +184,34 @@ def operand_addresses(
     else:
         offset = (r % 8) * w * 16 + (r // 8) * desc.sbo + (c % w) * 16 + (c // w) * desc.lbo
     return swizzle_address(desc.start + offset, desc.swizzle, desc.base_offset) + within
+
+
+def operand_values(
+    read: Callable[[np.ndarray, int], np.ndarray],
+    desc: SmemDescriptor,
+    rows: int,
+    cols: int,
+    fmt: str,
+    bits: int,
+    major: str = "K",
+) -> np.ndarray:
+    """The operand's values as float32 (rows, cols), read through ``read(addrs, nbytes)``
+    (a simulator's shared-memory read: uint8 of shape ``addrs.shape + (nbytes,)``).
+
+    ``fmt`` is a :func:`tilemem.dtype.bits_to_float32` format; ``bits`` the width of its
+    container in shared memory (4 for packed fp4, 8 for fp4 unpacked into bytes by
+    kind::f8f6f4, whose value sits in the low bits). Elements are little-endian; packed
+    4-bit elements fill the low nibble first.
+    """
+    addrs = operand_addresses(desc, rows, cols, bits, major)
+    raw = read(addrs, max(1, bits // 8)).astype(np.uint32)
+    word: np.ndarray = np.zeros(addrs.shape, dtype=np.uint32)
+    for i in range(raw.shape[-1]):
+        word |= raw[..., i] << np.uint32(8 * i)
+    if bits == 4:
+        shift = (np.arange(cols, dtype=np.uint32) % 2) * 4
+        word = (word >> shift[None, :]) & 0xF
+    return bits_to_float32(word, fmt)
 
 
 # -- tcgen05 instruction descriptor --------------------------------------------------------

@@ -150,13 +150,8 @@ def mma_result_cells(m: int, n: int, cta_group: int = 1) -> tuple[np.ndarray, np
             "(cta_group::1) and 128/256 (cta_group::2)"
         )
     rows = m // cta_group
-    layout = tmem_datapath_layout(_DATAPATHS[key], rows, n)
-    lanes = np.empty((rows, n), dtype=np.int64)
-    cols = np.empty((rows, n), dtype=np.int64)
-    for r in range(rows):
-        for c in range(n):
-            pos = layout.apply(r, c)
-            lanes[r, c], cols[r, c] = pos["TLane"], pos["TCol"]
+    pos = tmem_datapath_layout(_DATAPATHS[key], rows, n).positions()  # row-major (rows, n)
+    lanes, cols = pos["TLane"].reshape(rows, n), pos["TCol"].reshape(rows, n)
     assert lanes.max() < TMEM_LANES
     lanes.flags.writeable = cols.flags.writeable = False  # cached: shared by every caller
     return lanes, cols
