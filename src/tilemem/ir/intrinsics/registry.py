@@ -107,6 +107,8 @@ class SimContext(Protocol):
     cta: tuple  # blockIdx (x, y, z)
     rank: int  # %cluster_ctarank (0 without clusters)
     cluster_size: int  # CTAs per cluster (1 without clusters)
+    block_dim: tuple  # blockDim (x, y, z)
+    grid_dim: tuple  # gridDim (x, y, z)
 
     # -- operands ----------------------------------------------------------------------
     def value(self, i: int) -> np.ndarray:
@@ -127,6 +129,24 @@ class SimContext(Protocol):
 
     def smem_write(self, addrs: np.ndarray, data: np.ndarray, *, rank: int | None = None) -> None:
         """Write ``data`` (uint8, shape ``addrs.shape + (nbytes,)``) at ``addrs``."""
+        ...
+
+    def shared_address(self, var: BufferVar) -> int:
+        """Absolute shared-window address of shared buffer ``var``'s first byte."""
+        ...
+
+    # -- global memory (tensor maps) ------------------------------------------------------
+    def tensor_map(self, i: int) -> Any:
+        """The host tensor map bound to ``call.args[i]`` (``.plan``: dims, strides, box,
+        swizzle, dtype; ``.array``: the numpy array it describes)."""
+        ...
+
+    def global_read(self, array: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """Elements of a bound global ``array`` at flat element indices ``idx`` (its dtype)."""
+        ...
+
+    def global_write(self, array: np.ndarray, idx: np.ndarray, values: np.ndarray) -> None:
+        """Write elements (the array's dtype) at flat indices ``idx``."""
         ...
 
     # -- registers (this warp's local arrays) ------------------------------------------------
@@ -168,7 +188,28 @@ class SimContext(Protocol):
         """``tcgen05.relinquish_alloc_permit``: this CTA allocates no more."""
         ...
 
-    # -- mbarriers ---------------------------------------------------------------------------
+    # -- barriers and mbarriers ----------------------------------------------------------------
+    def barrier(self, barrier_id: int, threads: int | None) -> Generator[SimWait, None, None]:
+        """``bar.sync id, threads`` (``threads=None``: every thread of the CTA):
+        ``yield from ctx.barrier(...)``; what the arriving warps did happens before."""
+        ...
+
+    def cluster_arrive(self) -> None:
+        """``barrier.cluster.arrive`` (release)."""
+        ...
+
+    def cluster_wait(self) -> Generator[SimWait, None, None]:
+        """``barrier.cluster.wait`` (acquire): every warp of the cluster has arrived."""
+        ...
+
+    def mbarrier_init(self, bar: int, count: int) -> None:
+        """``mbarrier.init``: phase 0 expecting ``count`` arrivals."""
+        ...
+
+    def mbarrier_wait(self, bar: int, parity: int) -> Generator[SimWait, None, bool]:
+        """``yield from``: until the phase of ``parity`` completes; acquires its releases."""
+        ...
+
     def mbarrier_arrive(
         self, bar: int, count: int = 1, *, tx: int = 0, rank: int | None = None
     ) -> None:
