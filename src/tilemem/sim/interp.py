@@ -95,7 +95,12 @@ class Runner:
         cached = self.w.cache.pop(id(e), None)
         if cached is not None:
             return cached
-        result = self.invoke(e, mask)
+        ctx = self.ctx
+        saved = ctx.call, ctx.active, ctx.op_name  # a call inside another call's operand
+        try:
+            result = self.invoke(e, mask)
+        finally:
+            ctx.call, ctx.active, ctx.op_name = saved
         if inspect.isgenerator(result):
             raise SimError(f"{e.op} blocks; it cannot run inside an expression here")
         return self._as_value(e, result)
