@@ -42,7 +42,7 @@ def box_elements(plan, coords) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     esize = plan.dtype.bits // 8
     grid = np.indices(tuple(box[::-1])).reshape(len(box), -1)[::-1]  # inner dimension first
     g = np.asarray(coords, np.int64)[:, None] + grid
-    inside: np.ndarray = ((g >= 0) & (g < dims[:, None])).all(axis=0)
+    inside = np.asarray(((g >= 0) & (g < dims[:, None])).all(axis=0))
     strides = np.asarray([1, *(s // esize for s in plan.global_strides)], np.int64)
     flat = (g * strides[:, None]).sum(axis=0)
     return flat, inside, np.arange(g.shape[1], dtype=np.int64) * esize
