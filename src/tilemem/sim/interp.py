@@ -147,7 +147,7 @@ class Runner:
             out: np.ndarray = np.zeros(LANES, numpy_type(var.dtype))
             out[mask] = decode(raw, var.dtype)
             return out
-        addrs = self._smem_addrs(var, index, mask, "ld.shared")
+        addrs, mask = self._smem_addrs(var, index, mask, "ld.shared")
         raw = self.m.smem_access(
             self.w.cta, addrs, self._actor(), False, self._rec("ld.shared", mask)
         )
@@ -170,7 +170,7 @@ class Runner:
                 mem, index[mask], self._actor(), True, self._rec("st.global", mask), data
             )
             return
-        addrs = self._smem_addrs(var, index, mask, "st.shared")
+        addrs, mask = self._smem_addrs(var, index, mask, "st.shared")
         data = encode_bytes(value[mask], var.dtype)
         self.m.smem_access(
             self.w.cta, addrs, self._actor(), True, self._rec("st.shared", mask), data
@@ -207,7 +207,10 @@ class Runner:
                 where=_byte_range(offs, size),
             )
         base = SMEM_BASE + (var.byte_offset or 0)
-        return (base + offs)[:, None] + np.arange(size, dtype=np.int64)
+        inside = mask.copy()
+        inside[mask] = ~bad  # lanes outside the buffer access nothing (reported above)
+        offs = offs[~bad]
+        return (base + offs)[:, None] + np.arange(size, dtype=np.int64), inside
 
     def _local(self, var: BufferVar, index, mask, value):
         regs, shadow = self.w.regs[var]
