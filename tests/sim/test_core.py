@@ -10,6 +10,8 @@ import tilemem.sim as sim
 from tilemem.cuda.tma import tile_map
 from tilemem.errors import HazardError, IRError, SimError
 from tilemem.ir.intrinsics import INTRINSICS
+from tilemem.ir.intrinsics.tma import swizzle_address
+from tilemem.layout.smem import SwizzleMode
 
 from . import kernels
 from .kernels import line
@@ -113,8 +115,6 @@ def test_tma_writes_swizzled_bytes_on_absolute_addresses():
     """The 128B swizzle XORs address bits 4-6 with bits 7-9: row r of a 128-byte-wide tile has
     its 16-byte chunks permuted by r % 8 (CUTLASS Swizzle<3,4,3>)."""
     k, buf = kernels.tma_roundtrip(swizzle="128B", cols=32, wait=True)
-    from tilemem.ir.intrinsics.tma import swizzle_address
-    from tilemem.layout.smem import SwizzleMode
 
     # row 1, chunk 0 (bytes 128..143 of the box) lands at chunk 1 of row 1: byte 144
     assert swizzle_address(np.array([1024 + 128]), SwizzleMode.SWIZZLE_128B_ATOM)[0] == 1024 + 144
@@ -187,7 +187,7 @@ def test_an_intrinsic_without_semantics_is_a_sim_error(monkeypatch):
     monkeypatch.setitem(
         INTRINSICS, "cuda.syncthreads", type(spec)(**{**spec.__dict__, "sim": None})
     )
-    with pytest.raises(SimError, match="cuda.syncthreads"):
+    with pytest.raises(SimError, match=r"cuda\.syncthreads"):
         sim.run(kernels.exchange(), np.zeros(64, np.float32))
 
 
