@@ -114,8 +114,6 @@ def test_tma_fills_outside_with_zeros_and_clips_stores():
 def test_tma_writes_swizzled_bytes_on_absolute_addresses():
     """The 128B swizzle XORs address bits 4-6 with bits 7-9: row r of a 128-byte-wide tile has
     its 16-byte chunks permuted by r % 8 (CUTLASS Swizzle<3,4,3>)."""
-    k, buf = kernels.tma_roundtrip(swizzle="128B", cols=32, wait=True)
-
     # row 1, chunk 0 (bytes 128..143 of the box) lands at chunk 1 of row 1: byte 144
     assert swizzle_address(np.array([1024 + 128]), SwizzleMode.SWIZZLE_128B_ATOM)[0] == 1024 + 144
     # row 9 is row 1 of the next 1024-byte period: same permutation
@@ -128,7 +126,7 @@ def test_tma_writes_swizzled_bytes_on_absolute_addresses():
 def test_missing_proxy_fence():
     k, buf = kernels.tma_roundtrip(fence=False)
     a = np.ones((64, 32), np.float32)
-    result, out = _roundtrip(k, buf, a)
+    result, _ = _roundtrip(k, buf, a)
     (h,) = result.of_kind("proxy")
     assert h.buffer == "tile" and sources(h) == {line("tma-store"), line("bump")}
 
