@@ -165,9 +165,9 @@ class Context:
         regs[lanes] = values[lanes].astype(regs.dtype)
 
     # -- tensor memory ----------------------------------------------------------------------
-    def _tmem_cells(self, lanes, cols) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _tmem_cells(self, lanes, cols, cta: CTA) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         lanes, cols = np.broadcast_arrays(np.asarray(lanes, np.int64), np.asarray(cols, np.int64))
-        cta, sm = self.w.cta, self.w.cta.sm
+        sm = cta.sm
         inside = (lanes >= 0) & (lanes < TMEM_LANES) & (cols >= 0) & (cols < TMEM_COLS)
         owned = np.zeros(lanes.shape, bool)
         owned[inside] = sm.owner[cols[inside]] == cta.linear
@@ -193,13 +193,14 @@ class Context:
                 )
         return lanes, cols, owned
 
-    def tmem_read(self, lanes, cols) -> np.ndarray:
-        lanes, cols, ok = self._tmem_cells(lanes, cols)
-        sm = self.w.cta.sm
+    def tmem_read(self, lanes, cols, *, rank: int | None = None) -> np.ndarray:
+        cta = self._cta(rank)
+        lanes, cols, ok = self._tmem_cells(lanes, cols, cta)
+        sm = cta.sm
         idx = (lanes[ok] * TMEM_COLS + cols[ok]).reshape(-1)
         gid, vc = self.actor()
         rec = self.rec()
-        name = self._tmem_name(cols[ok])
+        name = self._tmem_name(cols[ok], cta)
         if (~sm.shadow.init[idx]).any():
             first = idx[~sm.shadow.init[idx]]
             self.hazard(
@@ -216,21 +217,22 @@ class Context:
         out[ok] = sm.data[lanes[ok], cols[ok]]
         return out
 
-    def tmem_write(self, lanes, cols, data) -> None:
-        lanes, cols, ok = self._tmem_cells(lanes, cols)
+    def tmem_write(self, lanes, cols, data, *, rank: int | None = None) -> None:
+        cta = self._cta(rank)
+        lanes, cols, ok = self._tmem_cells(lanes, cols, cta)
         data = np.broadcast_to(np.asarray(data, np.uint32), lanes.shape)
-        sm = self.w.cta.sm
+        sm = cta.sm
         idx = (lanes[ok] * TMEM_COLS + cols[ok]).reshape(-1)
         gid, vc = self.actor()
         rec = self.rec()
-        self.m._check(sm.shadow, idx, gid, vc, True, rec, "tmem", self._tmem_name(cols[ok]), _cells)
+        name = self._tmem_name(cols[ok], cta)
+        self.m._check(sm.shadow, idx, gid, vc, True, rec, "tmem", name, _cells)
         sm.shadow.record_write(idx, gid, int(vc[gid]), rec, self.async_)
         sm.data[lanes[ok], cols[ok]] = data[ok]
 
-    def _tmem_name(self, cols) -> str:
+    def _tmem_name(self, cols, cta: CTA) -> str:
         if cols.size == 0:
             return ""
-        cta = self.w.cta
         start = next((s for s, a in cta.sm.allocs.items() if a[1] is cta), 0)
         col = int(cols.reshape(-1)[0]) - start
         hits = [b for b in self.m.kernel.tmem_buffers if b[1] <= col < b[1] + (b[2] or 0)]

@@ -163,13 +163,18 @@ class SimContext(Protocol):
         ...
 
     # -- tensor memory (the SM's 128 lanes x 512 columns of 32-bit cells) ------------------
-    def tmem_read(self, lanes: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    def tmem_read(
+        self, lanes: np.ndarray, cols: np.ndarray, *, rank: int | None = None
+    ) -> np.ndarray:
         """Cells at TMEM ``lanes`` x ``cols`` (broadcast against each other): uint32. Reports
         accesses outside this CTA's allocation, after dealloc, uninitialised cells and races."""
         ...
 
-    def tmem_write(self, lanes: np.ndarray, cols: np.ndarray, data: np.ndarray) -> None:
-        """Write uint32 ``data`` (the broadcast shape of ``lanes`` and ``cols``)."""
+    def tmem_write(
+        self, lanes: np.ndarray, cols: np.ndarray, data: np.ndarray, *, rank: int | None = None
+    ) -> None:
+        """Write uint32 ``data`` (the broadcast shape of ``lanes`` and ``cols``); ``rank``
+        names a cluster peer's TMEM (cta_group::2), as for shared memory."""
         ...
 
     def tmem_alloc(self, slot: int, ncols: int, cta_group: int) -> Generator[SimWait, None, int]:
