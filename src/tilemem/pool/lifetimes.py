@@ -65,6 +65,13 @@ class LifetimePool:
         mark in a pool without phases (``move_base_to`` raises it too, SPEC section 3)."""
         return max([self._high_water if self.phases is None else 0, *ends])
 
+    def live_phases(self, buf: Buffer) -> tuple[str, ...] | None:
+        """The phases ``buf`` is live in, in program order (None in a pool without phases)."""
+        if self.phases is None:
+            return None
+        live = next(lt[0] for b, lt in zip(self._buffers, self._lifetimes) if b is buf)
+        return self.phases if live is None else tuple(p for p in self.phases if p in live)
+
     @property
     def packing(self) -> Packing | None:
         """The committed placement of a pool with phases (footprint, lower bound, bump)."""

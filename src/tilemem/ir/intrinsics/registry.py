@@ -107,6 +107,8 @@ class SimContext(Protocol):
     cta: tuple  # blockIdx (x, y, z)
     rank: int  # %cluster_ctarank (0 without clusters)
     cluster_size: int  # CTAs per cluster (1 without clusters)
+    block_dim: tuple  # blockDim (x, y, z)
+    grid_dim: tuple  # gridDim (x, y, z)
 
     # -- operands ----------------------------------------------------------------------
     def value(self, i: int) -> np.ndarray:
@@ -129,6 +131,24 @@ class SimContext(Protocol):
         """Write ``data`` (uint8, shape ``addrs.shape + (nbytes,)``) at ``addrs``."""
         ...
 
+    def shared_address(self, var: BufferVar) -> int:
+        """Absolute shared-window address of shared buffer ``var``'s first byte."""
+        ...
+
+    # -- global memory (tensor maps) ------------------------------------------------------
+    def tensor_map(self, i: int) -> Any:
+        """The host tensor map bound to ``call.args[i]`` (``.plan``: dims, strides, box,
+        swizzle, dtype; ``.array``: the numpy array it describes)."""
+        ...
+
+    def global_read(self, array: np.ndarray, idx: np.ndarray) -> np.ndarray:
+        """Elements of a bound global ``array`` at flat element indices ``idx`` (its dtype)."""
+        ...
+
+    def global_write(self, array: np.ndarray, idx: np.ndarray, values: np.ndarray) -> None:
+        """Write elements (the array's dtype) at flat indices ``idx``."""
+        ...
+
     # -- registers (this warp's local arrays) ------------------------------------------------
     def regs_read(self, var: BufferVar) -> np.ndarray:
         """The warp's copy of local array ``var``: shape (32, *var.shape), its numpy type.
@@ -143,13 +163,18 @@ class SimContext(Protocol):
         ...
 
     # -- tensor memory (the SM's 128 lanes x 512 columns of 32-bit cells) ------------------
-    def tmem_read(self, lanes: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    def tmem_read(
+        self, lanes: np.ndarray, cols: np.ndarray, *, rank: int | None = None
+    ) -> np.ndarray:
         """Cells at TMEM ``lanes`` x ``cols`` (broadcast against each other): uint32. Reports
         accesses outside this CTA's allocation, after dealloc, uninitialised cells and races."""
         ...
 
-    def tmem_write(self, lanes: np.ndarray, cols: np.ndarray, data: np.ndarray) -> None:
-        """Write uint32 ``data`` (the broadcast shape of ``lanes`` and ``cols``)."""
+    def tmem_write(
+        self, lanes: np.ndarray, cols: np.ndarray, data: np.ndarray, *, rank: int | None = None
+    ) -> None:
+        """Write uint32 ``data`` (the broadcast shape of ``lanes`` and ``cols``); ``rank``
+        names a cluster peer's TMEM (cta_group::2), as for shared memory."""
         ...
 
     def tmem_alloc(self, slot: int, ncols: int, cta_group: int) -> Generator[SimWait, None, int]:
@@ -168,7 +193,28 @@ class SimContext(Protocol):
         """``tcgen05.relinquish_alloc_permit``: this CTA allocates no more."""
         ...
 
-    # -- mbarriers ---------------------------------------------------------------------------
+    # -- barriers and mbarriers ----------------------------------------------------------------
+    def barrier(self, barrier_id: int, threads: int | None) -> Generator[SimWait, None, None]:
+        """``bar.sync id, threads`` (``threads=None``: every thread of the CTA):
+        ``yield from ctx.barrier(...)``; what the arriving warps did happens before."""
+        ...
+
+    def cluster_arrive(self) -> None:
+        """``barrier.cluster.arrive`` (release)."""
+        ...
+
+    def cluster_wait(self) -> Generator[SimWait, None, None]:
+        """``barrier.cluster.wait`` (acquire): every warp of the cluster has arrived."""
+        ...
+
+    def mbarrier_init(self, bar: int, count: int) -> None:
+        """``mbarrier.init``: phase 0 expecting ``count`` arrivals."""
+        ...
+
+    def mbarrier_wait(self, bar: int, parity: int) -> Generator[SimWait, None, bool]:
+        """``yield from``: until the phase of ``parity`` completes; acquires its releases."""
+        ...
+
     def mbarrier_arrive(
         self, bar: int, count: int = 1, *, tx: int = 0, rank: int | None = None
     ) -> None:
