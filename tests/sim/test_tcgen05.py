@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hwfake import FakeContext, place, run
 
 from tilemem.dtype import DataType, float32_to_bits
 from tilemem.ir.intrinsics.tcgen05 import (
@@ -22,6 +21,8 @@ from tilemem.ir.intrinsics.tcgen05 import (
 from tilemem.ir.nodes import UINT32, BufferVar, Const
 from tilemem.layout.operand import instr_descriptor
 from tilemem.layout.tmem import sf_tmem_layout
+
+from .hwfake import FakeContext, place, run
 
 A_BASE, B_BASE = 0x2000, 0xA000
 D_COL = 64  # the accumulator's first TMEM column

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hwfake import FakeContext, place, run
 
 from tilemem.dtype import DataType
 from tilemem.ir.intrinsics.wgmma import _sim_mma_async
 from tilemem.ir.nodes import BufferVar
+
+from .hwfake import FakeContext, place, run
 
 A_BASE, B_BASE = 0x1000, 0x9000  # both on every swizzle period
 K_OF = {"bfloat16": 16, "float16": 16, "float32": 8, "float8_e4m3fn": 32, "int8": 32}
