@@ -107,3 +107,8 @@ class SimError(TilememError):
 class HazardError(TilememError):
     """A simulated run reported hazards (``SimResult.raise_for_hazards``); the message lists
     them, each with its kind, buffer, byte range, accesses and usual fix."""
+
+
+class MissingLibraryError(TilememError, ImportError):
+    """An optional library (pycute, CuTe DSL, Triton) that a conversion needs is not installed;
+    the message names the package to install."""
