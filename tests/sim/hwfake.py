@@ -29,6 +29,10 @@ class FakeContext:
         self.fences: list = []
         self.groups: list = []
         self.tmem_reads: list = []
+        self.peers: dict = {}  # cluster rank -> FakeContext of that CTA (cta_group::2)
+
+    def _cta(self, rank):
+        return self if rank is None or rank == self.rank else self.peers[rank]
 
     # operands
     def value(self, i: int) -> np.ndarray:
@@ -40,7 +44,7 @@ class FakeContext:
     # memory
     def smem_read(self, addrs, nbytes, *, rank=None):
         a = np.asarray(addrs, np.int64)[..., None] + np.arange(nbytes)
-        return self.smem[a]
+        return self._cta(rank).smem[a]
 
     def smem_write(self, addrs, data, *, rank=None):
         a = np.asarray(addrs, np.int64)[..., None] + np.arange(data.shape[-1])
@@ -56,11 +60,11 @@ class FakeContext:
     def tmem_read(self, lanes, cols, *, rank=None):
         lanes, cols = np.broadcast_arrays(np.asarray(lanes), np.asarray(cols))
         self.tmem_reads.append((lanes.copy(), cols.copy()))
-        return self.tmem[lanes, cols]
+        return self._cta(rank).tmem[lanes, cols]
 
     def tmem_write(self, lanes, cols, data, *, rank=None):
         lanes, cols = np.broadcast_arrays(np.asarray(lanes), np.asarray(cols))
-        self.tmem[lanes, cols] = np.broadcast_to(data, lanes.shape)
+        self._cta(rank).tmem[lanes, cols] = np.broadcast_to(data, lanes.shape)
 
     def tmem_alloc(self, slot, ncols, cta_group):
         yield ("alloc", slot, ncols, cta_group)

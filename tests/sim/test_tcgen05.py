@@ -291,3 +291,63 @@ def test_alloc_delegates_to_the_protocol():
     ctx = FakeContext(warp=1)
     gen = run(_sim_alloc, ctx, "ptx.tcgen05.alloc", (None, None), [0x80, 256], cta_group=1)
     assert next(gen) == ("alloc", 0x80, 256, 1)
+
+
+@pytest.mark.parametrize("m", [256, 128])
+def test_cta_pair_mma(m):
+    """cta_group::2: the even CTA issues; each CTA holds M/2 rows of A and N/2 rows of B at the
+    same shared addresses and receives its M/2 rows of D (M=256: data path A, row r in lane
+    r; M=128: data path B, 64 rows with N's right half on lanes 64-127)."""
+    rng = np.random.default_rng(m)
+    n, half = 64, m // 2
+    a, b = ints(rng, (m, 16)), ints(rng, (n, 16))
+    ctas = [FakeContext(warp=1), FakeContext(warp=1)]
+    ctas[1].rank = 1
+    for rank, ctx in enumerate(ctas):
+        ctx.peers = {0: ctas[0], 1: ctas[1]}
+        a_desc = place(
+            ctx.smem, A_BASE, a[rank * half : (rank + 1) * half], "bfloat16", "128B", "K", "sm_100a"
+        )
+        b_desc = place(
+            ctx.smem, B_BASE, b[rank * 32 : rank * 32 + 32], "bfloat16", "128B", "K", "sm_100a"
+        )
+    idesc = instr_descriptor("f16", m, n, "bfloat16", "bfloat16", cta_group=2)
+    args = (None, None, None, Const(idesc, UINT32), None)
+    run(
+        _sim_mma,
+        ctas[0],
+        "ptx.tcgen05.mma",
+        args,
+        [D_COL, a_desc, b_desc, idesc, 0],
+        cta_group=2,
+        a_tmem=False,
+        kind="f16",
+    )
+    ctas[0].complete_all()
+    d = a @ b.T
+    for rank, ctx in enumerate(ctas):
+        rows = d[rank * half : (rank + 1) * half]
+        if m == 256:
+            np.testing.assert_array_equal(ctx.tmem[:128, D_COL : D_COL + n].view(np.float32), rows)
+        else:
+            got = ctx.tmem[:, D_COL : D_COL + n // 2].view(np.float32)
+            np.testing.assert_array_equal(got[:64], rows[:, : n // 2])
+            np.testing.assert_array_equal(got[64:], rows[:, n // 2 :])
+
+
+def test_cta_pair_mma_from_the_odd_cta_is_reported():
+    ctx = FakeContext(warp=1)
+    ctx.rank = 1
+    idesc = instr_descriptor("f16", 256, 64, "bfloat16", "bfloat16", cta_group=2)
+    args = (None, None, None, Const(idesc, UINT32), None)
+    run(
+        _sim_mma,
+        ctx,
+        "ptx.tcgen05.mma",
+        args,
+        [D_COL, 0, 0, idesc, 0],
+        cta_group=2,
+        a_tmem=False,
+        kind="f16",
+    )
+    assert [k for k, _ in ctx.hazards] == ["tmem-protocol"] and not ctx.pending
