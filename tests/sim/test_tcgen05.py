@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tilemem.dtype import DataType, float32_to_bits
+from tilemem.errors import SimError
 from tilemem.ir.intrinsics.tcgen05 import (
     _sim_alloc,
     _sim_commit,
@@ -351,3 +352,15 @@ def test_cta_pair_mma_from_the_odd_cta_is_reported():
         kind="f16",
     )
     assert [k for k, _ in ctx.hazards] == ["tmem-protocol"] and not ctx.pending
+
+
+def test_a_descriptor_without_the_version_bits_is_refused():
+    """PTX ISA tcgen05 "Shared Memory Descriptor": bits 46-48 must hold 0b001 (a wgmma-style
+    descriptor passed to tcgen05 lacks them)."""
+    rng = np.random.default_rng(9)
+    ctx = FakeContext(warp=1)
+    a_desc = place(ctx.smem, A_BASE, ints(rng, (128, 16)), "bfloat16", "128B", "K", "sm_100a")
+    b_desc = place(ctx.smem, B_BASE, ints(rng, (16, 16)), "bfloat16", "128B", "K", "sm_100a")
+    idesc = instr_descriptor("f16", 128, 16, "bfloat16", "bfloat16")
+    with pytest.raises(SimError, match="version bits 46-48"):
+        mma(ctx, a_desc & ~(7 << 46), b_desc, idesc, 0)

@@ -278,6 +278,20 @@ def _operand_bits(fmt: str, kind: str) -> int:
     return _OPERAND_BITS.get(fmt, 8)
 
 
+def _checked_descriptor(desc: int):
+    """The decoded descriptor; one the hardware would reject (version bits 46-48 not 0b001)
+    or that tilemem does not model (LBO mode 1, absolute) is a SimError."""
+    d = decode_tcgen05_descriptor(desc)
+    if d.version != 1:
+        raise SimError(
+            f"tcgen05 shared-memory descriptor {desc:#018x}: version bits 46-48 are {d.version}, "
+            "must be 0b001 (T.ptx.tcgen05.desc sets them)"
+        )
+    if d.lbo_mode:
+        raise SimError(f"tcgen05 descriptor {desc:#018x}: LBO mode 1 is not simulated")
+    return d
+
+
 def _smem_operand(actx, desc: int, mn: int, k: int, fmt: str, kind: str, major: str, rank=None):
     """An MN x K operand read through its shared-memory descriptor (of cluster CTA ``rank``)."""
 
@@ -288,7 +302,7 @@ def _smem_operand(actx, desc: int, mn: int, k: int, fmt: str, kind: str, major: 
             else actx.smem_read(addrs, nbytes, rank=rank)
         )
 
-    d = decode_tcgen05_descriptor(desc)
+    d = _checked_descriptor(desc)
     bits = _operand_bits(fmt, kind)
     if major == "K":
         return operand_values(read, d, mn, k, fmt, bits, "K")
@@ -581,7 +595,7 @@ def _sim_cp(ctx, call) -> None:
     lane0, col0 = taddr >> 16, taddr & 0xFFFF
 
     def complete(actx) -> None:
-        addrs = operand_addresses(decode_tcgen05_descriptor(s_desc), rows, row_bits // 8, 8)
+        addrs = operand_addresses(_checked_descriptor(s_desc), rows, row_bits // 8, 8)
         raw = actx.smem_read(addrs, 1)[..., 0].astype(np.uint32)  # (rows, bytes)
         cells = raw.reshape(rows, -1, 4) << (8 * np.arange(4, dtype=np.uint32))
         words = np.bitwise_or.reduce(cells, axis=2)  # (rows, columns)
