@@ -167,6 +167,11 @@ def operand_addresses(
             f"an operand is whole 8-row x 16-byte core matrices: {rows} x {cols} elements of "
             f"{bits} bits needs rows % 8 == 0 and cols % {per_chunk} == 0"
         )
+    if desc.swizzle == "128B_base32B":
+        raise LayoutError(
+            "the tcgen05 layout 1 (128B swizzle with 32-byte atoms, MN-major only: K in groups "
+            "of 4 rows) is not modeled; use layout 2 (128B)"
+        )
     w = desc.row_chunks
     r = np.arange(rows, dtype=np.int64)[:, None]
     e = np.arange(cols, dtype=np.int64)[None, :]
