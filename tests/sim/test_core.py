@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import simkernels as kernels
+from simkernels import line
 
 import tilemem.sim as sim
 from tilemem.cuda.tma import tile_map
@@ -12,9 +14,6 @@ from tilemem.errors import HazardError, IRError, SimError
 from tilemem.ir.intrinsics import INTRINSICS
 from tilemem.ir.intrinsics.tma import swizzle_address
 from tilemem.layout.smem import SwizzleMode
-
-from . import kernels
-from .kernels import line
 
 MODES = sim.SCHEDULES
 

@@ -43,7 +43,6 @@ from .shadow import Shadow
 from .storage import decode, encode, encode_bytes
 from .values import LANES, Compiler, convert, numpy_type
 
-
 # operand-free values fixed for a warp's whole run: computed once per warp
 _WARP_CONSTANTS = {"cuda.thread_idx", "cuda.block_idx", "cuda.grid_dim", "ptx.cluster.ctarank"}
 
