@@ -75,8 +75,10 @@ class Queue:
         self.vc = np.zeros(n, np.int32)
         self.vc[agent] = 1
         self.pending: deque[AsyncOp] = deque()
-        self.unjoined: list[AsyncOp] = []  # issued, not yet waited for
         self.group = 0  # the open group's number
+        self.group_vc: dict[int, np.ndarray] = {}  # group -> clocks of its operations
+        self.cum_vc = np.zeros(n, np.int32)  # clocks of every group before cum_upto
+        self.cum_upto = 0
 
 
 class Barrier:
