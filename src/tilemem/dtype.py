@@ -6,6 +6,7 @@ every size computation in tilemem counts bits and rounds up once at the end.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -180,8 +181,9 @@ def format_bits(fmt: str | DataType) -> int:
     return 8 if name in _INT_FORMATS else _BIT_FORMATS[name].bits
 
 
+@functools.lru_cache(maxsize=None)
 def _code_values(f: _BitFormat) -> np.ndarray:
-    """float64 value of every code 0 .. 2^bits - 1 (NaN where the code is NaN).
+    """float64 value (read-only, cached) of every code 0 .. 2^bits - 1 (NaN where the code is NaN).
 
     ``(-1)^s * 2^(e - bias) * (1 + m / 2^M)`` for ``e > 0``, ``2^(1 - bias) * m / 2^M``
     for ``e == 0`` (subnormals; ue8m0 has no mantissa and no subnormals: ``2^(e - 127)``).
@@ -203,7 +205,15 @@ def _code_values(f: _BitFormat) -> np.ndarray:
     if f.signed:
         sign = (codes >> (f.bits - 1)) & 1
         values = np.where(sign == 1, -values, values)
+    values.flags.writeable = False
     return values
+
+
+@functools.lru_cache(maxsize=None)
+def _code_values32(f: _BitFormat) -> np.ndarray:
+    table = _code_values(f).astype(np.float32)
+    table.flags.writeable = False
+    return table
 
 
 def bits_to_float32(bits: np.ndarray, fmt: str | DataType) -> np.ndarray:
@@ -223,7 +233,7 @@ def bits_to_float32(bits: np.ndarray, fmt: str | DataType) -> np.ndarray:
         return (((raw & 0xFF) ^ (0x80 if lo else 0)) - (0x80 if lo else 0)).astype(np.float32)
     f = _BIT_FORMATS[name]
     mask = (1 << f.bits) - 1 if f.signed else (1 << (f.exponent + f.mantissa)) - 1
-    return _code_values(f).astype(np.float32)[raw & mask]
+    return _code_values32(f)[raw & mask]
 
 
 def float32_to_bits(values, fmt: str | DataType) -> np.ndarray:

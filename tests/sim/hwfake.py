@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from tilemem.dtype import DataType, float32_to_bits
 from tilemem.ir.nodes import Call
+from tilemem.layout.operand import smem_descriptor
+from tilemem.layout.smem import mma_shared_layout
 
 
 class FakeContext:
@@ -50,14 +53,18 @@ class FakeContext:
         lanes = self.active if lanes is None else lanes
         self.regs[var][lanes] = np.asarray(values)[lanes]
 
-    def tmem_read(self, lanes, cols):
+    def tmem_read(self, lanes, cols, *, rank=None):
         lanes, cols = np.broadcast_arrays(np.asarray(lanes), np.asarray(cols))
         self.tmem_reads.append((lanes.copy(), cols.copy()))
         return self.tmem[lanes, cols]
 
-    def tmem_write(self, lanes, cols, data):
+    def tmem_write(self, lanes, cols, data, *, rank=None):
         lanes, cols = np.broadcast_arrays(np.asarray(lanes), np.asarray(cols))
         self.tmem[lanes, cols] = np.broadcast_to(data, lanes.shape)
+
+    def tmem_alloc(self, slot, ncols, cta_group):
+        yield ("alloc", slot, ncols, cta_group)
+        return 0
 
     # asynchrony
     def issue(self, queue, complete, what):
@@ -89,3 +96,29 @@ def run(sim, ctx: FakeContext, op: str, args: tuple, values: list, **attrs):
     """Run semantic function ``sim`` for ``Call(op, args, attrs)`` with operand values."""
     ctx.args = values
     return sim(ctx, Call(op, args, attrs=tuple(attrs.items())))
+
+
+def place(smem, base, values, dtype, mode, major, arch="sm_90a"):
+    """Write ``values`` (rows x cols, cols contiguous) into ``smem`` at ``base`` laid out as
+    tilemem lays out an operand tile (its layouts and descriptors are checked against CuTe),
+    padded with zeros to whole swizzle rows; returns the descriptor of its first slice."""
+    dt = DataType(dtype)
+    rows, cols = values.shape
+    atom = {"none": 16, "32B": 32, "64B": 64, "128B": 128}[mode] * 8 // dt.bits
+    padded = np.zeros((rows, -(-cols // atom) * atom), np.float32)
+    padded[:, :cols] = values
+    layout = mma_shared_layout(dtype, mode, padded.shape)
+    fmt = "tf32" if dtype == "float32" else dtype
+    words = float32_to_bits(padded, fmt).astype(np.uint64).ravel()
+    bit = layout.positions()["m"] * dt.bits  # row-major over (rows, cols)
+    if dt.bits == 4:
+        at = base + bit // 8
+        nibble = (bit % 8).astype(np.uint64)
+        np.bitwise_and.at(
+            smem, at, (~(np.uint64(0xF) << nibble) & np.uint64(0xFF)).astype(np.uint8)
+        )
+        np.bitwise_or.at(smem, at, (words << nibble).astype(np.uint8))
+    else:
+        for i in range(dt.bits // 8):
+            smem[base + bit // 8 + i] = (words >> np.uint64(8 * i)) & np.uint64(0xFF)
+    return smem_descriptor(layout, dtype, arch=arch, major=major, start_address=base)

@@ -7,35 +7,15 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hwfake import FakeContext, run
 
-from tilemem.dtype import DataType, float32_to_bits
+from tilemem.dtype import DataType
 from tilemem.ir.intrinsics.wgmma import _sim_mma_async
 from tilemem.ir.nodes import BufferVar
-from tilemem.layout.operand import smem_descriptor
-from tilemem.layout.smem import mma_shared_layout
+
+from .hwfake import FakeContext, place, run
 
 A_BASE, B_BASE = 0x1000, 0x9000  # both on every swizzle period
 K_OF = {"bfloat16": 16, "float16": 16, "float32": 8, "float8_e4m3fn": 32, "int8": 32}
-
-
-def place(smem, base, values, dtype, mode, major):
-    """Write ``values`` (rows x cols, cols contiguous) into ``smem`` at ``base`` laid out as
-    tilemem lays out an operand tile; returns the wgmma descriptor."""
-    dt = DataType(dtype)
-    rows, cols = values.shape
-    atom = {"none": 16, "32B": 32, "64B": 64, "128B": 128}[mode] * 8 // dt.bits
-    padded = np.zeros((rows, -(-cols // atom) * atom), np.float32)  # whole swizzle rows
-    padded[:, :cols] = values
-    values = padded
-    layout = mma_shared_layout(dtype, mode, values.shape)
-    fmt = "tf32" if dtype == "float32" else dtype
-    words = float32_to_bits(values, fmt).astype(np.uint64).ravel()
-    nbytes = dt.bits // 8
-    at = base + layout.positions()["m"] * nbytes  # row-major over (rows, cols)
-    for i in range(nbytes):
-        smem[at + i] = (words >> np.uint64(8 * i)) & np.uint64(0xFF)
-    return smem_descriptor(layout, dtype, arch="sm_90a", major=major, start_address=base)
 
 
 def fragment_of(d: np.ndarray, warp: int, n: int) -> np.ndarray:
