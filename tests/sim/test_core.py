@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import simkernels as kernels
-from simkernels import line
 
 import tilemem.sim as sim
 from tilemem.cuda.tma import tile_map
@@ -14,6 +12,9 @@ from tilemem.errors import HazardError, IRError, SimError
 from tilemem.ir.intrinsics import INTRINSICS
 from tilemem.ir.intrinsics.tma import swizzle_address
 from tilemem.layout.smem import SwizzleMode
+
+from . import simkernels as kernels
+from .simkernels import line
 
 MODES = sim.SCHEDULES
 
