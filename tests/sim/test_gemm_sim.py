@@ -3,7 +3,8 @@ in every schedule mode against numpy, with zero hazards.
 
 Reference: numpy's float32 product of the same bf16 inputs. The kernels accumulate in fp32
 (in another order) and round C to bf16, so each element may differ by half a bf16 ulp of the
-result (at most 2^-8 relative: bf16 keeps 8 significant bits) plus fp32 reordering (far below 1e-3 at these sizes).
+result (at most 2^-8 relative: bf16 keeps 8 significant bits) plus fp32 reordering (far below
+1e-3 at these sizes).
 """
 
 from __future__ import annotations
