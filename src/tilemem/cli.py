@@ -167,12 +167,37 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     return 0 if results and all(r.ok for r in results) else 1
 
 
+def _cmd_sim(args: argparse.Namespace) -> int:
+    from .sim_examples import EXAMPLES, RTOL, run_example
+
+    if args.example not in EXAMPLES:
+        print(
+            f"tilemem: no simulated example {args.example!r}; choose one of: {', '.join(EXAMPLES)}",
+            file=sys.stderr,
+        )
+        return 2
+    print(f"simulating {args.example} (schedule {args.schedule}, seed {args.seed})...")
+    done = run_example(args.example, seed=args.seed, schedule=args.schedule)
+    m, n, k = done.shape
+    count = sum(done.result.instructions.values())
+    verdict = "within" if done.within_tolerance else "OUTSIDE"
+    print(
+        f"{done.name}: C = A @ B^T, {m} x {n} x {k}; {count} warp instructions; max |C - numpy| "
+        f"= {done.max_error:.3g}, {verdict} the bf16 tolerance ({RTOL:.3g} relative)"
+    )
+    hazards = done.result.hazards
+    print(f"{len(hazards)} hazard(s)" + (":" if hazards else ""))
+    for h in hazards:
+        print(h)
+    return 0 if done.within_tolerance and not hazards else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tilemem", description=DESCRIPTION, formatter_class=argparse.RawTextHelpFormatter
     )
     parser.add_argument("--version", action="version", version=f"tilemem {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="{plan,emit,verify}")
+    sub = parser.add_subparsers(dest="command", metavar="{plan,emit,verify,sim}")
     plan = sub.add_parser(
         "plan",
         help="print the memory plan of a plan file or a built-in example kernel",
@@ -209,6 +234,21 @@ def build_parser() -> argparse.ArgumentParser:
         "--quick", action="store_true", help="one shape per swizzle mode and element size"
     )
     verify.set_defaults(run=_cmd_verify)
+    sim = sub.add_parser(
+        "sim",
+        help="run a built-in example kernel on the CPU simulator and report its hazards",
+        description="Run a built-in example kernel on small inputs in the CPU simulator "
+        "(tilemem.sim), compare it with numpy and print every hazard.",
+    )
+    sim.add_argument("--example", "-e", required=True, help="example name")
+    sim.add_argument(
+        "--schedule",
+        choices=("random", "in-order", "adversarial"),
+        default="random",
+        help="how warps interleave and asynchronous operations complete (default: random)",
+    )
+    sim.add_argument("--seed", type=int, default=0, help="scheduler and input seed (default 0)")
+    sim.set_defaults(run=_cmd_sim)
     return parser
 
 
@@ -235,7 +275,7 @@ def _quiet_broken_pipe(run: Callable[[], int]) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
-    commands = {"plan", "emit", "verify"}
+    commands = {"plan", "emit", "verify", "sim"}
     args = parser.parse_args(_with_command(argv, commands))
 
     def run() -> int:
