@@ -129,3 +129,44 @@ def never_arrives():
         out[T.thread_id()] = 1.0
 
     return k
+
+
+def tmem_user(
+    cols: int = 128,
+    dealloc_warp: int | None = None,
+    cluster: int | None = None,
+    store_col: int = 0,
+    deallocate: bool = True,
+    pad_smem: int = 0,
+):
+    """Warp 0 allocates ``cols`` TMEM columns; every warp stores its lane quarter's first
+    column, waits, loads it back into ``out``; then (cluster: after a cluster barrier) the
+    pool is freed. Lets the tests break the TMEM protocol one rule at a time."""
+
+    @T.kernel(target="sm_100a", grid=cluster or 1, block=128, cluster=cluster)
+    def k(out: T.Buffer(("n",), "float32")):
+        smem = T.SMEMPool(name="smem")
+        tmem = T.TMEMPool(smem, cols, alloc_warp=0, dealloc_warp=dealloc_warp, name="tmem")
+        acc = tmem.alloc((128, 32), "float32", datapath="D", name="acc")
+        if pad_smem:  # fewer CTAs fit an SM by shared memory: the planner's residency rule
+            smem.alloc((pad_smem,), "uint8", name="pad")
+        smem.commit()
+        tmem.commit()  # @tmem-alloc
+        T.tmem_base(tmem)
+        regs = T.alloc_local(1, "float32", name="regs")
+        quarter = T.warp_id() % 4
+        regs[0] = T.cast(T.thread_id(), "float32")
+        where = T.tmem_addr(acc, lane=quarter * 32, col=store_col)
+        T.ptx.tcgen05.st(where, regs, num=1)  # @tmem-st
+        T.ptx.tcgen05.wait_st()
+        T.ptx.tcgen05.ld(regs, T.tmem_addr(acc, lane=quarter * 32), num=1)
+        T.ptx.tcgen05.wait_ld()
+        out[T.block_id() * 128 + T.thread_id()] = regs[0]
+        if cluster:
+            T.ptx.cluster.sync()  # @cluster-sync
+        T.ptx.tcgen05.fence_before_thread_sync()
+        T.cuda.syncthreads()
+        if deallocate:
+            tmem.dealloc()  # @tmem-dealloc
+
+    return k

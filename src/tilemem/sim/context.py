@@ -337,6 +337,8 @@ class Context:
         sm.owner[start : start + n] = -1
         del sm.allocs[start]
         cta.freed.append((start, n))
+        # the next allocation of these columns starts afresh: unwritten, no accesses to order
+        sm.shadow.wt[idx], sm.shadow.rt[idx], sm.shadow.init[idx] = -1, -1, False
 
     def tmem_relinquish(self, cta_group: int) -> None:
         self.w.cta.relinquished = True

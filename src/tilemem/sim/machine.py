@@ -280,6 +280,8 @@ class Machine:
     ) -> None:
         accesses = tuple(self.access(r) for r in recs if r >= 0)
         key = (kind, space, buffer, tuple((a.op, a.source) for a in accesses))
+        if not accesses:  # reports at exit: one per distinct finding
+            key += (message,)
         if key in self.seen or len(self.hazards) >= MAX_HAZARDS:
             return
         self.seen.add(key)
