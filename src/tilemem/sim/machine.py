@@ -279,9 +279,9 @@ class Machine:
         where: str = "",
     ) -> None:
         accesses = tuple(self.access(r) for r in recs if r >= 0)
+        # reports at exit have no accesses: one per distinct finding
         key = (kind, space, buffer, tuple((a.op, a.source) for a in accesses))
-        if not accesses:  # reports at exit: one per distinct finding
-            key += (message,)
+        key += ("" if accesses else message,)
         if key in self.seen or len(self.hazards) >= MAX_HAZARDS:
             return
         self.seen.add(key)
