@@ -280,7 +280,7 @@ class Machine:
     ) -> None:
         accesses = tuple(self.access(r) for r in recs if r >= 0)
         # reports at exit have no accesses: one per distinct finding
-        key = (kind, space, buffer, tuple((a.op, a.source) for a in accesses))
+        key: tuple = (kind, space, buffer, tuple((a.op, a.source) for a in accesses))
         key += ("" if accesses else message,)
         if key in self.seen or len(self.hazards) >= MAX_HAZARDS:
             return
