@@ -31,7 +31,13 @@ import statistics
 import subprocess
 import sys
 
-import torch
+try:
+    import torch
+except ImportError:  # before anything else runs: say what is missing and how to get it
+    sys.exit(
+        "benchmarks/gemm.py needs torch (it times cuBLAS and makes the GPU arrays) and an sm_90 "
+        "GPU: pip install -e '.[bench]'"
+    )
 
 from tilemem.gemm.hopper import AutoGemm, HopperGemm
 

@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # Run on a machine with an sm_90 GPU (the device tool's H200), from the repository root:
 #   bash scripts/gpu_check.sh            -> GPU tests, tilemem verify, compute-sanitizer
-# Uses the machine's python3 (torch, cuda-core, cuda-bindings, NVRTC) with src/ on the path.
+# Uses the machine's python3 (torch, cuda-core, cuda-bindings, NVRTC: pip install -e '.[bench]')
+# with src/ on the path. Every step's output goes to $OUT (default /tmp/tilemem-gpu), one file
+# per step (device.txt, tma_fill.txt, gpu_tests.txt, verify.txt, sanitizer_*.txt).
 set -uo pipefail
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 out="${OUT:-/tmp/tilemem-gpu}"
 mkdir -p "$out"
+echo "gpu_check: writing results to $out"
+if ! python3 -c "import torch, cuda.core" 2>/dev/null; then
+  echo "gpu_check: needs torch and cuda-core: pip install -e '.[bench]'" >&2
+  exit 2
+fi
 status=0
 echo "== device"; nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader | tee "$out/device.txt"
 python3 -c "import cuda.core, cuda.bindings, torch; print('cuda-core', cuda.core.__version__, 'cuda-bindings', cuda.bindings.__version__, 'torch', torch.__version__)" | tee -a "$out/device.txt"
@@ -26,4 +33,5 @@ for tool in memcheck racecheck; do
     echo "$tool: compute-sanitizer not on PATH"
   fi
 done
+echo "gpu_check: results in $out: $(cd "$out" && ls | tr '\n' ' ')"
 exit $status

@@ -2,9 +2,9 @@
 message that names the value and the rule; the inputs that are legitimately accepted give
 the exact plan written out below.
 
-Numbers come from SPEC.md / HARDWARE.md: SMEM per block 232,448 B on sm_90a/sm_100a and
-166,912 B on sm_80; swizzle periods 256/512/1024 B; TMEM 128 lanes x 512 columns, allocations
-powers of two in [32, 512]; 1024 threads per block.
+Numbers come from docs/DESIGN.md / docs/HARDWARE-RULES.md: SMEM per block 232,448 B on
+sm_90a/sm_100a and 166,912 B on sm_80; swizzle periods 256/512/1024 B; TMEM 128 lanes x 512 columns,
+allocations powers of two in [32, 512]; 1024 threads per block.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""SPEC section 10: every exception class tilemem raises on purpose lives in tilemem.errors and
-derives from TilememError."""
+"""docs/DESIGN.md#errors: every exception class tilemem raises on purpose lives in tilemem.errors
+and derives from TilememError."""
 
 import ast
 import inspect

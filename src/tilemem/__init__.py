@@ -9,12 +9,17 @@ Plan-only use needs numpy alone::
     print(smem.plan())
 """
 
+from typing import TYPE_CHECKING
+
 from . import errors, layout
 from .dtype import DataType
 from .layout import SwizzleMode
 from .plan import MemoryPlan, Target, get_target
 from .pool import Buffer, SMEMPool, TMEMPool, TMEMStages
 from .version import __version__
+
+if TYPE_CHECKING:
+    from .planfile import load_plan
 
 
 def __getattr__(name: str):
@@ -23,6 +28,11 @@ def __getattr__(name: str):
         from . import lang
 
         return lang
+    # Plan files are read by the examples' layer; importing the package never loads it.
+    if name == "load_plan":
+        from .planfile import load_plan
+
+        return load_plan
     raise AttributeError(f"module 'tilemem' has no attribute {name!r}")
 
 
@@ -40,4 +50,5 @@ __all__ = [
     "errors",
     "get_target",
     "layout",
+    "load_plan",
 ]

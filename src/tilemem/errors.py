@@ -96,6 +96,11 @@ class TilememWarning(UserWarning):
     """A plan that works but not as well as it looks (e.g. CTAs waiting for TMEM columns)."""
 
 
+class MissingLibraryError(TilememError, ImportError):
+    """An optional library (pycute, CuTe DSL, Triton) that a conversion needs is not installed;
+    the message names the package to install."""
+
+
 # The CPU simulator (tilemem.sim)
 
 

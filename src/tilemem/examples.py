@@ -5,7 +5,7 @@ SMEM pool (its plan includes the TMEM pools). The numbers are the ones a
 kernel author would pick for these shapes; each docstring says why.
 
 The pools have two phases, the mainloop and the epilogue, and each buffer says
-when it is live (SPEC section 8): commit() packs them, so an epilogue tile lands
+when it is live (docs/DESIGN.md#lifetimes): commit() packs them, so an epilogue tile lands
 over drained pipeline stages, and the report prints the footprint against the
 lower bound and against bump placement.
 """

@@ -21,25 +21,36 @@ from .errors import AllocationError, TilememError
 # real buffer yet keeps every size computation inside int64.
 MAX_ELEMENTS = 1 << 40
 
-# C++ keywords and the names generated kernels define, which a buffer or pool name becomes.
+# C++ keywords (C++20, alternative tokens included: ``bitand`` is ``&``) and the names
+# generated kernels define, which a buffer or pool name becomes.
 _CPP_KEYWORDS = frozenset(
-    (
+    [
         "alignas",
         "alignof",
         "and",
+        "and_eq",
         "asm",
         "auto",
+        "bitand",
+        "bitor",
         "bool",
         "break",
         "case",
         "catch",
         "char",
+        "char8_t",
         "char16_t",
         "char32_t",
-        "char8_t",
         "class",
+        "co_await",
+        "co_return",
+        "co_yield",
+        "compl",
+        "concept",
         "const",
+        "consteval",
         "constexpr",
+        "constinit",
         "const_cast",
         "continue",
         "decltype",
@@ -67,14 +78,17 @@ _CPP_KEYWORDS = frozenset(
         "new",
         "noexcept",
         "not",
+        "not_eq",
         "nullptr",
         "operator",
         "or",
+        "or_eq",
         "private",
         "protected",
         "public",
         "register",
         "reinterpret_cast",
+        "requires",
         "return",
         "short",
         "signed",
@@ -102,6 +116,7 @@ _CPP_KEYWORDS = frozenset(
         "wchar_t",
         "while",
         "xor",
+        "xor_eq",
         "int8_t",
         "int16_t",
         "int32_t",
@@ -115,7 +130,98 @@ _CPP_KEYWORDS = frozenset(
         "blockDim",
         "gridDim",
         "warpSize",
-    )
+    ]
+)
+# Macros that the C and C++ standard headers, the CUDA headers or the GNU dialects
+# (``-std=gnu++17``, nvcc's host default: ``unix``, ``linux``) define: a namespace or
+# variable of that name in generated code would be rewritten by the preprocessor.
+_MACRO_NAMES = frozenset(
+    [
+        "NULL",
+        "EOF",
+        "BUFSIZ",
+        "FILENAME_MAX",
+        "assert",
+        "errno",
+        "offsetof",
+        "stdin",
+        "stdout",
+        "stderr",
+        "setjmp",
+        "va_arg",
+        "va_copy",
+        "va_end",
+        "va_start",
+        "unix",
+        "linux",
+        "i386",
+        "CHAR_BIT",
+        "CHAR_MAX",
+        "CHAR_MIN",
+        "SCHAR_MAX",
+        "SCHAR_MIN",
+        "UCHAR_MAX",
+        "SHRT_MAX",
+        "SHRT_MIN",
+        "USHRT_MAX",
+        "INT_MAX",
+        "INT_MIN",
+        "UINT_MAX",
+        "LONG_MAX",
+        "LONG_MIN",
+        "ULONG_MAX",
+        "LLONG_MAX",
+        "LLONG_MIN",
+        "ULLONG_MAX",
+        "SIZE_MAX",
+        "INT8_MAX",
+        "INT16_MAX",
+        "INT32_MAX",
+        "INT64_MAX",
+        "UINT8_MAX",
+        "UINT16_MAX",
+        "UINT32_MAX",
+        "UINT64_MAX",
+        "INT8_MIN",
+        "INT16_MIN",
+        "INT32_MIN",
+        "INT64_MIN",
+        "FLT_MAX",
+        "FLT_MIN",
+        "FLT_EPSILON",
+        "DBL_MAX",
+        "DBL_MIN",
+        "DBL_EPSILON",
+        "INFINITY",
+        "NAN",
+        "HUGE_VAL",
+        "HUGE_VALF",
+        "M_PI",
+        "M_E",
+        "EXIT_SUCCESS",
+        "EXIT_FAILURE",
+        "RAND_MAX",
+        "CUDA_VERSION",
+        "CUDART_VERSION",
+        "CUDART_INF_F",
+        "CUDART_NAN_F",
+        "CUDART_PI_F",
+    ]
+)
+# The constants a C++ header defines in each pool's namespace, beside one namespace per
+# buffer (tilemem.plan.cpp_header): a buffer of that name would clash with them.
+HEADER_POOL_CONSTANTS = frozenset(
+    [
+        "committed_bytes",
+        "high_water",
+        "region_align",
+        "target_max_bytes",
+        "total_cols",
+        "cta_group",
+        "alloc_warp",
+        "dealloc_warp",
+        "slot_offset",
+    ]
 )
 _RESERVED_PREFIXES = ("tm_", "__")  # the kernel prelude's types; C++ reserves double underscores
 
@@ -187,7 +293,11 @@ def check_shape(
 
 
 def check_name(name, what: str = "name", *, error: type[TilememError] = AllocationError) -> str:
-    """A name usable as a C++ identifier in generated kernels and as a key in plans."""
+    """A name usable as a C++ identifier in generated kernels and headers, and as a key in
+    plans: ASCII letters, digits and '_', not a C++ or Python keyword (alternative tokens
+    such as ``bitand`` included), not a macro of the standard or CUDA headers (``NULL``,
+    ``unix``), not reserved by C++ (``__`` anywhere, ``_`` and a capital letter first) or by
+    the kernel prelude (``tm_``)."""
     if not isinstance(name, str):
         raise error(f"{what} must be a string, got {name!r} ({type(name).__name__})")
     if not name.isidentifier() or not name.isascii():
@@ -197,9 +307,33 @@ def check_name(name, what: str = "name", *, error: type[TilememError] = Allocati
         )
     if keyword.iskeyword(name) or name in _CPP_KEYWORDS:
         raise error(f"{what} {name!r} is a C++ or Python keyword; pick another name")
-    if name.startswith(_RESERVED_PREFIXES):
+    if name in _MACRO_NAMES:
         raise error(
-            f"{what} {name!r} starts with {name[:3]!r}, reserved for generated code "
-            f"({', '.join(repr(p) for p in _RESERVED_PREFIXES)}); pick another name"
+            f"{what} {name!r} is a macro of the C, C++ or CUDA headers, which the preprocessor "
+            "would replace in generated code; pick another name"
+        )
+    if name.startswith(_RESERVED_PREFIXES) or "__" in name:
+        raise error(
+            f"{what} {name!r} is reserved: C++ reserves names with '__', and "
+            f"{', '.join(repr(p) for p in _RESERVED_PREFIXES)} starts generated names; "
+            "pick another name"
+        )
+    if name[0] == "_" and name[1:2].isupper():
+        raise error(
+            f"{what} {name!r} is reserved: C++ reserves '_' followed by a capital letter; "
+            "pick another name"
+        )
+    return name
+
+
+def check_buffer_name(
+    name, what: str = "buffer name", *, error: type[TilememError] = AllocationError
+) -> str:
+    """:func:`check_name`, and not a constant of the pool's namespace in a C++ header."""
+    check_name(name, what, error=error)
+    if name in HEADER_POOL_CONSTANTS:
+        raise error(
+            f"{what} {name!r} is the name of a pool constant of the C++ header "
+            f"({', '.join(sorted(HEADER_POOL_CONSTANTS))}); pick another name"
         )
     return name

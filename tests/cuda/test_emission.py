@@ -115,7 +115,8 @@ def test_smem_kernel_compiles_for_sm90a():
 
 def test_tmem_oversubscription_warns_without_a_cluster():
     # block=128 with no SMEM: 16 CTAs per SM (2048 threads // 128) x 256 columns = 4096 > 512.
-    # tcgen05.alloc waits until a CTA frees columns; no CTA waits on another, so it runs (SPEC 5).
+    # tcgen05.alloc waits until a CTA frees columns; no CTA waits on another, so it runs
+    # (docs/DESIGN.md#capacity-and-residency).
     with pytest.warns(TilememWarning, match=r"16 CTAs .* 16 x 256 = 4096 > 512"):
 
         @T.kernel(target="sm_100a", block=128)
@@ -128,7 +129,8 @@ def test_tmem_oversubscription_warns_without_a_cluster():
 
 
 def test_tmem_oversubscription_in_a_cluster_is_refused_with_its_class():
-    # CTAs of a cluster wait on each other: a CTA holding columns can wait forever (SPEC 5).
+    # CTAs of a cluster wait on each other: a CTA holding columns can wait forever
+    # (docs/DESIGN.md#capacity-and-residency).
     with pytest.raises(CapacityError) as exc:
 
         @T.kernel(target="sm_100a", block=128, cluster=2)

@@ -244,8 +244,8 @@ def test_nvfp4_example_is_a_block_scaled_gemm():
 
 def test_nvfp4_scale_factor_columns_follow_alloc_sf():
     """The copies land where sf_tmem_layout puts each row's factors: SFA row 32g + l of MMA
-    step ko, stage t is in column g + 4 ko + 16 t of SFA (SPEC 2.1 formula, M = 4 groups,
-    Ko = 4: TCol = 4 g + 16 ko + j in 8-bit units, 64 per stage)."""
+    step ko, stage t is in column g + 4 ko + 16 t of SFA (docs/DESIGN.md#named-layouts formula, M =
+    4 groups, Ko = 4: TCol = 4 g + 16 ko + j in 8-bit units, 64 per stage)."""
     from tilemem.examples import blockscaled_nvfp4_gemm
     from tilemem.kernels import _sf_col
 

@@ -1,4 +1,4 @@
-"""Host-side TMA rules (HARDWARE.md "TMA"), checked without a GPU."""
+"""Host-side TMA rules (docs/HARDWARE-RULES.md#tma), checked without a GPU."""
 
 import struct
 

@@ -44,7 +44,7 @@ def test_row_major_oracle_kernels_issue_one_box_per_tile(esize):
     cols = 64 // esize  # 64-byte rows
     load, tile = tma_load_kernel(ROW_MAJOR, esize, (2, 16, cols))
     assert tile.byte_offset % 128 == 0
-    # two stages, one box each (a box spans whole rows: HARDWARE.md "TMA")
+    # two stages, one box each (a box spans whole rows: docs/HARDWARE-RULES.md#tma)
     assert load.source.count("cp.async.bulk.tensor.2d") == 2 and load.compile()
     store, _ = tma_store_kernel(ROW_MAJOR, esize, (16, cols))
     assert store.source.count("cp.async.bulk.tensor.2d") == 1 and store.compile()

@@ -1,8 +1,8 @@
 """The layout algebra pinned exactly: validation boundaries, evaluation, canonical forms,
 regrouping, tiling, windows and swizzles, each value worked out by hand in a comment.
 
-Formulas from SPEC section 2 (a strided layout sums ``coordinate * stride`` per axis; a
-swizzle XORs ``L`` bits at ``pe + a`` into the bits at ``pe``) and HARDWARE.md "Swizzle
+Formulas from docs/DESIGN.md#layouts (a strided layout sums ``coordinate * stride`` per axis; a
+swizzle XORs ``L`` bits at ``pe + a`` into the bits at ``pe``) and docs/HARDWARE-RULES.md "Swizzle
 modes" (``Swizzle<3, 4, 3>`` on byte addresses for 128B).
 """
 

@@ -1,4 +1,5 @@
-"""Golden checks against the byte-address rules of HARDWARE.md, derived here independently.
+"""Golden checks against the byte-address rules of docs/HARDWARE-RULES.md, derived here
+independently.
 
 The hardware (TMA, wgmma, tcgen05) applies ``Swizzle<B, 4, 3>`` to the absolute
 shared-memory byte address: bits [4, 4+B) ^= bits [7, 7+B). A K-major operand
@@ -32,7 +33,7 @@ BITS = {
 
 
 def cute_swizzle(addr: int, b: int, m: int = 4, s: int = 3) -> int:
-    """CuTe Swizzle<B, M, S> on a byte address (HARDWARE.md)."""
+    """CuTe Swizzle<B, M, S> on a byte address (docs/HARDWARE-RULES.md)."""
     mask = ((1 << b) - 1) << (m + s)
     return addr ^ ((addr & mask) >> s)
 
@@ -102,7 +103,7 @@ def test_known_128b_addresses_of_a_bf16_tile():
     assert buf.layout.apply(0, 63)["m"] * 2 == 126
 
 
-# --- TMEM layouts against the formulas of SPEC 2.1 / PTX data paths -----------------
+# --- TMEM layouts against the formulas of docs/DESIGN.md#named-layouts / PTX data paths ---
 
 
 def datapath_formula(letter, rows, cols, sub_slab, r, c):

@@ -1,11 +1,11 @@
 """The layouts the hardware imposes, pinned element by element with hand-computed positions.
 
-Shared memory: HARDWARE.md "Swizzle modes" (``Swizzle<L, 4, 3>`` on byte addresses; periods
-256/512/1024 B; 16-byte core matrices without swizzle) and SPEC sections 2-3 (the K-major
-operand formula, the ``"auto"`` rule, the alloc_mma error text). Tensor memory: PTX ISA 9.0
-"Matrix fragments for tcgen05.mma" data paths A-G and the block-scale-factor layout, as the
-formulas of SPEC section 2.1 write them; one 32-bit cell per accumulator element (CuTe's
-``tmem_frg_1sm`` storage type is ``uint32_t``).
+Shared memory: docs/HARDWARE-RULES.md#swizzle-modes (``Swizzle<L, 4, 3>`` on byte addresses; periods
+256/512/1024 B; 16-byte core matrices without swizzle) and docs/DESIGN.md#named-layouts and
+#smem-pools (the K-major operand formula, the ``"auto"`` rule, the alloc_mma error text). Tensor
+memory: PTX ISA 9.0 "Matrix fragments for tcgen05.mma" data paths A-G and the block-scale-factor
+layout, as the formulas of docs/DESIGN.md#named-layouts write them; one 32-bit cell per accumulator
+element (CuTe's ``tmem_frg_1sm`` storage type is ``uint32_t``).
 """
 
 import pytest
@@ -178,7 +178,7 @@ def test_plain_tiles_have_no_swizzle_mode():
     assert layout_swizzle_mode(TileLayout.of((8, 8))) is SwizzleMode.SWIZZLE_NONE
 
 
-# -- explicit-mode checks (SPEC section 3 error text) ----------------------------------------
+# -- explicit-mode checks (docs/DESIGN.md#smem-pools error text) ---
 
 
 def test_narrow_rows_name_the_mode_that_fits():

@@ -1,7 +1,8 @@
 """MMA operand descriptors pinned at their boundaries, each value worked out by hand.
 
-Bit layouts: HARDWARE.md "wgmma shared-memory matrix descriptor" and "tcgen05 shared-memory
-descriptor" (start >> 4 in bits 0-13, LBO >> 4 in 16-29, SBO >> 4 in 32-45, tcgen05 version
+Bit layouts: docs/HARDWARE-RULES.md#wgmma-shared-memory-descriptor and
+#tcgen05-shared-memory-descriptor (start >> 4 in bits 0-13, LBO >> 4 in 16-29, SBO >> 4 in 32-45,
+# tcgen05 version
 0b001 at 46, layout code at 62 (wgmma: none 0, 128B 1, 64B 2, 32B 3) or 61 (tcgen05: none 0,
 128B 2, 64B 4, 32B 6)); the LBO/SBO rules are the table of the module docstring (CuTe's
 canonical forms). Instruction descriptors: PTX ISA "Instruction descriptor" (4-5 D format,

@@ -1,5 +1,5 @@
-"""MMA operand tiles pinned at their edges (SPEC section 2.1: a tile of shape (..., R, K),
-leading dimensions such as pipeline stages outermost, each a full R x K tile)."""
+"""MMA operand tiles pinned at their edges (docs/DESIGN.md#named-layouts: a tile of shape (..., R,
+K), leading dimensions such as pipeline stages outermost, each a full R x K tile)."""
 
 import pytest
 

@@ -1,4 +1,4 @@
-"""How TMA fills a buffer, read from its layout (HARDWARE.md "TMA" and "Swizzle modes").
+"""How TMA fills a buffer, read from its layout (docs/HARDWARE-RULES.md#tma and #swizzle-modes).
 
 Expected boxes come from the hardware rules, not from the code: with a swizzle the box's
 inner dimension is at most one swizzle row (32/64/128 bytes), so a K-major MMA tile is cut
@@ -76,7 +76,7 @@ def test_rows_that_are_not_16_byte_multiples_are_refused():
 
 
 def test_a_misaligned_buffer_is_refused_with_the_alignment_to_ask_for():
-    # without swizzle a TMA destination is 128-byte aligned (HARDWARE.md, swizzle table)
+    # without swizzle a TMA destination is 128-byte aligned (docs/HARDWARE-RULES.md, swizzle table)
     with pytest.raises(TMAError, match=r"start at byte 2 .*align=128"):
         tma_fill(TileLayout.row_major((64, 64)), "bfloat16", (64, 64), byte_offset=2)
 

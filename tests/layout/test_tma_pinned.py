@@ -1,7 +1,7 @@
-"""TMA fills pinned at the hardware's edges (HARDWARE.md "TMA"): each box dimension holds at
-most 256 elements, a box's inner dimension is a multiple of 16 bytes, and TMA fills shared
+"""TMA fills pinned at the hardware's edges (docs/HARDWARE-RULES.md#tma): each box dimension holds
+at most 256 elements, a box's inner dimension is a multiple of 16 bytes, and TMA fills shared
 memory tiles of shape (..., R, K) only. SWIZZLE_NONE MMA operands are 8-row x 16-byte core
-matrices (SPEC section 2.1), so they move as boxes one 16-byte column wide.
+matrices (docs/DESIGN.md#named-layouts), so they move as boxes one 16-byte column wide.
 """
 
 import pytest

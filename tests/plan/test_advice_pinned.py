@@ -1,6 +1,6 @@
 """Padding advice pinned: exhaustive search up to 7 buffers, widest-alignment-first above,
-the exact saving, and what it refuses. Totals are bump placements worked out by hand (SPEC
-section 3: round the cursor up to the alignment, advance by the size).
+the exact saving, and what it refuses. Totals are bump placements worked out by hand
+(docs/DESIGN.md#smem-pools: round the cursor up to the alignment, advance by the size).
 """
 
 from types import SimpleNamespace

@@ -1,6 +1,6 @@
 """Capacity errors, occupancy, stage solving and padding advice on real configurations.
 
-Expected numbers are computed by hand in the comments from HARDWARE.md's table
+Expected numbers are computed by hand in the comments from docs/HARDWARE-RULES.md's table
 (sm_90a/sm_100a: 233,472 B per SM, 232,448 B per block; sm_120: 102,400 / 101,376).
 """
 

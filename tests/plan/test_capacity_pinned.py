@@ -1,7 +1,7 @@
 """The shared-memory capacity check, pinned at the limit and in its message.
 
-Limits from HARDWARE.md: sm_90a allows 232,448 B of dynamic shared memory per block, sm_120
-101,376 B. MMA tiles start on 1,024 B (SPEC section 3); barriers are 8-byte words.
+Limits from docs/HARDWARE-RULES.md: sm_90a allows 232,448 B of dynamic shared memory per block,
+sm_120 101,376 B. MMA tiles start on 1,024 B (docs/DESIGN.md#smem-pools); barriers are 8-byte words.
 """
 
 import dataclasses

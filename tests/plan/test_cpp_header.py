@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from tilemem import SMEMPool
-from tilemem.errors import PlanFileError, PoolStateError
+from tilemem.errors import AllocationError, PlanFileError, PoolStateError
 from tilemem.examples import EXAMPLES
 
 GXX = shutil.which("g++")
@@ -79,10 +79,15 @@ def test_namespace_must_be_a_cpp_identifier():
 
 def test_buffer_named_like_a_pool_constant_is_refused():
     smem = SMEMPool()
-    smem.alloc((4,), "uint64", name="high_water")
+    with pytest.raises(AllocationError, match="'high_water' is the name of a pool constant"):
+        smem.alloc((4,), "uint64", name="high_water")  # refused when given
+    smem.alloc((4,), "uint64", name="bar")
     smem.commit()
+    plan = smem.plan()
+    bar = dataclasses.replace(plan.pools[0].entries[0], name="high_water")  # edited by hand
+    plan = dataclasses.replace(plan, pools=(dataclasses.replace(plan.pools[0], entries=(bar,)),))
     with pytest.raises(PlanFileError, match="'high_water' has the name of a pool constant"):
-        smem.plan().to_cpp_header()
+        plan.to_cpp_header()
 
 
 @pytest.mark.skipif(GXX is None, reason="g++ is not installed")

@@ -42,7 +42,7 @@ def test_smem_header_of_a_swizzled_and_a_plain_buffer():
         "constexpr unsigned committed_bytes = 16400;  // launch with this much",
         "constexpr unsigned high_water = 16400;",
         "constexpr unsigned region_align = 1024;  // extern __shared__ __align__(1024)",
-        # HARDWARE.md: sm_90a allows 227 KB = 232448 bytes of dynamic SMEM per block
+        # docs/HARDWARE-RULES.md: sm_90a allows 227 KB = 232448 bytes of dynamic SMEM per block
         "constexpr unsigned target_max_bytes = 232448;  // sm_90a, opt-in, per block",
         "static_assert(committed_bytes <= target_max_bytes, "
         '"smem: more dynamic shared memory than sm_90a gives a block");',
@@ -122,7 +122,7 @@ def test_tmem_header_with_lanes_and_stage_views():
         "// into the slot; a cell's address is base + (lane << 16) + column",
         "namespace tmem {",
         "constexpr unsigned total_cols = 512;  // tcgen05.alloc size",
-        # HARDWARE.md: nCols is a power of two in [32, 512]
+        # docs/HARDWARE-RULES.md: nCols is a power of two in [32, 512]
         "static_assert(total_cols >= 32 && total_cols <= 512 && "
         "(total_cols & (total_cols - 1)) == 0, "
         '"tmem: tcgen05.alloc takes a power of two of columns in [32, 512]");',
@@ -180,6 +180,8 @@ def test_tmem_header_with_lanes_and_stage_views():
         "// stage views over acc",
         "namespace acc_stages3 {",
         "constexpr unsigned stages = 2;",
+        # stages of unequal widths end within total_cols too: the last ends at 192
+        'static_assert(192 <= total_cols, "acc: a stage reaches beyond total_cols");',
         "constexpr unsigned stage0_col_offset = 0;",
         "constexpr unsigned stage0_cols = 64;",
         "constexpr unsigned stage1_col_offset = 64;",

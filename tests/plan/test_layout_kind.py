@@ -27,7 +27,8 @@ def _pools():
             strided: LayoutKind.STRIDED,
             custom: LayoutKind.CUSTOM,
             mma: LayoutKind.MMA_OPERAND,
-            acc: LayoutKind.TMEM_DATAPATH,  # (128, n) defaults to data path D (SPEC section 5)
+            # (128, n) defaults to data path D (docs/DESIGN.md#named-layouts)
+            acc: LayoutKind.TMEM_DATAPATH,
             rows: LayoutKind.TMEM_LANE_ROW,
             sf: LayoutKind.SCALE_FACTOR,
             stage: LayoutKind.STAGE_VIEW,

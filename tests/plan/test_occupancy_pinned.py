@@ -1,10 +1,10 @@
 """Occupancy and the TMEM residency rule, pinned with hand-computed numbers.
 
 CTAs per SM = min(smem_per_SM // (block bytes + 1 KB), threads_per_SM // threads, block
-slots) (HARDWARE.md, CUDA C++ Programming Guide occupancy rules); sm_90a / sm_100a: 233,472 B
-per SM, 232,448 B per block, 2,048 threads and 32 blocks per SM. TMEM residency: SPEC section 5
-(512 columns per SM; the pools of one CTA must fit; over-subscription is an error only for
-CTAs that wait on each other).
+slots) (docs/HARDWARE-RULES.md, CUDA C++ Programming Guide occupancy rules); sm_90a / sm_100a:
+233,472 B per SM, 232,448 B per block, 2,048 threads and 32 blocks per SM. TMEM residency:
+docs/DESIGN.md#capacity-and-residency (512 columns per SM; the pools of one CTA must fit;
+over-subscription is an error only for CTAs that wait on each other).
 """
 
 import inspect

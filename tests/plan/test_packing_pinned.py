@@ -1,6 +1,6 @@
 """Bump placement arithmetic, pinned with hand-computed cases at every boundary.
 
-The rule (SPEC section 3): round the cursor up to the alignment, place the buffer there,
+The rule (docs/DESIGN.md#smem-pools): round the cursor up to the alignment, place the buffer there,
 advance by its size; alignments are powers of two (0 = natural alignment).
 """
 

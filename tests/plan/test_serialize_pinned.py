@@ -75,11 +75,14 @@ def test_small_plan_as_json_data_key_by_key():
         "target": "sm_90a",
         "threads": None,  # no threads: no occupancy key
         "advice": None,
+        "name": None,  # an example's or plan file's name and summary: none for a bare plan
+        "summary": None,
     }
 
 
 def every_feature_plan() -> MemoryPlan:
-    """Every field away from its default: phases, views, lanes, swizzle, moves, stages, advice."""
+    """Every field away from its default: phases, views, lanes, swizzle, moves, stages, advice,
+    name and summary; a plan tilemem could make (from_dict refuses any other)."""
     smem = PoolPlan(
         "smem",
         "shared.dyn",
@@ -95,7 +98,7 @@ def every_feature_plan() -> MemoryPlan:
                 "bfloat16",
                 (2, 64, 64),
                 "mma 128B",
-                overlaps=("C",),
+                overlaps=("C", "C_half"),  # every entry sharing a byte with it
                 swizzle=3,
                 phases=("mainloop",),
                 layout_kind=LayoutKind.MMA_OPERAND,
@@ -110,7 +113,7 @@ def every_feature_plan() -> MemoryPlan:
                 "float32",
                 (32, 64),
                 "row-major",
-                overlaps=("A",),
+                overlaps=("A", "C_half"),
                 phases=("epilogue",),
                 layout_kind=LayoutKind.ROW_MAJOR,
             ),
@@ -124,8 +127,22 @@ def every_feature_plan() -> MemoryPlan:
                 "float32",
                 (16, 64),
                 "row-major",
+                overlaps=("A", "C"),
                 phases=("epilogue",),
                 alias_of="C",
+                layout_kind=LayoutKind.ROW_MAJOR,
+            ),
+            PlanEntry(  # the TMEM pool's address slot
+                "tmem_addr",
+                "shared.dyn",
+                16384,
+                4,
+                4,
+                0,
+                "uint32",
+                (1,),
+                "row-major",
+                phases=("mainloop", "epilogue"),
                 layout_kind=LayoutKind.ROW_MAJOR,
             ),
         ),
@@ -160,8 +177,10 @@ def every_feature_plan() -> MemoryPlan:
         allocation=TMEMAllocation(2, 1, 3, "tmem_addr", 16384),
         stages=(StageViews("acc", ((0, 32), (32, 64))),),
     )
-    advice = PaddingAdvice("smem", 0, 16388, True, ("C", "A"), None)
-    return MemoryPlan((smem, tmem), target="sm_100a", threads=256, advice=advice)
+    advice = PaddingAdvice("smem", 0, 16388, True)  # overlays: no order is suggested
+    return MemoryPlan(
+        (smem, tmem), "sm_100a", 256, advice, name="every-feature", summary="one of each field"
+    )
 
 
 def test_plan_with_every_feature_round_trips_through_json():
@@ -292,7 +311,7 @@ def test_field_of_a_type_json_cannot_hold_is_a_model_bug():
 
 @pytest.mark.parametrize("swizzle", [4, 7])
 def test_from_dict_refuses_a_swizzle_that_is_no_swizzle_mode(swizzle):
-    # SwizzleMode values are L = 0..3 (none, 32B, 64B, 128B; HARDWARE.md "Swizzle modes"):
+    # SwizzleMode values are L = 0..3 (none, 32B, 64B, 128B; docs/HARDWARE-RULES.md#swizzle-modes):
     # a hand-edited 4 would make the C++ header claim 256-byte swizzle rows
     data = small_plan().to_dict()
     data["pools"][0]["entries"][0]["swizzle"] = swizzle
@@ -302,7 +321,10 @@ def test_from_dict_refuses_a_swizzle_that_is_no_swizzle_mode(swizzle):
         f"plan.pools[0].entries[0]: buffer {name!r}: swizzle {swizzle} is not a SwizzleMode "
         "value (0 none, 1 32B, 2 64B, 3 128B)",
     )
-    data["pools"][0]["entries"][0]["swizzle"] = 3
+    # 3 is a mode (128B), for a layout labelled so, on its 1024-byte period (8 x 128 B)
+    data["pools"][0]["entries"][0].update(
+        swizzle=3, layout="mma 128B", layout_kind="mma", align=1024
+    )
     assert MemoryPlan.from_dict(data).pools[0].entries[0].swizzle == 3
 
 

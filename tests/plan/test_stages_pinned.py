@@ -1,10 +1,10 @@
 """Stage solver and per-CTA shared-memory limit, pinned at their exact boundaries.
 
-Limits from HARDWARE.md's table (CUDA C++ Programming Guide, compute capability 9.0/10.0):
-228 KiB = 233,472 B of shared memory per SM, opt-in maximum 227 KiB = 232,448 B per block,
-1 KiB reserved by the system per resident block. MMA tiles default to 1024-byte alignment
-(SPEC section 3, ``alloc_mma(..., align=1024)``); a swizzled tile also needs its swizzle
-period (256/512/1024 B for 32B/64B/128B, HARDWARE.md "Swizzle modes").
+Limits from docs/HARDWARE-RULES.md's table (CUDA C++ Programming Guide, compute capability
+9.0/10.0): 228 KiB = 233,472 B of shared memory per SM, opt-in maximum 227 KiB = 232,448 B per
+block, 1 KiB reserved by the system per resident block. MMA tiles default to 1024-byte alignment
+(docs/DESIGN.md#smem-pools, ``alloc_mma(..., align=1024)``); a swizzled tile also needs its swizzle
+period (256/512/1024 B for 32B/64B/128B, docs/HARDWARE-RULES.md#swizzle-modes).
 """
 
 import numpy as np
@@ -210,7 +210,7 @@ def test_request_refuses_an_unknown_swizzle():
 
 
 def test_request_alignment_is_at_least_the_element_size():
-    # float32 natural alignment 4; align=2 asked: 4 wins (SPEC section 3)
+    # float32 natural alignment 4; align=2 asked: 4 wins (docs/DESIGN.md#smem-pools)
     assert BufferRequest("A", (3,), "float32", align=2).placement(1) == (12, 4)
     assert BufferRequest("A", (3,), "float32", align=64).placement(1) == (12, 64)
 

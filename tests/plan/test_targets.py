@@ -1,4 +1,5 @@
-"""Target table against HARDWARE.md (CUDA C++ Programming Guide, compute capability tables)."""
+"""Target table against docs/HARDWARE-RULES.md (CUDA C++ Programming Guide, compute capability
+tables)."""
 
 import pytest
 
@@ -7,7 +8,7 @@ from tilemem.errors import TargetError
 from tilemem.plan import TARGETS, get_target
 
 KB = 1024
-# (SMEM per SM, opt-in max dynamic SMEM per block, TMEM columns) from HARDWARE.md
+# (SMEM per SM, opt-in max dynamic SMEM per block, TMEM columns) from docs/HARDWARE-RULES.md
 TABLE = {
     "sm_80": (164 * KB, 166_912, 0),
     "sm_86": (100 * KB, 101_376, 0),

@@ -1,12 +1,12 @@
 """Every target's limits and instruction set, pinned field by field.
 
-Shared memory from HARDWARE.md's capacity table; threads and blocks per SM from the CUDA C++
-Programming Guide, "Technical Specifications per Compute Capability" (8.0: 2048 / 32,
+Shared memory from docs/HARDWARE-RULES.md's capacity table; threads and blocks per SM from the CUDA
+C++ Programming Guide, "Technical Specifications per Compute Capability" (8.0: 2048 / 32,
 8.6: 1536 / 16, 8.7: 1536 / 16, 8.9: 1536 / 24, 9.0 and 10.0: 2048 / 32, 12.0: 1536 / 32);
 1024 threads per block and 1 KB reserved per block on all of them. TMEM: 512 columns on
-sm_100-class SMs, reachable only from arch-specific sm_100a code (HARDWARE.md). Instructions
-per PTX ISA 9.0: wgmma and setmaxnreg need sm_90a (setmaxnreg also sm_100a), tcgen05 needs
-sm_100a; TMA, clusters and mbarrier tx-counts exist from sm_90 on.
+sm_100-class SMs, reachable only from arch-specific sm_100a code (docs/HARDWARE-RULES.md).
+Instructions per PTX ISA 9.0: wgmma and setmaxnreg need sm_90a (setmaxnreg also sm_100a), tcgen05
+needs sm_100a; TMA, clusters and mbarrier tx-counts exist from sm_90 on.
 """
 
 import pytest

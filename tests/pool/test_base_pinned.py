@@ -1,7 +1,7 @@
 """Bookkeeping shared by the pools, pinned: the TMEM lanes a plan entry reports.
 
-Block-scale factors (SPEC section 2.1, sf_tmem_layout): TLane = r % 32, replicated at +32,
-+64 and +96, so every lane quarter holds a copy and the buffer occupies all 128 lanes.
+Block-scale factors (docs/DESIGN.md#named-layouts, sf_tmem_layout): TLane = r % 32, replicated at
++32, +64 and +96, so every lane quarter holds a copy and the buffer occupies all 128 lanes.
 """
 
 from tilemem import SMEMPool, TMEMPool

@@ -1,5 +1,5 @@
-"""Buffer pinned at its edges: when a missing offset is an error (SPEC section 8: a pool with
-phases places its buffers at commit), ndim, and what the repr says about the offset.
+"""Buffer pinned at its edges: when a missing offset is an error (docs/DESIGN.md#lifetimes: a pool
+with phases places its buffers at commit), ndim, and what the repr says about the offset.
 """
 
 from tilemem import Buffer, SMEMPool, TMEMPool

@@ -1,5 +1,5 @@
 """The emitter seam: a pool made inside a kernel emits into it; once the kernel is built the
-pools are plan-only again (SPEC section 0: plan-only mode outside any kernel)."""
+pools are plan-only again (docs/DESIGN.md#plan-only-use: plan-only mode outside any kernel)."""
 
 import pytest
 

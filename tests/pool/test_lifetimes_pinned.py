@@ -1,4 +1,4 @@
-"""Lifetimes in pools (SPEC section 8) pinned at their edges: the phases= and live= rules,
+"""Lifetimes in pools (docs/DESIGN.md#lifetimes) pinned at their edges: the phases= and live= rules,
 alias_of= views and offset= pins before commit, the packing a pool reports, the alias message.
 
 Sizes are worked out by hand: n uint8 elements take n bytes, n float32 elements 4n bytes;
@@ -133,7 +133,7 @@ def test_the_alias_message_says_how_to_fix_it():
 
 def test_a_view_needs_its_parent_to_start_on_the_views_alignment():
     # parent: uint8 bytes [100, 4196); a 128B-swizzled (8, 64) bf16 view needs a 1024-byte
-    # aligned start (HARDWARE.md, "Swizzle modes"), but byte 100 + 0 is not one
+    # aligned start (docs/HARDWARE-RULES.md#swizzle-modes), but byte 100 + 0 is not one
     pool = SMEMPool()
     pool.alloc((100,), "uint8", name="a")
     parent = pool.alloc((4096,), "uint8", name="parent")

@@ -1,5 +1,5 @@
-"""Pools with phases (SPEC section 8): live=, packing at commit, alias_of= views, the alias
-check, lower bound and footprint in the plan, and kernels that use the packed offsets.
+"""Pools with phases (docs/DESIGN.md#lifetimes): live=, packing at commit, alias_of= views, the
+alias check, lower bound and footprint in the plan, and kernels that use the packed offsets.
 
 Sizes are hand-computed: a 128 x 64 bf16 tile is 16,384 bytes; a 128 x 128 fp32 accumulator
 in data path D is 128 TMEM columns (one 32-bit column per element column, PTX ISA "Tensor

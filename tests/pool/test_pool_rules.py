@@ -1,7 +1,8 @@
 """Pool rules that once failed: each test pins one fix and fails on the code before it.
 
-Column and byte numbers are worked out by hand in the comments from SPEC sections 3-4
-and HARDWARE.md (swizzle periods 256/512/1024 B; TMEM 128 lanes x 512 columns).
+Column and byte numbers are worked out by hand in the comments from docs/DESIGN.md#smem-pools and
+#tmem-pools and docs/HARDWARE-RULES.md (swizzle periods 256/512/1024 B; TMEM 128 lanes x 512
+columns).
 """
 
 import json
@@ -131,7 +132,7 @@ def test_tmem_pool_is_closed_after_dealloc():
         tmem.alloc((128, 32))
 
 
-# --- move_base_to raises the high-water mark (SPEC 3, as TIRx) ------------------------------
+# --- move_base_to raises the high-water mark (docs/DESIGN.md#smem-pools, as TIRx) ---
 
 
 def test_smem_move_beyond_the_high_water_mark_reserves_it():

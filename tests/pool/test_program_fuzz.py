@@ -8,13 +8,14 @@ Each program is replayed on fresh pools; after every call, and at the end, it ch
 - no two buffers share a byte (SMEM) or a column (TMEM) unless a move_base_to came between
   their allocations; the plan's overlap lists are exactly the intersecting pairs;
 - every SMEM buffer starts on its alignment, at least the dtype's natural one, and swizzled
-  layouts on their period (HARDWARE.md: 256/512/1024 B for 32B/64B/128B); every element's
+  layouts on their period (docs/HARDWARE-RULES.md: 256/512/1024 B for 32B/64B/128B); every element's
   byte lies inside the buffer;
 - TMEM columns equal the layout's footprint (recomputed from the positions, not from span),
   every cell lies inside the buffer's columns and the 128 lanes;
 - committed size equals the high-water mark (SMEM commit() without size; TMEM 'auto' is the
   smallest power of two >= max(32, high water));
-- the residency rule of SPEC section 5 (recomputed here from HARDWARE.md's formulas);
+- the residency rule of docs/DESIGN.md#capacity-and-residency (recomputed here
+  from docs/HARDWARE-RULES.md's formulas);
 - determinism: the same program gives the same ``to_dict()`` twice.
 """
 
@@ -35,7 +36,7 @@ from tilemem.layout import layout_swizzle_mode, mma_shared_layout
 from tilemem.plan import get_target
 
 CALL_SECONDS = 0.5
-# HARDWARE.md "Swizzle modes": the pattern repeats every 256 / 512 / 1024 bytes
+# docs/HARDWARE-RULES.md#swizzle-modes: the pattern repeats every 256 / 512 / 1024 bytes
 PERIOD_BYTES = {0: 1, 1: 256, 2: 512, 3: 1024}
 BITS = {"uint8": 8, "bfloat16": 16, "float32": 32, "uint64": 64, "float4_e2m1fn": 4}
 TARGETS = [None, "sm_100a", "sm_100a", "sm_100a", "sm_80", "sm_90a", "sm_100", "sm_120"]
@@ -101,7 +102,9 @@ MODES = ["auto", "none", "32B", "64B", "128B"]
 DIGITS = st.tuples(*[st.integers(0, 4095)] * 8)
 calls = st.tuples(st.integers(0, 11), DIGITS).map(lambda c: decode(*c))
 first_pools = st.lists(st.tuples(st.just(5), DIGITS), max_size=2)
-FINALES = {  # commit everything at the end, in either order (SPEC 5: the verdict must not care)
+# commit everything at the end, in either order (docs/DESIGN.md#capacity-and-residency: the verdict
+# must not care)
+FINALES = {
     "none": [],
     "smem first": [("smem_commit", None), ("tmem_commit", 0), ("tmem_commit", 1)],
     "tmem first": [("tmem_commit", 0), ("tmem_commit", 1), ("smem_commit", None)],
@@ -194,7 +197,7 @@ def _tmem_call(run: Run, op):
 
 
 def _expected_state_error(run: Run, op) -> bool:
-    """Whether the state rules alone forbid ``op`` (SPEC sections 3-4)."""
+    """Whether the state rules alone forbid ``op`` (docs/DESIGN.md#smem-pools and #tmem-pools)."""
     kind = op[0]
     if kind in ("alloc", "alloc_mma", "alloc_swizzled", "smem_move", "smem_commit"):
         return run.smem.committed
@@ -276,7 +279,8 @@ def _record(run: Run, op, result) -> None:
     if kind in ("smem_move", "tmem_move"):
         name = run.smem.name if kind == "smem_move" else run.pool(op[1]).name
         run.moves[name] += 1
-        _bump(run, name, op[-1], op[-1])  # SPEC 3: a move beyond the high-water mark raises it
+        # docs/DESIGN.md#smem-pools: a move beyond the high-water mark raises it
+        _bump(run, name, op[-1], op[-1])
     elif kind in ("alloc", "alloc_mma", "alloc_swizzled", "tmem_alloc", "tmem_sf"):
         run.epoch[result.name] = run.moves[result.pool.name]
         _check_bump_placement(run, op, result)
@@ -295,8 +299,9 @@ def _bump(run: Run, pool: str, start: int, end: int) -> None:
 
 
 def _check_bump_placement(run: Run, op, buf) -> None:
-    """SPEC 3-4 recomputed: SMEM at the cursor rounded up to max(align, natural alignment, swizzle
-    period), ceil(elements * bits / 8) bytes; TMEM at the cursor, footprint columns."""
+    """docs/DESIGN.md#smem-pools and #tmem-pools recomputed: SMEM at the cursor rounded up to
+    max(align, natural alignment, swizzle period), ceil(elements * bits / 8) bytes; TMEM at the
+    cursor, footprint columns."""
     pool = buf.pool.name
     cursor = run.cursor[pool]
     if buf.scope == "tmem":
@@ -318,7 +323,8 @@ def _check_bump_placement(run: Run, op, buf) -> None:
 
 
 def _over_subscribed(run: Run, pending=None, size=None):
-    """(over, cooperative, threads known) of SPEC 5 once everything is committed."""
+    """(over, cooperative, threads known) of docs/DESIGN.md#capacity-and-residency once everything
+    is committed."""
     target = get_target(run.smem.target)
     size = run.smem.committed_bytes if size is None else size
     cols = sum(t.total_cols for t in run.tmems if t.committed)
@@ -327,7 +333,8 @@ def _over_subscribed(run: Run, pending=None, size=None):
     threads = run.smem.threads or 32 * (
         1 + max(max(t.alloc_warp, t.dealloc_warp) for t in run.tmems)
     )
-    # HARDWARE.md: floor(smem_per_SM / (block + 1 KB)), bounded by threads and block slots
+    # docs/HARDWARE-RULES.md: floor(smem_per_SM / (block + 1 KB)), bounded by threads and block
+    # slots
     ctas = min(
         target.smem_per_sm // (size + 1024),
         target.max_threads_per_sm // threads,

@@ -1,6 +1,7 @@
-"""SPEC section 5's TMEM residency rule, plan-only: per CTA always, across CTAs by launch kind.
+"""docs/DESIGN.md#capacity-and-residency's TMEM residency rule, plan-only: per CTA always, across
+CTAs by launch kind.
 
-Numbers by hand from HARDWARE.md (sm_100a: 233,472 B SMEM per SM, 1 KiB reserved per
+Numbers by hand from docs/HARDWARE-RULES.md (sm_100a: 233,472 B SMEM per SM, 1 KiB reserved per
 block, 2048 threads and 32 blocks per SM; TMEM 512 columns).
 """
 

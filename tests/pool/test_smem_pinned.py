@@ -1,7 +1,7 @@
 """SMEMPool pinned at the edges the mutation run found unguarded.
 
-Rules from SPEC section 3 (bump placement, swizzle-period alignment, move_base_to bounds,
-commit) and HARDWARE.md "Swizzle modes" (the buffer start must be a multiple of the period,
+Rules from docs/DESIGN.md#smem-pools (bump placement, swizzle-period alignment, move_base_to bounds,
+commit) and docs/HARDWARE-RULES.md#swizzle-modes (the buffer start must be a multiple of the period,
 counted in bytes).
 """
 
@@ -111,7 +111,7 @@ def test_commit_size_bounds(size):
 
 
 def test_move_base_to_beyond_the_end_raises_the_high_water_mark():
-    # SPEC section 3: move_base_to(end); commit() reserves end bytes
+    # docs/DESIGN.md#smem-pools: move_base_to(end); commit() reserves end bytes
     pool = SMEMPool()
     pool.move_base_to(100)
     assert pool.plan().smem.high_water == 100
@@ -233,7 +233,8 @@ def test_a_pool_in_a_kernel_refuses_another_target_or_block(options, error, mess
 
 @pytest.mark.parametrize(("cluster", "cooperative"), [((1, 1, 1), False), ((2, 1, 1), True)])
 def test_only_a_cluster_of_two_or_more_ctas_makes_them_cooperative(cluster, cooperative):
-    # a 1 x 1 x 1 cluster is a lone CTA: nobody waits on a peer (SPEC section 5)
+    # a 1 x 1 x 1 cluster is a lone CTA: nobody waits on a peer
+    # (docs/DESIGN.md#capacity-and-residency)
     pools = []
 
     @T.kernel(target="sm_100a", block=128, cluster=cluster)

@@ -1,6 +1,6 @@
 """The TMEM protocol a pool emits, pinned on the generated CUDA source and on the emitter seam.
 
-SPEC section 4: commit() emits, under the alloc-warp guard, tcgen05.alloc.cta_group::N of
+docs/DESIGN.md#tmem-pools: commit() emits, under the alloc-warp guard, tcgen05.alloc.cta_group::N of
 total_cols into the slot, then __syncwarp() when sync_after_alloc (default True); dealloc()
 emits, under the dealloc-warp guard, tcgen05.relinquish_alloc_permit then tcgen05.dealloc.
 Warp w of a block of 128 threads is threadIdx.x / 32 == w (CUDA C++ Programming Guide).

@@ -1,11 +1,11 @@
 """TMEM pool pinned: constructor bounds, column counts, placement and the plan's totals.
 
-Expected values are worked by hand from HARDWARE.md (128 lanes x 512 columns of 32-bit cells;
-tcgen05.alloc takes a power of two of columns in [32, 512]; at most 1024 threads = 32 warps
-per block, warp w = threads 32w..32w+31) and SPEC sections 4 and 8.
+Expected values are worked by hand from docs/HARDWARE-RULES.md (128 lanes x 512 columns of 32-bit
+cells; tcgen05.alloc takes a power of two of columns in [32, 512]; at most 1024 threads = 32 warps
+per block, warp w = threads 32w..32w+31) and docs/DESIGN.md#tmem-pools and #lifetimes.
 
-Data-path lanes from PTX ISA 9.0 "Matrix fragments for tcgen05.mma" as SPEC section 2.1 writes
-them: D uses lanes 0-127; F takes 16 lanes in the lower half of each warp quarter
+Data-path lanes from PTX ISA 9.0 "Matrix fragments for tcgen05.mma" as docs/DESIGN.md#named-layouts
+writes them: D uses lanes 0-127; F takes 16 lanes in the lower half of each warp quarter
 (lane = 32 (r // 16) + r % 16); B folds two column halves onto lanes 0-63 and 64-127.
 """
 
@@ -40,7 +40,7 @@ def test_plan_entries_list_the_lane_runs(datapath, shape, lanes):
 
 def test_auto_total_cols_stays_auto_until_commit():
     tmem = TMEMPool(SMEMPool(), "auto")
-    assert tmem.total_cols == "auto"  # SPEC 4: "auto" is fixed at commit()
+    assert tmem.total_cols == "auto"  # docs/DESIGN.md#tmem-pools: "auto" is fixed at commit()
 
 
 def test_the_total_cols_hint_starts_at_one_column():
@@ -212,7 +212,8 @@ def test_the_plan_high_water_is_the_last_column_used():
 
 
 def test_the_plan_high_water_includes_a_move_beyond_the_buffers():
-    # SPEC 3: move_base_to(end) reserves up to end, here 512 past a 64-column buffer
+    # docs/DESIGN.md#smem-pools: move_base_to(end) reserves up to end, here 512 past a 64-column
+    # buffer
     smem = SMEMPool()
     tmem = TMEMPool(smem, 512)
     tmem.alloc((128, 64), "float32")

@@ -1,7 +1,8 @@
 """Exact boundaries of the TMEM pool's column cursor and of TMEMStages indices.
 
-Expected values come from HARDWARE.md (512 TMEM columns per SM, 32-bit cells) and SPEC
-section 3 (move_base_to takes any column of the pool, its end included), worked by hand.
+Expected values come from docs/HARDWARE-RULES.md (512 TMEM columns per SM, 32-bit cells)
+and docs/DESIGN.md#smem-pools (move_base_to takes any column of the pool, its end included), worked
+by hand.
 """
 
 import pytest
@@ -17,7 +18,8 @@ def pool() -> TMEMPool:
 
 def test_move_base_to_accepts_both_ends_of_the_pool():
     tmem = pool()
-    tmem.move_base_to(512)  # the end itself: SPEC 3, raises the high-water mark to 512
+    # the end itself: docs/DESIGN.md#smem-pools, raises the high-water mark to 512
+    tmem.move_base_to(512)
     tmem.move_base_to(0)  # column 0 is a column of the pool
     assert tmem.commit() == 512
 

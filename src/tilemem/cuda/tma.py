@@ -1,4 +1,4 @@
-"""TMA tensor maps between a global tensor and a pool buffer (HARDWARE.md, "TMA").
+"""TMA tensor maps between a global tensor and a pool buffer (docs/HARDWARE-RULES.md#tma).
 
 How a buffer is filled (box width, boxes per tile, swizzle) is decided from its
 layout by :func:`tilemem.layout.tma.tma_fill`, the rule ``T.ptx.tma.load_tile``
@@ -86,7 +86,7 @@ def plan_tile_map(
 
 
 def check_plan(plan: TensorMapPlan, what: str) -> None:
-    """The host-checkable TMA rules of HARDWARE.md, each with the fix."""
+    """The host-checkable TMA rules of docs/HARDWARE-RULES.md, each with the fix."""
     inner_bytes = plan.box[0] * plan.dtype.bits // 8
     if plan.rank > MAX_RANK:
         raise TMAError(f"{what}: a tensor map has at most {MAX_RANK} dimensions, got {plan.rank}")

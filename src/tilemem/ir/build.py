@@ -131,7 +131,8 @@ def build(fn: Callable, *, target, grid, block, cluster=None, name: str | None =
     try:
         with emitting(builder):
             fn(*args)
-    except TilememError as exc:  # keeps its class (SPEC 10); the user's line joins the message
+    except TilememError as exc:
+        # keeps its class (docs/DESIGN.md#errors); the user's line joins the message
         where = _user_frame(exc)
         if where is not None and not isinstance(exc, BuildError):
             exc.args = (

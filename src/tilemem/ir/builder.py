@@ -299,6 +299,7 @@ class Builder:
                 for pool, buf in self.tmem_buffers
                 if buf.placed
             ),
+            pools=(*self.smem_pools, *self.tmem_pools),
         )
 
     def phases(self) -> tuple[str, ...]:

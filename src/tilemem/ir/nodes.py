@@ -425,6 +425,7 @@ class Kernel:
     locations: dict = field(default_factory=dict, repr=False)
     phases: tuple = ()  # the pools' phase names, in program order
     tmem_buffers: tuple = ()  # (name, col_offset, cols, live phases) of the TMEM pools' buffers
+    pools: tuple = ()  # the SMEM and TMEM pools made while building, in creation order
 
     def __repr__(self) -> str:
         return kernel_text(self)

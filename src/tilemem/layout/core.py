@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import LayoutError
 from ..validate import MAX_ELEMENTS, check_int, check_shape, is_int
+from .svg import layout_svg, repr_svg
 
 AXES = ("m", "TLane", "TCol")
 Positions = dict[str, int]
@@ -181,6 +182,14 @@ class Layout:
                 raise LayoutError(f"coordinate {tuple(coords)} out of range for shape {shape}")
             flat = flat * extent + int(c)
         return flat
+
+    def to_svg(self, dtype="float32", title: str | None = None) -> str:
+        """A picture of the tile: each element's position, coloured by SMEM bank (``dtype``
+        sets the element width) or TMEM lane quarter (see :mod:`tilemem.layout.svg`)."""
+        return layout_svg(self, dtype, title)
+
+    def _repr_svg_(self) -> str | None:
+        return repr_svg(self)
 
     # -- to implement ---------------------------------------------------------
     def _apply_flat(self, flat: np.ndarray) -> dict[str, np.ndarray]:
@@ -501,7 +510,7 @@ class SwizzleLayout(Layout):
     result = (c << pe) | (x & ((1 << pe) - 1))``.
     It permutes offsets only within blocks of ``2 ** (pe + L + a)`` elements
     (its ``period``). On byte addresses with 16-byte chunks this is
-    ``Swizzle<L, 4, a>`` of HARDWARE.md.
+    ``Swizzle<L, 4, a>`` of docs/HARDWARE-RULES.md.
     """
 
     per_element: int

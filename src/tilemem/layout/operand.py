@@ -2,7 +2,7 @@
 from a buffer's layout for either major, and tcgen05 instruction descriptors for every kind.
 
 Shared-memory descriptor, 64 bits (PTX ISA "Matrix Descriptor Format"; wgmma
-sm_90a and tcgen05 sm_100a; HARDWARE.md):
+sm_90a and tcgen05 sm_100a; docs/HARDWARE-RULES.md):
 
 ========  ===============================================================
 bits      field

@@ -1,4 +1,5 @@
-"""Shared-memory operand layouts that the tensor cores and TMA read (HARDWARE.md, "Swizzle modes").
+"""Shared-memory operand layouts that the tensor cores and TMA read
+(docs/HARDWARE-RULES.md#swizzle-modes).
 
 The swizzle is applied by hardware to the absolute shared-memory byte
 address: ``Swizzle<L, 4, 3>`` XORs address bits [4, 4+L) with bits [7, 7+L).

@@ -3,7 +3,7 @@
 A 2-D TMA box of ``C x R`` elements (``C`` innermost) lands in shared memory as
 ``R`` rows of ``C`` elements, row after row from the destination address, and
 for a swizzled map the hardware XORs the absolute byte address with the mode's
-pattern (HARDWARE.md, "Swizzle modes" and "TMA"). A buffer of shape
+pattern (docs/HARDWARE-RULES.md#swizzle-modes and #tma). A buffer of shape
 ``(..., R, K)`` is filled as ``K / C`` such boxes per tile, box ``b`` of a tile
 covering columns ``[b*C, (b+1)*C)`` and starting at the element the layout puts
 at ``(..., 0, b*C)``. So TMA can fill a layout exactly when, for some box width

@@ -10,7 +10,7 @@ MMA accumulators are the exception: every accumulator element takes a whole
 fragments (cute/atom/mma_traits_sm100.hpp: every tcgen05 MMA's C is
 ``UMMA::tmem_frg_1sm<c_type>``, whose ``StorageType`` defaults to ``uint32_t``,
 one value per 32-bit column, while A operands kept in TMEM use ``StorageType =
-a_type``, packed); HARDWARE.md says the same.
+a_type``, packed); docs/HARDWARE-RULES.md says the same.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from ..errors import LayoutError
 from ..validate import MAX_ELEMENTS, check_int, is_int
 from .core import Iter, TileLayout
 
-# Tensor memory of one CTA (PTX ISA 9.0, "Tensor Memory"; HARDWARE.md): 128 lanes x 512
+# Tensor memory of one CTA (PTX ISA 9.0, "Tensor Memory"; docs/HARDWARE-RULES.md): 128 lanes x 512
 # columns of 32-bit cells; tcgen05.alloc grants a power of two of columns in [32, 512].
 TMEM_LANES = 128
 TMEM_COLS = 512

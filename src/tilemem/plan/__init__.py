@@ -3,6 +3,7 @@
 from ..intmath import align_up, is_power_of_two
 from .advice import best_order, padding_advice
 from .capacity import check_smem_capacity, stages_that_fit
+from .jsonplan import plan_from_json_text
 from .model import LayoutKind, MemoryPlan, PlanEntry, PoolPlan
 from .occupancy import Occupancy, check_tmem_residency, occupancy
 from .packing import Placement, place
@@ -29,6 +30,7 @@ __all__ = [
     "occupancy",
     "padding_advice",
     "place",
+    "plan_from_json_text",
     "smem_limit",
     "solve_stages",
     "stages_that_fit",

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import PlanError
 from ..validate import is_int
+from .data import PaddingAdvice
 from .packing import bump_total
 
 if TYPE_CHECKING:  # the model holds advice; advice reads the model
-    from .model import PoolPlan
+    from .data import PoolPlan
 
 _EXHAUSTIVE_UP_TO = 7  # buffers; 7! = 5040 orders
 
@@ -31,39 +31,6 @@ def best_order(entries) -> tuple[list, int]:
         if total < best_total:
             best, best_total = list(order), total
     return best, best_total
-
-
-@dataclass(frozen=True)
-class PaddingAdvice:
-    """Bytes an SMEM pool loses to alignment, and an allocation order that loses fewer.
-
-    ``order`` is empty when no order saves bytes, or when the pool uses ``move_base_to``
-    (``overlays``): reordering overlaid buffers would change what aliases what.
-    """
-
-    pool: str
-    padding: int
-    high_water: int
-    overlays: bool
-    order: tuple[str, ...] = ()
-    best_high_water: int | None = None
-
-    @property
-    def saved(self) -> int:
-        return 0 if self.best_high_water is None else self.high_water - self.best_high_water
-
-    def lines(self) -> list[str]:
-        lines = [f"{self.padding} bytes lost to alignment padding"]
-        if self.overlays:
-            lines.append("pool uses move_base_to; reordering is not suggested for overlays")
-        elif self.order:
-            lines.append(
-                f"allocating in the order {', '.join(self.order)} saves {self.saved} bytes "
-                f"(high-water {self.high_water} -> {self.best_high_water})"
-            )
-        else:
-            lines.append("no allocation order saves bytes")
-        return lines
 
 
 def _entries(entries) -> list:

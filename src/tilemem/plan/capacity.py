@@ -100,7 +100,7 @@ def check_tmem_target(target: Target, pool_name: str) -> None:
     if target.tmem_cols:
         raise TargetError(
             f"TMEM pool {pool_name!r}: code built for {target.name} cannot use tensor memory; "
-            "tcgen05 exists only in arch-specific code (HARDWARE.md): target sm_100a"
+            "tcgen05 exists only in arch-specific code (docs/HARDWARE-RULES.md): target sm_100a"
         )
     raise TargetError(
         f"TMEM pool {pool_name!r}: {target.name} has no tensor memory; TMEM and tcgen05 exist on "

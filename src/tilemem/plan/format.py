@@ -1,4 +1,4 @@
-"""Text rendering of a MemoryPlan: a buffer table per pool, totals, a TMEM column map."""
+"""Text rendering of a PlanData: a buffer table per pool, totals, a TMEM column map."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from ..scopes import TMEM
 from ..text import table
 
 if TYPE_CHECKING:  # the model imports this module to render itself
-    from .model import MemoryPlan, PoolPlan
+    from .data import PlanData, PoolPlan
 
 _MAP_WIDTH = 64  # characters in the TMEM column map
 
@@ -104,7 +104,7 @@ def column_map(pool: PoolPlan) -> list[str]:
     ]
 
 
-def format_plan(plan: MemoryPlan) -> str:
+def format_plan(plan: PlanData) -> str:
     lines: list[str] = []
     if plan.target:
         lines.append(f"target {plan.target}")

@@ -1,4 +1,4 @@
-"""Lifetime packing: offsets for buffers that are live in named phases (SPEC section 8).
+"""Lifetime packing: offsets for buffers that are live in named phases (docs/DESIGN.md#lifetimes).
 
 The problem
 -----------

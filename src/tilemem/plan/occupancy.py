@@ -33,6 +33,27 @@ class Occupancy:
     ctas_per_sm: int
     binding: str
 
+    def __str__(self) -> str:
+        """The verdict as a sentence, e.g. "3 CTAs per SM on sm_90a with 384 threads each,
+        bound by shared memory (shared memory allows 3, threads 5, block slots 32)." """
+        count = f"{self.ctas_per_sm} CTA{'s' if self.ctas_per_sm != 1 else ''}"
+        limits = ", ".join(
+            f"{name} {'allows ' if i == 0 else ''}{value}"
+            for i, (name, value) in enumerate(self.limits.items())
+        )
+        text = (
+            f"{count} per SM on {self.target} with {self.threads} threads each, bound by "
+            f"{self.binding} ({limits})"
+        )
+        if self.tmem_cols:
+            total = self.tmem_cols * self.ctas_per_sm
+            verdict = "fit" if total <= TMEM_COLS else "exceed, so tcgen05.alloc blocks"
+            text += (
+                f"; {self.tmem_cols} TMEM columns each, {total} in all, {verdict} the "
+                f"{TMEM_COLS} of an SM"
+            )
+        return text + "."
+
     def lines(self) -> list[str]:
         out = [
             f"{self.ctas_per_sm} CTA(s) per SM on {self.target} with {self.threads} threads, bound "
@@ -103,7 +124,8 @@ def check_tmem_residency(
     cooperative: bool,
     lowest_threads: int = 32,
 ) -> None:
-    """SPEC section 5: the TMEM residency rule over every TMEM pool ``(name, total_cols)`` of a CTA.
+    """The TMEM residency rule over every TMEM pool ``(name, total_cols)`` of a CTA
+    (docs/DESIGN.md#capacity-and-residency).
 
     - The pools of one CTA together must fit the 512 columns: after the first
       allocation takes its columns a second ``tcgen05.alloc`` could never succeed

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 import types
 import typing
 from functools import cache
@@ -20,6 +21,38 @@ from typing import Any
 from ..errors import PlanError, PlanFileError
 
 PLAN_SCHEMA = 1
+
+
+def parse_json(text: str, source: str = "plan") -> Any:
+    """The data of a JSON document, or a PlanFileError naming ``source`` and the line.
+
+    Refused besides malformed JSON: a key given twice in one object (which value would be
+    meant?), numbers the json module cannot read (over 4300 digits), and nesting deeper than
+    Python's recursion limit (the json module recurses once per level: 100,000 nested arrays
+    raise RecursionError). A leading byte-order mark is skipped.
+    """
+    if not isinstance(text, str):
+        raise PlanFileError(f"{source}: a JSON plan is text, got {type(text).__name__}")
+    text = text.removeprefix("\ufeff")
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys)
+    except json.JSONDecodeError as exc:
+        raise PlanFileError(f"{source}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise PlanFileError(
+            f"{source}: arrays or objects nested too deep to read; a plan nests 6 levels"
+        ) from None
+    except ValueError as exc:  # a key twice, an integer too long to read
+        raise PlanFileError(f"{source}: not a JSON plan: {exc}") from None
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the key {key!r} appears twice in one object")
+        out[key] = value
+    return out
 
 
 def to_data(value: Any) -> Any:

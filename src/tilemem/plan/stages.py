@@ -5,7 +5,7 @@ requests get a leading stage dimension. Placement is the pools' bump rule
 (round the cursor up to the alignment, advance by the size), so the answer
 equals what an SMEMPool allocating the same requests would reach. When a request
 names the phases it is live in (``live``), placement is the lifetime packer's
-instead, as in an SMEMPool made with ``phases=`` (SPEC section 8).
+instead, as in an SMEMPool made with ``phases=`` (docs/DESIGN.md#lifetimes).
 """
 
 from __future__ import annotations

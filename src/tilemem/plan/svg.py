@@ -32,7 +32,8 @@ label "left of the plot" is right-aligned at ``x = LEFT - GAP``.
   baseline 4 px below the row's middle; row frame ``(LEFT, row top + 2, PLOT, ROW - 4)``.
   Rows: one per phase in a pool with phases (a buffer is drawn in every row of a phase it
   is live in; no phases given = all); otherwise row 0 ``bytes`` and ``overlay n`` rows, each
-  buffer in the first row where it overlaps no buffer already placed. A block is
+  buffer in the first row where it overlaps no buffer already placed (at most
+  ``MAX_OVERLAY_ROWS`` rows: a buffer that fits none is drawn over the last). A block is
   ``(x(offset), row top + INSET, length * PLOT / extent, ROW - 2 * INSET)``, white
   outline, or black dashed for a view (``alias_of``); its padding is the same band over
   ``[offset - padding, offset)``, hatched. Block labels (name, ``@offset size``, swizzle
@@ -64,6 +65,7 @@ label "left of the plot" is right-aligned at ``x = LEFT - GAP``.
 
 from __future__ import annotations
 
+import bisect
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -73,7 +75,7 @@ from ..scopes import TMEM
 from .target import get_target
 
 if TYPE_CHECKING:
-    from .model import MemoryPlan, PlanEntry, PoolPlan
+    from .data import PlanData, PlanEntry, PoolPlan
 
 WIDTH = 960
 MARGIN = 10  # canvas edge to the headings, and below the last line
@@ -84,6 +86,7 @@ HEADING = 24  # height of the title and of each pool's heading
 BASELINE = 14  # a heading's baseline below its top
 GAP = 8  # between a label left of the plot and the plot
 ROW = 46  # height of one SMEM row
+MAX_OVERLAY_ROWS = 32  # overlay rows drawn; further overlaid buffers share the last
 INSET = 4  # a block's margin inside its row, above and below
 TEXT = 3  # a label's margin inside its block
 LANE = 1.25  # pixels per TMEM lane: 128 lanes = 160 px
@@ -201,18 +204,37 @@ def _lane_runs(e: PlanEntry) -> tuple[tuple[int, int], ...]:
 
 
 def _overlay_rows(entries: tuple[PlanEntry, ...]) -> list[int]:
-    """Row of each entry: the first row where it overlaps nothing already there."""
+    """Row of each entry: the first row where it overlaps nothing already there, among the
+    first ``MAX_OVERLAY_ROWS``; an entry that fits none of them is drawn over the last.
+
+    A row's blocks never overlap, so sorted by (start, end) their ends never decrease: the
+    blocks starting before ``e.end`` are a prefix, and ``e`` overlaps one of them exactly
+    when the last one ends after ``e.offset``. Two bisections per row, not a scan of every
+    block placed before.
+    """
     rows: list[list[tuple[int, int]]] = []
+    starts: list[list[int]] = []
     out = []
     for e in entries:
-        for n, taken in enumerate(rows):
-            if all(e.end <= lo or e.offset >= hi for lo, hi in taken):
-                taken.append((e.offset, e.end))
-                out.append(n)
-                break
-        else:
-            out.append(len(rows))
-            rows.append([(e.offset, e.end)])
+        n = next(
+            (
+                n
+                for n, blocks in enumerate(rows)
+                if (j := bisect.bisect_left(starts[n], e.end)) == 0 or blocks[j - 1][1] <= e.offset
+            ),
+            None,
+        )
+        if n is None:
+            if len(rows) == MAX_OVERLAY_ROWS:
+                out.append(len(rows) - 1)  # more rows would not be read; the legend lists it
+                continue
+            n = len(rows)
+            rows.append([])
+            starts.append([])
+        i = bisect.bisect_right(rows[n], (e.offset, e.end))
+        rows[n].insert(i, (e.offset, e.end))
+        starts[n].insert(i, e.offset)
+        out.append(n)
     return out
 
 
@@ -229,7 +251,7 @@ def _axis(
         canvas.text(x, bottom + 12, label(tick), size=SMALL, anchor="middle", fill="#666666")
 
 
-def _smem(canvas: _Canvas, plan: MemoryPlan, pool: PoolPlan) -> None:
+def _smem(canvas: _Canvas, plan: PlanData, pool: PoolPlan) -> None:
     capacity = get_target(plan.target).max_smem_per_block if plan.target else None
     extent = max(pool.used, capacity or 1)
     scale = PLOT / extent
@@ -403,7 +425,7 @@ def _tmem(canvas: _Canvas, pool: PoolPlan) -> None:
     _legend(canvas, pool)
 
 
-def plan_svg(plan: MemoryPlan, title: str | None = None) -> str:
+def plan_svg(plan: PlanData, title: str | None = None) -> str:
     """The plan as an SVG document (see the module docstring)."""
     canvas = _Canvas(title)
     for pool in plan.pools:

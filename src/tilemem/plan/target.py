@@ -1,7 +1,7 @@
 """GPU targets: shared-memory and tensor-memory capacity, thread limits, instructions.
 
 Numbers from the CUDA C++ Programming Guide (compute-capability tables) and
-PTX ISA 9.0, as collected in HARDWARE.md. KB here means 1024 bytes.
+PTX ISA 9.0, as collected in docs/HARDWARE-RULES.md. KB here means 1024 bytes.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from ..layout import Layout, TileLayout
 from ..layout.smem import layout_swizzle_mode
 from ..plan.model import PlanEntry
 from ..plan.packing import overlapping_pairs
-from ..validate import check_name
+from ..validate import check_buffer_name
 from .buffer import TMEM, Buffer
 
 
@@ -35,6 +35,11 @@ def lane_runs(layout: Layout) -> tuple[tuple[int, int], ...]:
         else:
             runs.append([lane, lane + 1])
     return tuple((lo, hi) for lo, hi in runs)
+
+
+def buffer_count(buffers) -> str:
+    """``"1 buffer"``, ``"3 buffers"``: for the pools' reprs."""
+    return f"{len(buffers)} buffer{'s' if len(buffers) != 1 else ''}"
 
 
 class BumpPool:
@@ -81,11 +86,12 @@ class BumpPool:
         """Raise before any state changes when ``name`` is unusable or taken in this CTA."""
         if name is None:
             return
-        check_name(name, "buffer name")
+        check_buffer_name(name, "buffer name")
         if name in self._names:
             raise AllocationError(
                 f"this CTA already has a buffer named {name!r}: SMEM and TMEM buffers (and the "
-                "generated TMEM address slots) share one namespace, so pick another name"
+                "generated TMEM address slots and stage-view names) share one namespace, so "
+                "pick another name"
             )
 
     def _free_name(self, stem: str, numbered: bool = True) -> str:
@@ -104,7 +110,8 @@ class BumpPool:
         return name
 
     def _move(self, position: int) -> None:
-        """Set the cursor; like TIRx, a move beyond the high-water mark raises it (SPEC 3)."""
+        """Set the cursor; like TIRx, a move beyond the high-water mark raises it
+        (docs/DESIGN.md#smem-pools)."""
         self._moves.append((self._cursor, position))
         self._cursor = position
         self._high_water = max(self._high_water, position)

@@ -41,7 +41,7 @@ class Buffer:
     pool: Any = None
 
     def __getattribute__(self, name: str) -> Any:
-        """A pool with phases places its buffers at commit (SPEC section 8): reading an
+        """A pool with phases places its buffers at commit (docs/DESIGN.md#lifetimes): reading an
         offset before then is an error, not a silent None."""
         value = object.__getattribute__(self, name)
         if value is None and name in ("byte_offset", "col_offset"):

@@ -1,4 +1,4 @@
-"""Lifetimes in pools (SPEC section 8): phases, ``live=``, ``alias_of=`` views, explicit
+"""Lifetimes in pools (docs/DESIGN.md#lifetimes): phases, ``live=``, ``alias_of=`` views, explicit
 offsets, packing at commit and the alias check.
 
 A pool made with ``phases=`` places its buffers at ``commit()`` with
@@ -62,7 +62,8 @@ class LifetimePool:
 
     def _high_water_with(self, ends: Iterable[int]) -> int:
         """The high-water mark over placements ending at ``ends``: at least the bump cursor's
-        mark in a pool without phases (``move_base_to`` raises it too, SPEC section 3)."""
+        mark in a pool without phases (``move_base_to`` raises it too,
+        docs/DESIGN.md#smem-pools)."""
         return max([self._high_water if self.phases is None else 0, *ends])
 
     def live_phases(self, buf: Buffer) -> tuple[str, ...] | None:
@@ -84,7 +85,7 @@ class LifetimePool:
             if self.phases is None:
                 raise AllocationError(
                     f"live={live!r} needs a pool with phases: pass phases=(...) to the pool "
-                    f"{self.name!r} (SPEC section 8)"
+                    f"{self.name!r} (docs/DESIGN.md#lifetimes)"
                 )
             names = [live] if isinstance(live, str) else live
             if not hasattr(names, "__iter__"):

@@ -1,4 +1,5 @@
-"""SMEMPool: a bump allocator over one block's dynamic shared-memory region (SPEC section 3)."""
+"""SMEMPool: a bump allocator over one block's dynamic shared-memory region
+(docs/DESIGN.md#smem-pools)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from ..plan.occupancy import check_tmem_residency
 from ..plan.packing import Placement, check_align, place
 from ..plan.target import Target, get_target
 from ..validate import check_int, check_name, check_shape
-from .base import BumpPool
+from .base import BumpPool, buffer_count
 from .buffer import SMEM, Buffer
 from .emit import current_emitter
 from .lifetimes import Lifetime, LifetimePool, check_phases
@@ -44,7 +45,7 @@ def swizzle_period_bytes(layout: Layout, dtype: DataType) -> int:
     """Bytes after which a layout's XOR pattern repeats; 1 for layouts without a swizzle.
 
     The swizzle acts on offsets relative to the buffer start while the hardware
-    swizzles absolute addresses (HARDWARE.md, "Swizzle modes"), so the buffer
+    swizzles absolute addresses (docs/HARDWARE-RULES.md#swizzle-modes), so the buffer
     must start on a multiple of this period.
     """
     swizzle = layout.swizzle if isinstance(layout, ComposeLayout) else layout
@@ -91,11 +92,11 @@ class SMEMPool(LifetimePool, BumpPool):
     with a ``ptr`` (an existing shared-memory pointer inside a kernel) the
     caller owns the storage and ``commit()`` only checks. ``target`` enables the
     capacity check at commit; inside a kernel it is the kernel's target.
-    ``threads`` (threads per CTA) sharpens the TMEM residency check (SPEC section
-    5); inside a kernel it is the kernel's block size. Inside a kernel, a ``target``
-    or ``threads`` other than the kernel's is refused.
+    ``threads`` (threads per CTA) sharpens the TMEM residency check
+    (docs/DESIGN.md#capacity-and-residency); inside a kernel it is the kernel's block size. Inside a
+    kernel, a ``target`` or ``threads`` other than the kernel's is refused.
 
-    ``phases`` (names in program order) makes a lifetime pool (SPEC section 8):
+    ``phases`` (names in program order) makes a lifetime pool (docs/DESIGN.md#lifetimes):
     each alloc takes ``live=`` (a phase or a set of them; default every phase) and
     ``commit()`` places the buffers so that buffers live together never share a byte.
     """
@@ -166,7 +167,7 @@ class SMEMPool(LifetimePool, BumpPool):
         (``prod(shape)`` for dense layouts). Sub-byte dtypes are counted in bits
         and rounded up once. A swizzled ``layout`` also aligns the buffer to its
         swizzle period. ``live``, ``alias_of`` and ``offset`` (bytes; inside ``alias_of``
-        when given) are SPEC section 8's.
+        when given) are those of docs/DESIGN.md#lifetimes.
         """
         self._check_open("alloc")
         lifetime = self._check_lifetime(live, alias_of, offset, "bytes")
@@ -225,7 +226,7 @@ class SMEMPool(LifetimePool, BumpPool):
     def move_base_to(self, offset: int) -> None:
         """Set the cursor; buffers placed after this may overlay earlier ones (recorded in the
         plan). Beyond the high-water mark it raises the mark: ``move_base_to(end); commit()``
-        reserves ``end`` bytes (SPEC section 3)."""
+        reserves ``end`` bytes (docs/DESIGN.md#smem-pools)."""
         self._check_open("move_base_to")
         offset = check_int(offset, "move_base_to offset (bytes)", minimum=0, maximum=1 << 40)
         self._move(offset)
@@ -255,8 +256,8 @@ class SMEMPool(LifetimePool, BumpPool):
         return size
 
     def check_tmem_residency(self, size: int | None = None, pending=None) -> None:
-        """SPEC section 5 over every TMEM pool of this CTA, once all of them and this pool are
-        committed (so the verdict does not depend on the order of commits).
+        """docs/DESIGN.md#capacity-and-residency over every TMEM pool of this CTA, once all of them
+        and this pool are committed (so the verdict does not depend on the order of commits).
 
         ``size`` (this pool's bytes) and ``pending`` (a TMEM pool and its ``total_cols``) are
         commits about to happen: the rule is checked before they change any state.
@@ -286,6 +287,21 @@ class SMEMPool(LifetimePool, BumpPool):
         )
 
     # -- plan -------------------------------------------------------------------
+    def __repr__(self) -> str:
+        state = (
+            f"committed {self._size:,} bytes"
+            if self._size is not None
+            else f"uncommitted, {self._high_water:,} bytes so far"
+        )
+        target = self.target.name if self.target else "no target"
+        return f"<SMEMPool {self.name!r} {target}: {state}, {buffer_count(self._buffers)}>"
+
+    def _repr_svg_(self) -> str:
+        return self.plan()._repr_svg_()
+
+    def _repr_html_(self) -> str:
+        return self.plan()._repr_html_()
+
     def plan(self) -> MemoryPlan:
         """This pool and the TMEM pools whose slots it holds, as data."""
         pools = [self._pool_plan(self._size)] + [t.pool_plan() for t in self.tmem_pools]

@@ -1,7 +1,8 @@
-"""TMEMPool and TMEMStages: tensor-memory columns and pipeline-stage views (SPEC section 4).
+"""TMEMPool and TMEMStages: tensor-memory columns and pipeline-stage views
+(docs/DESIGN.md#tmem-pools).
 
 Tensor memory is 128 lanes x 512 columns of 32-bit cells per CTA
-(HARDWARE.md). ``tcgen05.alloc`` grants a power of two of columns in
+(docs/HARDWARE-RULES.md). ``tcgen05.alloc`` grants a power of two of columns in
 [32, 512] and writes the base address to a shared-memory slot; every TMEM
 address is ``base + (lane << 16) + column``.
 """
@@ -17,11 +18,12 @@ from ..intmath import ceil_div, is_power_of_two
 from ..layout import Layout, TileLayout, sf_tmem_layout, tmem_datapath_layout
 from ..layout.tmem import TMEM_COLS, TMEM_LANES, TMEM_MIN_ALLOC_COLS
 from ..plan.capacity import check_tmem_target
+from ..plan.cpp_header import stage_namespace
 from ..plan.lifetimes import Packing
 from ..plan.model import LayoutKind, PoolPlan, StageViews, TMEMAllocation
 from ..plan.occupancy import check_tmem_per_cta
 from ..validate import check_int, check_name, check_shape, is_int
-from .base import BumpPool, lane_set
+from .base import BumpPool, buffer_count, lane_set
 from .buffer import SMEM, TMEM, Buffer
 from .lifetimes import Lifetime, LifetimePool, check_phases
 from .smem import SMEMPool, describe_layout
@@ -71,8 +73,8 @@ def column_footprint(layout: Layout, bits: int) -> int:
 class TMEMPool(LifetimePool, BumpPool):
     """Bump allocator over TMEM columns; owns the alloc/dealloc protocol of one CTA.
 
-    ``phases`` (default: the SMEM pool's) makes it a lifetime pool (SPEC section 8): buffers
-    live together never share a (lane, column) cell; buffers on disjoint lanes may share
+    ``phases`` (default: the SMEM pool's) makes it a lifetime pool (docs/DESIGN.md#lifetimes):
+    buffers live together never share a (lane, column) cell; buffers on disjoint lanes may share
     columns.
     """
 
@@ -105,9 +107,7 @@ class TMEMPool(LifetimePool, BumpPool):
             raise AllocationError(
                 f"sync_after_alloc must be True or False, got {sync_after_alloc!r}"
             )
-        if name is None:
-            name = "tmem" if not pool.tmem_pools else f"tmem{len(pool.tmem_pools)}"
-        name = check_name(name, "TMEM pool name")
+        name = self._pool_name(pool, name)
         if pool.target is not None:
             check_tmem_target(pool.target, name)
         if tmem_addr is not None:
@@ -138,6 +138,26 @@ class TMEMPool(LifetimePool, BumpPool):
         pool.tmem_pools.append(self)
         if self.emitter is not None:
             self.emitter.tmem_pool(self)
+
+    @staticmethod
+    def _pool_name(pool: SMEMPool, name: str | None) -> str:
+        """``name``, or the first free of tmem, tmem1, tmem2, ...: the pools of one CTA are
+        namespaces of one C++ header, so their names differ."""
+        taken = {pool.name, *(t.name for t in pool.tmem_pools)}
+        if name is None:
+            n = len(pool.tmem_pools)
+            name = f"tmem{n or ''}"
+            while name in taken:
+                n += 1
+                name = f"tmem{n}"
+            return name
+        name = check_name(name, "TMEM pool name")
+        if name in taken:
+            raise AllocationError(
+                f"TMEM pool name {name!r} is taken in this CTA (pools {sorted(taken)}): each "
+                "pool is a namespace of the plan's C++ header; pick another name"
+            )
+        return name
 
     @staticmethod
     def _check_slot(pool: SMEMPool, slot) -> None:
@@ -313,8 +333,21 @@ class TMEMPool(LifetimePool, BumpPool):
                 f"TMEMPool {self.name!r} lists views of its own buffers; {buf!r} is not one"
             )
         views = TMEMStages(buf, col_start, width, stages, stride)
+        name = self._stages_name(buf.name)
+        self._names.add(name)
         self._stage_views.append(views)
         return views
+
+    def _stages_name(self, buffer: str) -> str:
+        """The header's namespace of the next stage views over ``buffer``: ``<buffer>_stages``,
+        then ``<buffer>_stages2``, ... (names of the CTA's namespace, like buffers')."""
+        name = stage_namespace(buffer, 1 + sum(v.buf.name == buffer for v in self._stage_views))
+        if name in self._names:
+            raise AllocationError(
+                f"stage views over {buffer!r} are named {name!r} in the plan's C++ header, and "
+                f"this CTA already has a buffer named {name!r}; rename that buffer"
+            )
+        return name
 
     # -- protocol --------------------------------------------------------------------
     def commit(self) -> int:
@@ -372,13 +405,30 @@ class TMEMPool(LifetimePool, BumpPool):
             self.emitter.tmem_dealloc(self)
 
     # -- plan --------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        state = (
+            f"committed {self.total_cols} columns"
+            if self._committed
+            else f"uncommitted, {self._high_water} columns so far"
+        )
+        target = self.smem_pool.target.name if self.smem_pool.target else "no target"
+        return f"<TMEMPool {self.name!r} {target}: {state}, {buffer_count(self._buffers)}>"
+
+    def _repr_svg_(self) -> str:
+        """Jupyter shows the CTA's plan (its SMEM pool and every TMEM pool) as a picture."""
+        return self.smem_pool.plan()._repr_svg_()
+
+    def _repr_html_(self) -> str:
+        return self.smem_pool.plan()._repr_html_()
+
     def pool_plan(self) -> PoolPlan:
         offsets = self._plan_offsets()
         entries = self._with_lifetimes(
             self._entries((b, col, b.cols, 1, 0) for b, col in zip(self._buffers, offsets))
         )
         where = {b.name: col for b, col in zip(self._buffers, offsets)}
-        size = self.total_cols if isinstance(self.total_cols, int) else None  # None: 'auto'
+        # None before commit: tcgen05.alloc takes its columns at commit ("auto" resolves there)
+        size = self.total_cols if self._committed and isinstance(self.total_cols, int) else None
         allocation = TMEMAllocation(
             self.cta_group,
             self.alloc_warp,

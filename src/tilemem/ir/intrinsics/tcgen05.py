@@ -1,7 +1,7 @@
 """Blackwell tensor memory and MMA (PTX ISA 9.0: "tcgen05"), and the TMEM pool protocol.
 
 A TMEM address is ``base + (lane << 16) + column`` where ``base`` is what
-``tcgen05.alloc`` wrote to the pool's shared-memory slot (SPEC section 4).
+``tcgen05.alloc`` wrote to the pool's shared-memory slot (docs/DESIGN.md#tmem-pools).
 
 Simulation (each instruction's ``sim=``): alloc / dealloc / relinquish go through the
 simulator's TMEM protocol; mma, cp and commit are asynchronous operations of the issuing
@@ -652,7 +652,7 @@ def tcgen05_commit(bar, *, cta_group: int = 1):
     return (shared_operand(bar),), (_cta_group(cta_group),)
 
 
-# -- TMEM addresses and the pool protocol (SPEC section 4) ------------------------------------
+# -- TMEM addresses and the pool protocol (docs/DESIGN.md#tmem-pools) ---
 
 
 def tmem_addr(buf: Buffer, lane=0, col=0) -> Expr:

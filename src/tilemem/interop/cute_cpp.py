@@ -1,0 +1,1 @@
+"""CuTe C++ layout types as text (placeholder filled below)."""
