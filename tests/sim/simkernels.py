@@ -170,3 +170,38 @@ def tmem_user(
             tmem.dealloc()  # @tmem-dealloc
 
     return k
+
+
+def staged_store(wait_before_reuse: bool = True, threads_in_barrier: int = 64, init: bool = True):
+    """Threads fill ``tile``, thread 0 TMA-stores it, then the tile is refilled for a second
+    store. Without ``wait_group_read`` the refill races with the first store's read."""
+    holder = {}
+
+    @T.kernel(target="sm_90a", grid=1, block=64)
+    def k(tma_out: T.TensorMap):
+        smem = T.SMEMPool(name="smem")
+        tile = smem.alloc_mma((16, 32), "float32", "128B", name="tile")
+        bar = smem.alloc((1,), "uint64", name="done")
+        smem.commit()
+        holder["tile"] = tile
+        t = T.thread_id()
+        with T.If(T.all_of(t == 0, init)):
+            T.ptx.mbarrier.init((bar, 0), 1)
+        T.cuda.syncthreads()
+        for rep in range(2):
+            with T.If(t < 16):
+                for j in T.serial(32, name="j"):
+                    tile[t, j] = T.cast(t * 32 + j + rep, "float32")  # @fill
+            T.ptx.fence.proxy_async_shared_cta()
+            T.cuda.named_barrier(1, threads_in_barrier)  # @named
+            with T.If(t == 0):
+                T.ptx.tma.store(tma_out, tile, [rep * 32, 0])  # @store
+                T.ptx.tma.commit_group()
+                if wait_before_reuse:
+                    T.ptx.tma.wait_group_read(0)
+            T.cuda.syncthreads()
+        with T.If(t == 0):
+            T.ptx.mbarrier.arrive((bar, 0))  # @arrive
+            T.ptx.tma.wait_group(0)
+
+    return k, holder["tile"]

@@ -513,7 +513,7 @@ class Context:
     def barrier(self, barrier_id: int, threads: int | None) -> Generator[Wait, None, None]:
         """``bar.sync id, threads`` (``__syncthreads``: id 0, every thread of the CTA)."""
         cta = self.w.cta
-        everyone = threads is None or threads >= len(cta.warps) * 32
+        everyone = threads is None or threads == len(cta.warps) * 32
         if barrier_id not in cta.barriers:
             expected = None if everyone or threads is None else threads // 32
             cta.barriers[barrier_id] = Barrier(self.m, cta.warps, expected)
