@@ -293,8 +293,8 @@ def _cmd_sim(args: argparse.Namespace) -> int:
     count = sum(done.result.instructions.values())
     verdict = "within" if done.within_tolerance else "OUTSIDE"
     print(
-        f"{done.name}: C = A @ B^T, {m} x {n} x {k}; {count} warp instructions; max |C - numpy| "
-        f"= {done.max_error:.3g}, {verdict} the bf16 tolerance ({RTOL:.3g} relative)"
+        f"{done.name}: {done.what}, {m} x {n} x {k}; {count} warp instructions; max error "
+        f"against numpy {done.max_error:.3g}, {verdict} the bf16 tolerance ({RTOL:.3g} relative)"
     )
     hazards = done.result.hazards
     print(f"{len(hazards)} hazard(s)" + (":" if hazards else ""))

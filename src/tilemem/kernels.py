@@ -322,12 +322,14 @@ def attention_fwd() -> KernelProgram:
             with T.If(T.all_of(warp == 0, T.ptx.elect_sync())):
                 T.ptx.mbarrier.arrive_expect_tx((q_full, 0), q.nbytes)
                 for i in range(2):
-                    T.ptx.tma.load(tma_q, (q, i, 0, 0), (q_full, 0), [0, m0 + i * 128])
+                    T.ptx.tma.load_tile(
+                        tma_q, q, (q_full, 0), m0 + i * 128, 0, i
+                    )  # both 64-column boxes
                 for j in T.serial(kv_blocks, name="j"):
                     s, phase = _stage_and_phase(j, kv_stages)
                     T.ptx.mbarrier.wait((kv_empty, s), phase ^ 1)
                     T.ptx.mbarrier.arrive_expect_tx((kv_full, s), kv.nbytes // kv_stages)
-                    T.ptx.tma.load(tma_kv, (kv, s, 0, 0), (kv_full, s), [0, j * 128])
+                    T.ptx.tma.load_tile(tma_kv, kv, (kv_full, s), j * 128, 0, s)
             with T.If(T.all_of(warp == 1, T.ptx.elect_sync())):
                 T.ptx.mbarrier.wait((q_full, 0), 0)
                 for j in T.serial(kv_blocks, name="j"):
@@ -369,9 +371,10 @@ def attention_fwd() -> KernelProgram:
                     for j in T.serial(kv_blocks, name="j"):
                         T.ptx.mbarrier.wait((s_full, i), j % 2)
                         T.ptx.tcgen05.fence_after_thread_sync()
-                        for chunk in range(
-                            4
-                        ):  # 128 score columns, 32 at a time; P chunk is 16 columns
+                        # 128 score columns, 32 at a time; P chunk c (16 columns) lands on S
+                        # columns 64 + 16c.., which only chunks above c read: last chunk first,
+                        # so every S column is read before P overwrites it
+                        for chunk in reversed(range(4)):
                             T.ptx.tcgen05.ld(
                                 scores,
                                 T.tmem_addr(s_acc[i], lane=quarter * 32, col=chunk * 32),
@@ -406,7 +409,9 @@ def attention_fwd() -> KernelProgram:
                 T.ptx.fence.proxy_async_shared_cta()
                 T.cuda.named_barrier(1, 128)
                 with T.If(T.all_of(warp == 12, T.ptx.elect_sync())):
-                    _store_and_wait(tma_o, o_smem, [0, m0 + i * 128])
+                    T.ptx.tma.store_tile(tma_o, o_smem, m0 + i * 128, 0)
+                    T.ptx.tma.commit_group()
+                    T.ptx.tma.wait_group_read(0)
                 T.cuda.named_barrier(1, 128)
         _release_tmem(tmem)
 

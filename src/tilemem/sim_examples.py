@@ -33,6 +33,7 @@ class ExampleRun:
     name: str
     shape: tuple
     result: SimResult
+    what: str
     max_error: float
     within_tolerance: bool
 
@@ -57,9 +58,13 @@ def _operands(m: int, n: int, k: int, seed: int):
 
 def _compare(name: str, shape: tuple, result: SimResult, a, b, c) -> ExampleRun:
     ref = a.astype(np.float32) @ b.astype(np.float32).T
-    err = np.abs(c.astype(np.float32) - ref)
-    ok = bool((err <= RTOL * np.abs(ref) + ATOL).all())
-    return ExampleRun(name, shape, result, float(err.max()), ok)
+    return _within(name, shape, result, c, ref, "C = A @ B^T", ATOL)
+
+
+def _within(name, shape, result, out, ref, what: str, atol: float) -> ExampleRun:
+    err = np.abs(out.astype(np.float32) - ref)
+    ok = bool((err <= RTOL * np.abs(ref) + atol).all())
+    return ExampleRun(name, shape, result, what, float(err.max()), ok)
 
 
 def _hopper_gemm(seed: int, schedule: str) -> ExampleRun:
@@ -113,10 +118,38 @@ def _blackwell_gemm(seed: int, schedule: str) -> ExampleRun:
     return _compare("blackwell-gemm", (128, 256, 128), result, a, b, c)
 
 
+def _attention_fwd(seed: int, schedule: str) -> ExampleRun:
+    """Two 128-row Q tiles against two 128-row KV blocks, head_dim 128. The kernel's softmax
+    is a stand-in: P = bf16(S / 8) with S = Q K^T, then O = sum over blocks of P V (V is the
+    KV block itself). P's bf16 rounding may differ by one ulp where fp32 S sums in another
+    order: ``atol`` 0.05 covers it (one P ulp, 2^-8, times |V| ~ 4 for a few terms)."""
+    bf16 = _bf16()
+    smem = examples.attention_fwd_fa4(3, 128, target="sm_100a")
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((256, 128)).astype(bf16)
+    kv = rng.standard_normal((256, 128)).astype(bf16)
+    o = np.zeros((256, 128), bf16)
+    maps = (
+        tile_map(q, smem.buffer("Q")),
+        tile_map(kv, smem.buffer("KV")),
+        tile_map(o, smem.buffer("O_epilogue")),
+    )
+    result = run(kernels.attention_fwd(), *maps, 2, seed=seed, schedule=schedule)
+    qf, kvf = q.astype(np.float32), kv.astype(np.float32)
+    ref = np.zeros((256, 128), np.float32)
+    for i in range(2):
+        for j in range(2):
+            block = kvf[j * 128 : (j + 1) * 128]
+            p = (0.125 * (qf[i * 128 : (i + 1) * 128] @ block.T)).astype(bf16)
+            ref[i * 128 : (i + 1) * 128] += p.astype(np.float32) @ block
+    return _within("attention-fwd", (256, 256, 128), result, o, ref, "O = bf16(Q K^T / 8) V", 0.05)
+
+
 EXAMPLES: dict[str, Callable[[int, str], ExampleRun]] = {
     "hopper-gemm": _hopper_gemm,
     "hopper-gemm-persistent": _persistent,
     "blackwell-gemm": _blackwell_gemm,
+    "attention-fwd": _attention_fwd,
 }
 
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import tilemem.sim as sim
-from tilemem import examples, kernels
+from tilemem import examples, kernels, sim_examples
 from tilemem.cuda.tma import tile_map
 from tilemem.gemm import plan as gemm_plan
 from tilemem.gemm.hopper import hopper_gemm_persistent
@@ -97,3 +97,12 @@ def test_persistent_gemm_ragged(cluster_m, mode, seed):
     assert result.ok, result.hazards
     _check(c, a, b)
     assert result.instructions["ptx.setmaxnreg.inc"] == 8 * 2 * cluster_m
+
+
+@pytest.mark.parametrize(("mode", "seed"), [("random", 0), ("adversarial", 1)])
+def test_attention_forward(mode, seed):
+    """The Blackwell attention skeleton: both Q tiles and KV blocks as two 64-column TMA
+    boxes each, S into TMEM, P written over S's upper half, O += P V with P from TMEM."""
+    done = sim_examples.run_example("attention-fwd", seed=seed, schedule=mode)
+    assert done.result.ok, done.result.hazards
+    assert done.within_tolerance, done.max_error
