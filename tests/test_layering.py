@@ -38,6 +38,7 @@ LAYERS = {
     "examples": 6,
     "planfile": 6,
     "verify": 6,
+    "sim_examples": 6,
     "cli": 6,
     "__main__": 6,
 }

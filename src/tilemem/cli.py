@@ -282,11 +282,53 @@ def _add_verify(sub: argparse._SubParsersAction) -> None:
     verify.set_defaults(run=_cmd_verify)
 
 
+def _cmd_sim(args: argparse.Namespace) -> int:
+    from .sim_examples import EXAMPLES, RTOL, run_example
+
+    if args.example not in EXAMPLES:
+        raise _UsageError(
+            f"no simulated example {args.example!r}; choose one of: {', '.join(EXAMPLES)}"
+        )
+    print(f"simulating {args.example} (schedule {args.schedule}, seed {args.seed})...")
+    done = run_example(args.example, seed=args.seed, schedule=args.schedule)
+    m, n, k = done.shape
+    count = sum(done.result.instructions.values())
+    verdict = "within" if done.within_tolerance else "OUTSIDE"
+    print(
+        f"{done.name}: {done.what}, {m} x {n} x {k}; {count} warp instructions; max error "
+        f"against numpy {done.max_error:.3g}, {verdict} the bf16 tolerance ({RTOL:.3g} relative)"
+    )
+    hazards = done.result.hazards
+    print(f"{len(hazards)} hazard(s)" + (":" if hazards else ""))
+    for h in hazards:
+        print(h)
+    return 0 if done.within_tolerance and not hazards else 1
+
+
+def _add_sim(sub: argparse._SubParsersAction) -> None:
+    sim = sub.add_parser(
+        "sim",
+        help="run a built-in example kernel on the CPU simulator and report its hazards",
+        description="Run a built-in example kernel on small inputs in the CPU simulator "
+        "(tilemem.sim), compare it with numpy and print every hazard.",
+    )
+    sim.add_argument("--example", "-e", required=True, help="example name")
+    sim.add_argument(
+        "--schedule",
+        choices=("random", "in-order", "adversarial"),
+        default="random",
+        help="how warps interleave and asynchronous operations complete (default: random)",
+    )
+    sim.add_argument("--seed", type=int, default=0, help="scheduler and input seed (default 0)")
+    sim.set_defaults(run=_cmd_sim)
+
+
 # name -> the function adding its subparser; a new command is one more entry
 _COMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {
     "plan": _add_plan,
     "emit": _add_emit,
     "verify": _add_verify,
+    "sim": _add_sim,
 }
 
 
