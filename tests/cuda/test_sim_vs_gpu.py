@@ -7,8 +7,10 @@ also launched on the GPU with the same inputs, and the two outputs are compared.
   sum is an integer below 2^24, so fp32 accumulation is exact in any order, and the bf16 result
   is the same rounding of the same value.
 - GEMMs on random normal inputs may differ only by the order of fp32 accumulation inside wgmma
-  (which the PTX ISA leaves unspecified), then rounded to bf16: at most one bf16 ulp of the
-  result (2^-7 relative) per element, and nearly all elements identical.
+  (which the PTX ISA leaves unspecified), then rounded to bf16: per element at most one bf16 ulp
+  of the result (2^-7 relative) plus the reordering error of fp32 sums, bounded by
+  K * 2^-24 * sum_k |a_ik| |b_jk| (which matters only where terms cancel), and nearly all
+  elements identical.
 A difference beyond that is a simulator bug or a kernel bug; the message prints both values.
 """
 
@@ -58,7 +60,7 @@ def _operands(m: int, n: int, k: int, seed: int, integers: bool):
     return a.astype(ml_dtypes.bfloat16), b.astype(ml_dtypes.bfloat16)
 
 
-def _compare(gpu: np.ndarray, simulated: np.ndarray, exact: bool) -> None:
+def _compare(gpu: np.ndarray, simulated: np.ndarray, exact: bool, a=None, b=None) -> None:
     g = gpu.astype(np.float32)
     s = simulated.astype(np.float32)
     assert np.isfinite(g).all() and np.isfinite(s).all()
@@ -72,8 +74,15 @@ def _compare(gpu: np.ndarray, simulated: np.ndarray, exact: bool) -> None:
     # one bf16 ulp of the larger magnitude: 2^(floor(log2|x|) - 7)
     scale = np.maximum(np.abs(g), np.abs(s))
     ulp = np.exp2(np.floor(np.log2(np.maximum(scale, 2.0**-100))) - 7)
-    bad = np.abs(g - s) > ulp
-    assert not bad.any(), f"{int(bad.sum())} elements differ by more than one bf16 ulp"
+    fa, fb = np.abs(a.astype(np.float32)), np.abs(b.astype(np.float32))
+    reorder = a.shape[1] * 2.0**-24 * (fa @ fb.T)
+    bad = np.abs(g - s) > ulp + reorder
+    if bad.any():
+        at = tuple(np.argwhere(bad)[0])
+        raise AssertionError(
+            f"{int(bad.sum())} elements differ by more than the bound; first at {at}: "
+            f"gpu {g[at]} sim {s[at]} bound {ulp[at] + reorder[at]}"
+        )
     assert (g == s).mean() > 0.9, f"only {(g == s).mean():.3f} of the elements are identical"
 
 
@@ -157,7 +166,7 @@ def test_hopper_gemm_example_matches_the_gpu(torch, integers):
     c_gpu = _to_gpu(torch, np.full((m, n), np.nan, np.float32).astype(ml_dtypes.bfloat16))
     gmaps = tile_map(a_gpu, a_buf), tile_map(b_gpu, b_buf), tile_map(c_gpu, c_buf)
     Launcher(program)(*gmaps, k // 64, grid=grid)
-    _compare(_from_gpu(torch, c_gpu, c_sim), c_sim, exact=integers)
+    _compare(_from_gpu(torch, c_gpu, c_sim), c_sim, exact=integers, a=a, b=b)
 
 
 # --- the persistent warp-specialised GEMM: clusters with B multicast, ragged edges ----------
@@ -198,4 +207,4 @@ def test_persistent_gemm_matches_the_gpu(torch, cluster_m, integers):
         tile_map(c_gpu, plan.buffer("C_stage")),
     )
     Launcher(program)(*gmaps, *tiles, 8, grid=grid, cluster=cluster)
-    _compare(_from_gpu(torch, c_gpu, c_sim), c_sim, exact=integers)
+    _compare(_from_gpu(torch, c_gpu, c_sim), c_sim, exact=integers, a=a, b=b)
