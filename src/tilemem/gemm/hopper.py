@@ -240,8 +240,10 @@ def _consumer(tma_c, a, b, c, full, empty, consumer, sched: Schedule) -> None:
     for i in T.serial(units[0], name="t"):
         m_tile, n_tile = sched.tile(i, units)
         first_step = T.let("first_step", i * sched.k_tiles)
-        _mainloop(acc, a, b, full, empty, consumer, first_step, sched)
-        _epilogue(acc, c, tma_c, consumer, m_tile * TILE_M, n_tile * tile_n, i)
+        with T.phase("mainloop"):
+            _mainloop(acc, a, b, full, empty, consumer, first_step, sched)
+        with T.phase("epilogue"):
+            _epilogue(acc, c, tma_c, consumer, m_tile * TILE_M, n_tile * tile_n, i)
     with T.If(T.thread_id() % 128 == 0):
         T.ptx.tma.wait_group(0)  # C fully written before the CTA retires
 
@@ -286,7 +288,7 @@ def hopper_gemm_persistent(
         with T.If(warpgroup == 0):
             with T.Then():
                 T.ptx.setmaxnreg.dec(PRODUCER_REGS)
-                with T.If(T.all_of(T.warp_id() == 0, T.ptx.elect_sync())):
+                with T.If(T.all_of(T.warp_id() == 0, T.ptx.elect_sync())), T.phase("mainloop"):
                     _producer(tma_a, tma_b, a, b, full, empty, sched)
             with T.Else():
                 T.ptx.setmaxnreg.inc(CONSUMER_REGS)

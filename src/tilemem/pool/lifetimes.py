@@ -102,6 +102,13 @@ class LifetimePool:
                 )
             parent = above
 
+    def live_phases(self, buf: Buffer) -> tuple[str, ...] | None:
+        """The phases ``buf`` is live in, in program order (None in a pool without phases)."""
+        if self.phases is None:
+            return None
+        live = next(lt[0] for b, lt in zip(self._buffers, self._lifetimes) if b is buf)
+        return self.phases if live is None else tuple(p for p in self.phases if p in live)
+
     @property
     def packing(self) -> Packing | None:
         """The committed placement of a pool with phases (footprint, lower bound, bump)."""
