@@ -105,6 +105,7 @@ the others are placed around them.
 
 from __future__ import annotations
 
+import functools
 from bisect import insort
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -181,10 +182,7 @@ class _Instance:
             raise AllocationError("item names must be unique")
         all_phases = (1 << max(1, len(self.phases))) - 1
         self.live = [self._phase_mask(it, all_phases) for it in self.items]
-        self.lanes = [
-            ALL_LANES if it.lanes is None else sum(1 << lane for lane in it.lanes)
-            for it in self.items
-        ]
+        self.lanes = [ALL_LANES if it.lanes is None else _lane_mask(it.lanes) for it in self.items]
         self.parent = [self._parent(it) for it in self.items]
         self.root = [self._root(n) for n in range(len(self.items))]
         self.inner = [self._inner_offset(n) for n in range(len(self.items))]
@@ -571,12 +569,18 @@ def _bit_mask(indices: Iterable[int]) -> int:
     """The int with bits ``indices`` set (distinct indices): built through bytes, so linear
     in the highest index rather than quadratic."""
     chosen = list(indices)
-    if len(chosen) < 64:
+    if len(chosen) < 64 or min(chosen) < 0:  # (a negative shift raises, as it should)
         return sum(1 << i for i in chosen)
     raw = bytearray(max(chosen) // 8 + 1)
     for i in chosen:
         raw[i >> 3] |= 1 << (i & 7)
     return int.from_bytes(raw, "little")
+
+
+@functools.lru_cache(maxsize=1024)
+def _lane_mask(lanes: frozenset[int]) -> int:
+    """The bit mask of a lane set (a pool's buffers share a few lane sets: kept)."""
+    return _bit_mask(lanes)
 
 
 def _bits(mask: int) -> list[int]:
