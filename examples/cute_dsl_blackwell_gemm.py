@@ -100,8 +100,11 @@ def build(m: int = BM, n: int = BN, k: int = 256):
 
         phase = 0
         for kt in cutlass.range(cute.size(gA, mode=[2]), unroll=1):
-            if tidx == 0:
-                cute.arch.mbarrier_arrive_and_expect_tx(tma_bar, tile_bytes)
+            # the whole of warp 0 issues the TMA copies: CuTe's TMA copy elects its issuing
+            # lane with a full-warp elect.sync, which never completes from one lone thread
+            if warp == 0:
+                if tidx == 0:
+                    cute.arch.mbarrier_arrive_and_expect_tx(tma_bar, tile_bytes)
                 cute.copy(tma_a, tAgA[(None, kt)], tAsA, tma_bar_ptr=tma_bar)
                 cute.copy(tma_b, tBgB[(None, kt)], tBsB, tma_bar_ptr=tma_bar)
             cute.arch.mbarrier_wait(tma_bar, phase)

@@ -192,7 +192,8 @@ def test_mistyped_command_says_which_was_meant(capsys, word, meant):
     argv = [word, "-e", "hopper-gemm"]
     err = one_line_error(capsys, main(argv), argv, 2)
     assert err == (
-        f"tilemem: unknown command {word!r}; did you mean {meant!r}? (commands: emit, plan, verify)"
+        f"tilemem: unknown command {word!r}; did you mean {meant!r}? (commands: emit, plan, sim, "
+        "verify)"
     )
 
 

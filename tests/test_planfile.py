@@ -23,8 +23,7 @@ def test_shipped_plan_file_gives_the_python_plan(name):
     path = EXAMPLE_FILES / f"{name}.toml"
     loaded = parse_plan_file(path.read_text(), str(path))
     python = EXAMPLES[name]
-    # the file's threads reach its SMEM pool, so its plan knows them; the Python example keeps
-    # them beside its builder
+    # the file's threads reach its SMEM pool (and so its plan); the Python example gives them apart
     assert loaded.build().plan() == python.build().plan().with_threads(python.threads)
     assert (loaded.name, loaded.target, loaded.threads, loaded.summary) == (
         python.name,

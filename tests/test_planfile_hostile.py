@@ -387,7 +387,7 @@ def test_scale_factor_file_is_the_python_plan():
 TYPOS = [
     (LINE["A.shape"], "shap = [2, 128, 64]", "A", "shap", "shape"),
     (LINE["A.dtype"], "dtyp = 'bfloat16'", "A", "dtyp", "dtype"),
-    (LINE["A.swizzle_mode"], "swizzle = '128B'", "A", "swizzle", "swizzle_mode"),
+    (LINE["A.swizzle_mode"], "swizle_mode = '128B'", "A", "swizle_mode", "swizzle_mode"),
     (LINE["A.live"], "lives = 'mainloop'", "A", "lives", "live"),
     (LINE["bar.align"], "alignment = 8", "bar", "alignment", "align"),
     (LINE["bar.shape"], "shapes = [2]", "bar", "shapes", "shape"),

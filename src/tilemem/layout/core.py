@@ -651,7 +651,11 @@ class ComposeLayout(Layout):
 
     def _positions(self) -> dict[str, np.ndarray]:
         out = self.tile._positions()
-        out["m"] ^= self.swizzle._flips(out["m"])  # a fresh array: swizzled in place
+        m, sw = out["m"], self.swizzle  # a fresh array: swizzled in place, one temporary
+        flips = m >> (sw.per_element + sw.atom_len)
+        flips &= (1 << sw.swizzle_len) - 1
+        flips <<= sw.per_element
+        m ^= flips
         return out
 
     def _apply_int(self, flat: int) -> Positions:

@@ -62,6 +62,16 @@ The search stops as soon as the incumbent meets the clique bound (the heaviest c
 with live *sets* it can exceed the busiest phase: buffers live in {a, b}, {b, c}, {a, c}).
 It does not start when the incumbent meets it already (``Packing.nodes`` is then 0).
 
+*Set-up cost.* The orders are tried lazily: first fit in allocation order first, and a
+further order only while the incumbent is above a bound (the heaviest class of cells,
+then the clique bound), since no order can then do strictly better; the result is the
+same as trying all five. First fit keeps the placed items sorted by offset and tests
+conflicts as bit masks, computed once per kind of root (same phases and lanes). Classes
+of cells with the same members are kept once, and the phases are split by the roots'
+live masks rather than visited one by one, so many phases cost little. Bron-Kerbosch
+stops after ``CLIQUE_LIMIT`` steps (there can be 3^(n/3) maximal cliques); the cliques
+found so far and the classes of cells then give the bounds, valid but weaker.
+
 *Which placement.* The incumbent is the first of the five first-fit orders above with the
 smallest footprint; the search replaces it only by a strictly smaller one, so the result
 is the incumbent when that is optimal, else the first placement of least footprint in the
@@ -71,11 +81,11 @@ state, so ``nodes`` is the budget plus one.
 
 *Guarantee.* When the search finishes (``Packing.exact``), the footprint is the minimum
 over all feasible placements. Every plan of the real-kernel corpus in
-``benchmarks/packing.py`` is proven so in under a millisecond, and so are all of its
-random kernel-like instances: 1,000 of 3-16 buffers, 1,000 of exactly 16 with any live
-sets and 1,000 of exactly 16 with interval lifetimes (docs/PERFORMANCE.md: the slowest
-takes about half a second, close to ``node_limit``). The problem stays NP-hard and the
-search exponential in the worst case, so a 16-buffer pool can exceed ``node_limit``
+``benchmarks/packing.py`` is proven so in under a millisecond; of the random kernel-like
+instances of up to 24 buffers in ``benchmarks/planning.py`` about 99.9% are, and the rest
+spend the budget (docs/PERFORMANCE.md has the measured rates and times). The problem stays
+NP-hard and the search exponential in the worst case, so a 16-buffer pool can exceed
+``node_limit``
 (50,000 nodes by default; fewer for pools with more items and cliques, see ``pack``).
 Then, and for larger pools where the search runs out, the best placement found so far is
 returned, and ``exact`` is False unless it meets the clique bound. In every case the
@@ -95,6 +105,7 @@ the others are placed around them.
 
 from __future__ import annotations
 
+import functools
 from bisect import insort
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -171,10 +182,7 @@ class _Instance:
             raise AllocationError("item names must be unique")
         all_phases = (1 << max(1, len(self.phases))) - 1
         self.live = [self._phase_mask(it, all_phases) for it in self.items]
-        self.lanes = [
-            ALL_LANES if it.lanes is None else sum(1 << lane for lane in it.lanes)
-            for it in self.items
-        ]
+        self.lanes = [ALL_LANES if it.lanes is None else _lane_mask(it.lanes) for it in self.items]
         self.parent = [self._parent(it) for it in self.items]
         self.root = [self._root(n) for n in range(len(self.items))]
         self.inner = [self._inner_offset(n) for n in range(len(self.items))]
@@ -561,12 +569,18 @@ def _bit_mask(indices: Iterable[int]) -> int:
     """The int with bits ``indices`` set (distinct indices): built through bytes, so linear
     in the highest index rather than quadratic."""
     chosen = list(indices)
-    if len(chosen) < 64:
+    if len(chosen) < 64 or min(chosen) < 0:  # (a negative shift raises, as it should)
         return sum(1 << i for i in chosen)
     raw = bytearray(max(chosen) // 8 + 1)
     for i in chosen:
         raw[i >> 3] |= 1 << (i & 7)
     return int.from_bytes(raw, "little")
+
+
+@functools.lru_cache(maxsize=1024)
+def _lane_mask(lanes: frozenset[int]) -> int:
+    """The bit mask of a lane set (a pool's buffers share a few lane sets: kept)."""
+    return _bit_mask(lanes)
 
 
 def _bits(mask: int) -> list[int]:
