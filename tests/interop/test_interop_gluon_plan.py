@@ -211,3 +211,13 @@ def test_tilemem_plan_shows_a_kernel_beyond_the_limit(kernels, tmp_path, capsys)
     assert cli.main(["plan", str(saved)]) == 0
     out = capsys.readouterr().out
     assert "high-water 393216 bytes, not committed" in out and "b_ring" in out
+
+
+def test_repack_that_fits_the_target_is_committed():
+    # placed with a gap: a [0, 200000), b [233472, 233480): 233480 bytes, over sm_90a's
+    # 232448, so not committed. Packed: b right after a, [200000, 200008): 200008 (by hand)
+    entries = (_entry("a", 0, 200000, 16), _entry("b", 233472, 8, 16))
+    plan = MemoryPlan((PoolPlan("smem", SMEM, "bytes", entries, 233480, None),), target="sm_90a")
+    packed = repack(plan)
+    assert (packed.smem.high_water, packed.smem.committed) == (200008, 200008)
+    assert "over sm_90a" not in packed.summary

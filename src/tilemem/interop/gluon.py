@@ -574,7 +574,8 @@ def repack(plan: MemoryPlan) -> MemoryPlan:
     The packed plan's summary gives both totals; a TMEM pool's ``committed`` is what
     ``tcgen05.alloc`` takes for its footprint (a power of two, at least 32 columns).
     """
-    pools = [_repack_pool(pool) for pool in plan.pools]
+    limit = None if plan.target is None else get_target(plan.target).max_smem_per_block
+    pools = [_repack_pool(pool, limit) for pool in plan.pools]
     smem = {e.name: e.offset for e in pools[0].entries} if pools else {}
     for i, pool in enumerate(pools):
         if pool.allocation is not None:  # the address slot moved with the SMEM buffers
@@ -584,7 +585,7 @@ def repack(plan: MemoryPlan) -> MemoryPlan:
     return replace(packed, summary=_compare(plan, packed))
 
 
-def _repack_pool(pool: PoolPlan) -> PoolPlan:
+def _repack_pool(pool: PoolPlan, limit: int | None) -> PoolPlan:
     roots = [e for e in pool.entries if e.alias_of is None]
     together = {e.name: {o.name for o in roots if o is not e and not _overlap(e, o)} for e in roots}
     live: dict[str, set[str]] = {e.name: set() for e in roots}
@@ -612,9 +613,11 @@ def _repack_pool(pool: PoolPlan) -> PoolPlan:
     ]
     packing = pack(items)
     entries = [replace(e, offset=x, padding=0) for e, x in zip(pool.entries, packing.offsets)]
-    committed = packing.footprint if pool.scope == SMEM else _tmem_alloc(packing.footprint)
-    if pool.committed is None:  # Triton's did not fit the target: neither may this one
-        committed = None
+    committed: int | None = packing.footprint
+    if pool.scope == TMEM:
+        committed = _tmem_alloc(packing.footprint)
+    elif limit is not None and packing.footprint > limit:
+        committed = None  # beyond the block limit: nothing launches with it
     packed = _pool(pool.name, pool.scope, pool.unit, entries, packing.footprint, committed)
     return replace(packed, allocation=pool.allocation)
 
@@ -670,7 +673,7 @@ def _compare(triton: MemoryPlan, packed: MemoryPlan) -> str:
     )
 
 
-def _pool(name: str, scope: str, unit: str, entries, high_water: int, committed: int):
+def _pool(name: str, scope: str, unit: str, entries, high_water: int, committed: int | None):
     entries = sorted(entries, key=lambda e: (e.offset, e.alias_of is not None, e.name))
 
     def overlaps(e):
