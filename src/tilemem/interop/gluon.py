@@ -16,6 +16,11 @@
   accumulator keeps one value per 32-bit column); a packed 128-row ``lane = row`` layout
   (FA4's P over S) -> ``col_stride = 1``. Other data paths have no Gluon form.
 
+``plan_of(compiled)`` reads a compiled Triton or Gluon kernel's shared and tensor memory
+back as a ``MemoryPlan`` (JSON-saveable, so ``tilemem plan FILE.json`` shows it);
+``repack(plan)`` places the same buffers with tilemem's exact packer, assuming buffers
+Triton put on common bytes are never live together.
+
 ``linear_layout(gluon_layout, shape)`` asks Triton's own C++ conversion for the linear
 layout of a Gluon layout (an internal API: guarded, and the rank and shape are checked
 first because a mismatch there aborts the process).
