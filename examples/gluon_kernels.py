@@ -10,7 +10,9 @@
   Triton reports only the total, ``plan_of`` lists every buffer.
 
 ``compile_kernel(name)`` compiles one with ``triton.compile`` for its target (no GPU).
-Run ``python examples/gluon_kernels.py`` to print each plan.
+Run ``python examples/gluon_kernels.py`` to print each plan (with Triton's totals against
+tilemem's exact packing of the same buffers), or ``python examples/gluon_kernels.py DIR`` to
+also save each as ``DIR/<kernel>.json`` for ``tilemem plan DIR/<kernel>.json [--svg F]``.
 """
 
 from __future__ import annotations
@@ -218,10 +220,20 @@ def compile_kernel(name: str):
 
 
 if __name__ == "__main__":
+    import json
+    import sys
+    from pathlib import Path
+
+    save = Path(sys.argv[1]) if len(sys.argv) > 1 else None
     for kernel in _sources():
         compiled = compile_kernel(kernel)
         print(
             f"== {kernel}: metadata.shared = {compiled.metadata.shared}, "
             f"tmem_size = {getattr(compiled.metadata, 'tmem_size', 0)}"
         )
-        print(plan_of(compiled))
+        plan = plan_of(compiled)
+        print(f"{plan.summary}\n{plan}")
+        if save is not None:
+            save.mkdir(parents=True, exist_ok=True)
+            (save / f"{kernel}.json").write_text(json.dumps(plan.to_dict(), indent=2) + "\n")
+            print(f"saved {save / kernel}.json: tilemem plan {save / kernel}.json")

@@ -262,3 +262,15 @@ def test_tmem_columns_refuses_a_plan_without_one_tmem_pool():
     smem.commit()
     with pytest.raises(PlanError, match="one TMEM pool"):
         tmem_columns(smem.plan())
+
+
+def test_shared_storage_of_a_move_base_to_overlay_is_a_union():
+    smem = tilemem.SMEMPool(target="sm_90a")
+    smem.alloc((64,), "float32", name="first")  # bytes [0, 256)
+    smem.move_base_to(128)
+    smem.alloc((64,), "float32", name="second")  # bytes [128, 384): shares [128, 256)
+    smem.commit()
+    storage = shared_storage(smem.plan())
+    assert list(storage._offsets) == ["first_or_second"]
+    assert _absolute_offsets(storage) == {"first": 0, "second": 128}
+    assert storage.__sizeof__() == 384

@@ -16,6 +16,11 @@
   accumulator keeps one value per 32-bit column); a packed 128-row ``lane = row`` layout
   (FA4's P over S) -> ``col_stride = 1``. Other data paths have no Gluon form.
 
+``plan_of(compiled)`` reads a compiled Triton or Gluon kernel's shared and tensor memory
+back as a ``MemoryPlan`` (JSON-saveable, so ``tilemem plan FILE.json`` shows it);
+``repack(plan)`` places the same buffers with tilemem's exact packer, assuming buffers
+Triton put on common bytes are never live together.
+
 ``linear_layout(gluon_layout, shape)`` asks Triton's own C++ conversion for the linear
 layout of a Gluon layout (an internal API: guarded, and the rank and shape are checked
 first because a mismatch there aborts the process).
@@ -33,12 +38,15 @@ from typing import Any
 import numpy as np
 
 from ..dtype import DataType, as_dtype
-from ..errors import LayoutError, PlanError
+from ..errors import LayoutError, PlanError, TilememError
 from ..layout import ComposeLayout, Iter, Layout, TileLayout, tmem_datapath_layout
-from ..plan import MemoryPlan
+from ..plan import MemoryPlan, get_target
+from ..plan.data import TMEMAllocation
+from ..plan.lifetimes import Item, pack
 from ..plan.model import PlanEntry, PoolPlan
 from ..pool import Buffer
 from ..scopes import SMEM, TMEM
+from ..validate import check_name
 from . import require
 
 GLUON = "triton.experimental.gluon"
@@ -346,13 +354,23 @@ def plan_of(compiled, *, name: str | None = None) -> MemoryPlan:
     Reads the kernel's TTGIR after Triton's own allocation passes: each ``local_alloc``
     (its source name and line, shape, dtype, layout, ``allocation.offset``), the scratch
     buffers Triton adds (layout conversions, reductions: ``allocation.size``), and each
-    ``tmem_alloc`` (``tensor_memory_col_offset``). Totals are the module's ``ttg.shared``
-    and ``ttg.tensor_memory_size``, which equal ``metadata.shared`` and ``tmem_size``.
+    ``tmem_alloc`` (``tensor_memory_col_offset``). Buffers are named by their source
+    names, else made identifiers (``scratch_convert_layout_L70``: a layout conversion's
+    scratch at line 70), so the plan saves as JSON and ``tilemem plan FILE.json`` reads it.
+
+    Totals: the SMEM pool's high-water mark and ``committed`` are the module's ``ttg.shared``
+    (``metadata.shared``); ``committed`` is None when that exceeds the target's block limit
+    (the launch would fail). The TMEM pool's high-water mark is where its buffers reach and
+    ``committed`` is ``ttg.tensor_memory_size`` (``metadata.tmem_size``), the power of two of
+    columns Triton's ``tcgen05.alloc`` takes. That allocation is Triton's lowering, not in
+    the IR: warp 0 allocates into byte 0 of shared memory (the buffer ``tmem_addr_slot``,
+    read at kernel entry, before any buffer there is used) and deallocates at the end.
 
     A ``memdesc_reinterpret`` of an allocation (P written over S) is a view with
     ``alias_of`` its buffer. Triton's liveness is not in the IR: buffers Triton placed on
     common bytes are taken to be live at different times (Triton's allocator proved it) and
-    are recorded as overlaps, without phases.
+    are recorded as overlaps, without phases. The plan's summary compares Triton's totals
+    with tilemem's exact packing of the same buffers under that assumption (:func:`repack`).
     """
     _language()
     text, capability = _allocated_ir(compiled)
@@ -441,9 +459,10 @@ def plan_of(compiled, *, name: str | None = None) -> MemoryPlan:
         if "allocation.offset" not in attrs:
             continue
         _, line = _source(m.group("loc"), locs)
+        number = line.rsplit(":", 1)[-1] if line else ""
         smem.append(
             PlanEntry(
-                name=f"scratch:{m.group('op').split('.')[-1]}" + (f"@{line}" if line else ""),
+                name=f"scratch_{m.group('op').split('.')[-1]}" + (f"_L{number}" if number else ""),
                 scope=SMEM,
                 offset=attrs["allocation.offset"],
                 length=attrs["allocation.size"],
@@ -454,22 +473,213 @@ def plan_of(compiled, *, name: str | None = None) -> MemoryPlan:
                 layout="Triton scratch" + (f" @ {line}" if line else ""),
             )
         )
-    shared = module_attrs.get("ttg.shared", max((e.end for e in smem), default=0))
-    pools = [_pool(name or "smem", SMEM, "bytes", smem, shared, shared)]
     tmem_size = module_attrs.get("ttg.tensor_memory_size", 0)
+    allocation = None
     if tmem or tmem_size:
-        alloc = max(32, 1 << (max(tmem_size, 1) - 1).bit_length())
-        pools.append(_pool("tmem", TMEM, "cols", tmem, tmem_size, alloc))
+        smem.append(_TMEM_SLOT)
+    smem, tmem = _identifiers(smem, tmem)
+    if tmem or tmem_size:
+        allocation = _tmem_allocation(compiled, smem[-1].name)  # the slot, renamed if taken
+    shared = module_attrs.get("ttg.shared", max((e.end for e in smem), default=0))
+    target = _TARGETS.get(capability)
+    fits = target is None or shared <= get_target(target).max_smem_per_block
+    pools = [_pool(name or "smem", SMEM, "bytes", smem, shared, shared if fits else None)]
+    if allocation is not None:
+        reach = max((e.end for e in tmem), default=0)
+        tmem_pool = _pool("tmem", TMEM, "cols", tmem, reach, _tmem_alloc(tmem_size))
+        pools.append(replace(tmem_pool, allocation=allocation))
     threads = module_attrs.get("ttg.total-num-warps", module_attrs.get("ttg.num-warps", 0))
-    return MemoryPlan(
+    plan = MemoryPlan(
         tuple(pools),
-        target=_TARGETS.get(capability),
+        target=target,
         threads=32 * threads if threads else None,
+        name=_identifier(str(getattr(compiled.metadata, "name", "") or "triton_kernel"), set()),
+    )
+    return replace(plan, summary=_compare(plan, repack(plan)))
+
+
+# Triton's lowering of tensor memory: warp 0 runs tcgen05.alloc at kernel entry with the
+# address written to byte 0 of shared memory (``global_smem``) and read back before any
+# buffer is used, and tcgen05.dealloc at the end (not in the TTGIR: read from its PTX).
+_TMEM_SLOT = PlanEntry(
+    name="tmem_addr_slot",
+    scope=SMEM,
+    offset=0,
+    length=4,
+    align=4,
+    padding=0,
+    dtype="uint32",
+    shape=(1,),
+    layout="tcgen05.alloc address, written and read at kernel entry",
+)
+
+
+def _tmem_allocation(compiled, slot: str) -> TMEMAllocation:
+    """How Triton allocates the kernel's TMEM: ``cta_group`` from its PTX (1 without PTX)."""
+    ptx = compiled.asm.get("ptx", "") if hasattr(compiled, "asm") else ""
+    group = re.search(r"tcgen05\.alloc\.cta_group::(\d)", ptx or "")
+    return TMEMAllocation(
+        cta_group=int(group.group(1)) if group else 1,
+        alloc_warp=0,
+        dealloc_warp=0,
+        slot=slot,
+        slot_offset=_TMEM_SLOT.offset,
     )
 
 
-def _pool(name: str, scope: str, unit: str, entries, high_water: int, committed: int):
-    entries = sorted(entries, key=lambda e: (e.offset, e.name))
+def _tmem_alloc(cols: int) -> int:
+    """Columns ``tcgen05.alloc`` takes for ``cols``: a power of two, at least 32."""
+    return max(32, 1 << (max(cols, 1) - 1).bit_length())
+
+
+def _identifier(text: str, taken: set[str]) -> str:
+    """``text`` as a plan buffer name (an identifier tilemem accepts), unique in ``taken``."""
+    base = re.sub(r"_+", "_", re.sub(r"\W", "_", text)).strip("_") or "buf"
+    if not base.isascii() or base[0].isdigit():
+        base = f"buf_{base}"
+    try:
+        check_name(base)
+    except TilememError:  # a keyword or a reserved name
+        base = f"{base}_buf"
+    out, n = base, 1
+    while out in taken:
+        n += 1
+        out = f"{base}_{n}"
+    taken.add(out)
+    return out
+
+
+def _identifiers(smem: list[PlanEntry], tmem: list[PlanEntry]):
+    """Both lists with every buffer named by an identifier (SSA values and scratch buffers
+    are not), views' ``alias_of`` following their buffer's new name."""
+    taken: set[str] = set()
+    names = {e.name: _identifier(e.name, taken) for e in smem + tmem if e.alias_of is None}
+    names.update({e.name: _identifier(e.name, taken) for e in smem + tmem if e.alias_of})
+
+    def renamed(e: PlanEntry) -> PlanEntry:
+        parent = None if e.alias_of is None else names[e.alias_of]
+        return replace(e, name=names[e.name], alias_of=parent)
+
+    return [renamed(e) for e in smem], [renamed(e) for e in tmem]
+
+
+# --- repack: the same buffers placed by tilemem's exact packer ---------------------------
+
+
+def repack(plan: MemoryPlan) -> MemoryPlan:
+    """``plan``'s buffers placed by tilemem's exact packer (:func:`tilemem.plan.lifetimes.pack`):
+    the same sizes, alignments, lanes and views, new offsets, footprints proven minimal.
+
+    The liveness assumed is the one Triton's placement shows, since Triton's IR does not carry
+    its own: two buffers Triton put on common bytes (and lanes) are never live together, which
+    its allocator proved; every other pair may be. Each maximal group of buffers that may be
+    live together becomes one phase, so two buffers share a phase exactly when they may be
+    live together. A view (``alias_of``, P over S) stays at its place inside its buffer.
+
+    The packed plan's summary gives both totals; a TMEM pool's ``committed`` is what
+    ``tcgen05.alloc`` takes for its footprint (a power of two, at least 32 columns).
+    """
+    limit = None if plan.target is None else get_target(plan.target).max_smem_per_block
+    pools = [_repack_pool(pool, limit) for pool in plan.pools]
+    smem = {e.name: e.offset for e in pools[0].entries} if pools else {}
+    for i, pool in enumerate(pools):
+        if pool.allocation is not None:  # the address slot moved with the SMEM buffers
+            slot = replace(pool.allocation, slot_offset=smem.get(pool.allocation.slot))
+            pools[i] = replace(pool, allocation=slot)
+    packed = replace(plan, pools=tuple(pools), advice=None)
+    return replace(packed, summary=_compare(plan, packed))
+
+
+def _repack_pool(pool: PoolPlan, limit: int | None) -> PoolPlan:
+    roots = [e for e in pool.entries if e.alias_of is None]
+    together = {e.name: {o.name for o in roots if o is not e and not _overlap(e, o)} for e in roots}
+    live: dict[str, set[str]] = {e.name: set() for e in roots}
+    for k, clique in enumerate(_maximal_cliques(together)):
+        for member in clique:
+            live[member].add(f"together{k}")
+    by_name = {e.name: e for e in pool.entries}
+
+    def root(e: PlanEntry) -> PlanEntry:
+        while e.alias_of is not None:
+            e = by_name[e.alias_of]
+        return e
+
+    items = [
+        Item(
+            e.name,
+            e.length,
+            max(e.align, 1),
+            frozenset(live[root(e).name]),
+            frozenset(lane for a, b in e.lanes for lane in range(a, b)) if e.lanes else None,
+            None if e.alias_of is None else e.offset - by_name[e.alias_of].offset,
+            e.alias_of,
+        )
+        for e in pool.entries
+    ]
+    packing = pack(items)
+    entries = [replace(e, offset=x, padding=0) for e, x in zip(pool.entries, packing.offsets)]
+    committed: int | None = packing.footprint
+    if pool.scope == TMEM:
+        committed = _tmem_alloc(packing.footprint)
+    elif limit is not None and packing.footprint > limit:
+        committed = None  # beyond the block limit: nothing launches with it
+    packed = _pool(pool.name, pool.scope, pool.unit, entries, packing.footprint, committed)
+    return replace(packed, allocation=pool.allocation)
+
+
+def _overlap(a: PlanEntry, b: PlanEntry) -> bool:
+    return (
+        a.offset < b.end
+        and b.offset < a.end
+        and a.length > 0
+        and b.length > 0
+        and (_share_lanes(a, b))
+    )
+
+
+def _maximal_cliques(adjacent: dict[str, set[str]]) -> list[list[str]]:
+    """The maximal cliques of a small graph (Bron-Kerbosch with pivoting), each sorted as
+    ``adjacent`` lists its vertices; an isolated vertex is a clique of one."""
+    order = list(adjacent)
+    found: list[list[str]] = []
+
+    def grow(clique: list[str], candidates: set[str], excluded: set[str]) -> None:
+        if not candidates and not excluded:
+            found.append(sorted(clique, key=order.index))
+            return
+        pivot = max(candidates | excluded, key=lambda v: len(adjacent[v] & candidates))
+        for v in [v for v in order if v in candidates - adjacent[pivot]]:
+            grow([*clique, v], candidates & adjacent[v], excluded & adjacent[v])
+            candidates = candidates - {v}
+            excluded = excluded | {v}
+
+    grow([], set(order), set())
+    return found
+
+
+def _compare(triton: MemoryPlan, packed: MemoryPlan) -> str:
+    """One line: each pool's total as Triton placed it and as tilemem's exact packer does."""
+
+    def total(pool: PoolPlan) -> str:
+        text = f"{pool.footprint} {pool.unit}"
+        if pool.scope == TMEM and pool.committed != pool.footprint:
+            text += f" (tcgen05.alloc {pool.committed})"
+        return text
+
+    parts = [f"{p.name} {total(t)} -> {total(p)}" for p, t in zip(packed.pools, triton.pools)]
+    if packed.target is not None and packed.smem is not None:
+        limit = get_target(packed.target).max_smem_per_block
+        if packed.smem.footprint > limit:
+            parts[0] += f", over {packed.target}'s {limit} bytes either way"
+    return (
+        "Triton's placement vs tilemem's exact packing of the same buffers (buffers Triton put "
+        "on common bytes assumed never live together, all others live together): "
+        + "; ".join(parts)
+    )
+
+
+def _pool(name: str, scope: str, unit: str, entries, high_water: int, committed: int | None):
+    entries = sorted(entries, key=lambda e: (e.offset, e.alias_of is not None, e.name))
 
     def overlaps(e):
         return tuple(
@@ -488,4 +698,4 @@ def _share_lanes(a, b) -> bool:
     return any(x0 < y1 and y0 < x1 for x0, x1 in a.lanes for y0, y1 in b.lanes)
 
 
-__all__ = ["linear_layout", "offset_bases", "one_stage", "plan_of", "to_gluon"]
+__all__ = ["linear_layout", "offset_bases", "one_stage", "plan_of", "repack", "to_gluon"]
