@@ -68,6 +68,7 @@ def build() -> Path:
     if exe.is_file():
         return exe
     exe.parent.mkdir(parents=True, exist_ok=True)
+    print(f"building the CuTe oracle {exe} (nvcc, two parts; minutes)", file=sys.stderr)
     with tempfile.TemporaryDirectory(dir=exe.parent) as tmp:
         objs = [Path(tmp) / f"part{p}.o" for p in (0, 1)]
         base = [nvcc, "-x", "c++", "-std=c++17", "-ccbin", "g++", f"-I{include}", "-O0", "-w"]
@@ -94,8 +95,8 @@ def build() -> Path:
     return exe
 
 
-def run(exe: Path, queries: list[str]) -> list[int]:
-    """Answers to ``queries`` (one oracle process for all of them)."""
+def run_lines(exe: Path, queries: list[str]) -> list[str]:
+    """The oracle's answer lines to ``queries`` (one process for all of them)."""
     out = subprocess.run(
         [str(exe)], input="\n".join(queries) + "\n", capture_output=True, text=True, check=True
     ).stdout.splitlines()
@@ -104,7 +105,12 @@ def run(exe: Path, queries: list[str]) -> list[int]:
     bad = [line for line in out if line.startswith("error")]
     if bad:
         raise RuntimeError(f"oracle rejected {len(bad)} queries, first: {bad[0]}")
-    return [int(line, 16) for line in out]
+    return out
+
+
+def run(exe: Path, queries: list[str]) -> list[int]:
+    """Answers to ``queries``, one hex value each."""
+    return [int(line, 16) for line in run_lines(exe, queries)]
 
 
 if __name__ == "__main__":  # python tests/oracle/cute.py 'smem 90 K 3 16 0 64 128 0 0 0 0'
