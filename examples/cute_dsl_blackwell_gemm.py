@@ -16,6 +16,10 @@ and prints the plan.
 
 from __future__ import annotations
 
+import tempfile
+import warnings
+from pathlib import Path
+
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
@@ -42,7 +46,11 @@ def plan_tile():
     tmem.alloc((BM, 32), "float32", datapath="D", name="stats")
     acc = tmem.alloc((BM, BN), "float32", datapath="D", name="acc")
     smem.commit()
-    tmem.commit()
+    with warnings.catch_warnings():
+        # a one-tile demo: many such small CTAs per SM would queue on tcgen05.alloc, which
+        # tilemem warns about; residency is not what this example shows
+        warnings.simplefilter("ignore", tilemem.errors.TilememWarning)
+        tmem.commit()
     return smem.plan(), a, b, acc
 
 
@@ -158,10 +166,18 @@ def build(m: int = BM, n: int = BN, k: int = 256):
     return plan, host, pointers
 
 
-def compile_for(arch: str = "sm_100a"):
-    """cute.compile the tile for ``arch`` keeping its PTX; returns (plan, compiled)."""
+def compile_for(arch: str = "sm_100a", dump_dir: str | None = None):
+    """cute.compile the tile for ``arch`` keeping its PTX (``compiled.__ptx__``); returns
+    (plan, compiled). CuTe DSL writes the PTX file into ``dump_dir``, which must exist (a
+    temporary directory when None)."""
     plan, host, pointers = build()
-    return plan, cute.compile(host, *pointers(), options=f"--gpu-arch {arch} --keep-ptx")
+    with tempfile.TemporaryDirectory(prefix="tilemem-cute-") as tmp:
+        where = Path(dump_dir or tmp)
+        where.mkdir(parents=True, exist_ok=True)
+        options = f"--gpu-arch {arch} --keep-ptx --dump-dir {where}"
+        compiled = cute.compile(host, *pointers(), options=options)
+        compiled.__ptx__  # noqa: B018  (read while the file exists)
+    return plan, compiled
 
 
 if __name__ == "__main__":

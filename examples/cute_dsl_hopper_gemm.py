@@ -17,6 +17,8 @@ torch) and checks C against A @ B^T.
 from __future__ import annotations
 
 import argparse
+import tempfile
+from pathlib import Path
 
 import cutlass
 import cutlass.cute as cute
@@ -130,12 +132,17 @@ def build(m: int = BM, n: int = BN, k: int = 256):
 
 
 def compile_for(arch: str = "sm_90a", dump_dir: str | None = None):
-    """cute.compile the GEMM for ``arch`` keeping its PTX; returns (plan, compiled)."""
+    """cute.compile the tile for ``arch`` keeping its PTX (``compiled.__ptx__``); returns
+    (plan, compiled). CuTe DSL writes the PTX file into ``dump_dir``, which must exist (a
+    temporary directory when None)."""
     plan, host, pointers = build()
-    options = f"--gpu-arch {arch} --keep-ptx"
-    if dump_dir:
-        options += f" --dump-dir {dump_dir}"
-    return plan, cute.compile(host, *pointers(), options=options)
+    with tempfile.TemporaryDirectory(prefix="tilemem-cute-") as tmp:
+        where = Path(dump_dir or tmp)
+        where.mkdir(parents=True, exist_ok=True)
+        options = f"--gpu-arch {arch} --keep-ptx --dump-dir {where}"
+        compiled = cute.compile(host, *pointers(), options=options)
+        compiled.__ptx__  # noqa: B018  (read while the file exists)
+    return plan, compiled
 
 
 def main() -> None:

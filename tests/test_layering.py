@@ -38,6 +38,7 @@ LAYERS = {
     "examples": 6,
     "planfile": 6,
     "verify": 6,
+    "sim_examples": 6,
     "cli": 6,
     "__main__": 6,
 }
@@ -47,6 +48,7 @@ ROOT_LAYER = LAYERS["pool"]
 LAZY_ALLOWED = {
     "tilemem": "`tilemem.T` loads the kernel language on demand; plan-only use never does",
     "tilemem.cli": "each subcommand loads what it needs; `tilemem plan` stays plan-only",
+    "tilemem.plan.model": "`to_cpp_header(cute=True)` loads the CuTe type writer on request",
 }
 
 

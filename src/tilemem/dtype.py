@@ -181,7 +181,7 @@ def format_bits(fmt: str | DataType) -> int:
     return 8 if name in _INT_FORMATS else _BIT_FORMATS[name].bits
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _code_values(f: _BitFormat) -> np.ndarray:
     """float64 value (read-only, cached) of every code 0 .. 2^bits - 1 (NaN where the code is NaN).
 
@@ -209,7 +209,7 @@ def _code_values(f: _BitFormat) -> np.ndarray:
     return values
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _code_values32(f: _BitFormat) -> np.ndarray:
     table = _code_values(f).astype(np.float32)
     table.flags.writeable = False

@@ -321,9 +321,9 @@ def test_from_dict_refuses_a_swizzle_that_is_no_swizzle_mode(swizzle):
         f"plan.pools[0].entries[0]: buffer {name!r}: swizzle {swizzle} is not a SwizzleMode "
         "value (0 none, 1 32B, 2 64B, 3 128B)",
     )
-    # 3 is a mode (128B), for a layout labelled so, on its 1024-byte period (8 x 128 B)
+    # 3 is a mode (128B), for a caller's swizzled layout on its 1024-byte period (8 x 128 B)
     data["pools"][0]["entries"][0].update(
-        swizzle=3, layout="mma 128B", layout_kind="mma", align=1024
+        swizzle=3, layout="swizzle 128B (2):(1)", layout_kind="custom", align=1024
     )
     assert MemoryPlan.from_dict(data).pools[0].entries[0].swizzle == 3
 

@@ -13,8 +13,8 @@ from tilemem.ir.intrinsics import INTRINSICS
 from tilemem.ir.intrinsics.tma import swizzle_address
 from tilemem.layout.smem import SwizzleMode
 
-from . import kernels
-from .kernels import line
+from . import simkernels as kernels
+from .simkernels import line
 
 MODES = sim.SCHEDULES
 
@@ -197,3 +197,37 @@ def test_bad_arguments_are_refused():
         sim.run(k, np.zeros(64, np.float32), schedule="fifo")
     with pytest.raises(SimError, match="expected shape"):
         sim.run(k, np.zeros(65, np.float32))
+
+
+def _staged(**kw):
+    k, tile = kernels.staged_store(**kw)
+    out = np.zeros((16, 64), np.float32)
+    return sim.run(k, tile_map(out, tile), schedule="adversarial"), out
+
+
+def test_staged_stores_are_clean_and_right():
+    result, out = _staged()
+    assert result.ok, result.hazards
+    rows, cols = np.indices((16, 32))
+    # store rep r of tile[t, j] = 32 t + j + r at columns 32 r .. 32 r + 31
+    assert np.array_equal(out, np.hstack([32 * rows + cols, 32 * rows + cols + 1]))
+
+
+def test_refill_before_the_store_read_it():
+    result, _ = _staged(wait_before_reuse=False)
+    races = [h for h in result.of_kind("race") if h.buffer == "tile"]
+    assert races and any(sources(h) == {line("fill"), line("store")} for h in races)
+
+
+def test_named_barrier_short_of_warps_deadlocks():
+    # bar.sync 1 expects 3 warps (96 threads) from a 2-warp block
+    result, _ = _staged(threads_in_barrier=96)
+    (h,) = result.of_kind("deadlock")
+    assert "bar.sync 1: 2 of 3 warps arrived" in h.message
+    assert line("named") in sources(h)
+
+
+def test_arrive_on_an_uninitialised_mbarrier():
+    result, _ = _staged(init=False)
+    (h,) = result.of_kind("mbarrier")
+    assert h.buffer == "done[0]" and sources(h) == {line("arrive")}

@@ -23,6 +23,7 @@ from ..errors import BuildError as BuildError  # defined with every error; re-ex
 from ..plan.target import Target
 from ..pool import SMEM, Buffer
 from ..pool.emit import current_emitter
+from ..validate import check_name
 from .index import layout_index
 from .nodes import (
     INT32,
@@ -149,7 +150,8 @@ class Builder:
     """
 
     def __init__(self, name: str, target: Target, grid, block, cluster):
-        self.name, self.target = name, target
+        # the kernel's C++ name (extern "C" __global__): refused here, not by NVRTC
+        self.name, self.target = check_name(name, "kernel name", error=IRError), target
         self.grid, self.block, self.cluster = grid, block, cluster
         self.threads = math.prod(block)  # pools read it for the TMEM residency rule
         self.frames: list[list[Stmt]] = [[]]

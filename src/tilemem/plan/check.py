@@ -30,9 +30,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..dtype import DataType, known_dtypes
-from ..errors import PlanFileError
+from ..errors import LayoutError, PlanFileError
 from ..intmath import is_power_of_two
-from ..layout.smem import SwizzleMode
+from ..layout.smem import SwizzleMode, check_mma_tile
 from ..layout.tmem import DATAPATH_ROWS, TMEM_COLS, TMEM_LANES, TMEM_MIN_ALLOC_COLS
 from ..scopes import SMEM, TMEM
 from ..validate import MAX_ELEMENTS, check_buffer_name, check_name, check_shape
@@ -146,7 +146,11 @@ def _check_names(plan: PlanData) -> None:
                 )
             buffers[e.name] = path
     for i, pool in enumerate(plan.pools):
-        for k, stem in enumerate(stage_names(pool)):
+        try:
+            stems = stage_names(pool)
+        except PlanFileError as exc:  # a stage view over a name no header can spell
+            raise _fail(f"plan.pools[{i}].stages", str(exc)) from None
+        for k, stem in enumerate(stems):
             if stem in buffers:
                 raise _fail(
                     buffers[stem],
@@ -220,6 +224,11 @@ def _check_entry(pool: PoolPlan, e: PlanEntry, names: dict[str, int], j: int, pa
             )
     elif e.phases:
         raise _fail(f"{path}.phases", f"phases {list(e.phases)} in a pool without phases")
+    if e.padding and (pool.phases or e.alias_of is not None):
+        raise _fail(
+            f"{path}.padding",
+            f"padding {e.padding}: buffers placed by lifetime, and views, skip no bytes",
+        )
     if e.alias_of is not None:
         parent = names.get(e.alias_of)
         if parent is None or parent >= j:
@@ -255,6 +264,11 @@ def _check_layout(pool: PoolPlan, e: PlanEntry, path: str) -> None:
             f"swizzle {e.swizzle} but the layout is {e.layout!r} (swizzle "
             f"{int(_SWIZZLE_LABELS[match[1]])})",
         )
+    if kind == "mma":
+        try:
+            check_mma_tile(e.shape, e.dtype, _SWIZZLE_LABELS[match[1]])
+        except LayoutError as exc:
+            raise _fail(f"{path}.shape", f"no MMA operand tile: {exc}") from None
     if e.swizzle and kind not in ("mma", "custom"):
         raise _fail(f"{path}.swizzle", f"a {kind!r} layout has no swizzle, got {e.swizzle}")
 
@@ -275,11 +289,14 @@ def _check_smem_entry(e: PlanEntry, path: str) -> None:
             f"padding {e.padding} bytes: alignment skips fewer than align {e.align} bytes, "
             f"and at most the offset {e.offset}",
         )
-    need = dtype.storage_bytes(math.prod(e.shape))
-    if not need <= e.length <= MAX_SMEM_BYTES:
+    need = dtype.storage_bytes(_elements(e))
+    exact = e.layout_kind.value in ("row-major", "strided", "mma")  # a layout the pool built
+    fits = e.length == need if exact else need <= e.length <= MAX_SMEM_BYTES
+    if not fits:
         raise _fail(
             f"{path}.length",
-            f"{e.length} bytes cannot hold {e.dtype}{list(e.shape)} ({need} bytes)",
+            f"{e.length} bytes, but {e.dtype}{list(e.shape)} in a {e.layout_kind.value!r} layout "
+            f"takes {need} bytes" + ("" if exact else " or more"),
         )
     if e.swizzle:
         period = 8 * (16 << e.swizzle)  # 8 rows of 16 << L bytes: 256, 512, 1024
@@ -292,6 +309,17 @@ def _check_smem_entry(e: PlanEntry, path: str) -> None:
             )
     if e.lanes:
         raise _fail(f"{path}.lanes", "an SMEM buffer has no TMEM lanes")
+
+
+def _elements(e: PlanEntry) -> int:
+    """Elements a buffer's bytes cover: the shape's, or a strided layout's span when wider
+    (span = 1 + sum((extent - 1) * stride))."""
+    count = math.prod(e.shape)
+    match = _LABEL_RULES["strided"].fullmatch(e.layout)
+    if e.layout_kind.value == "strided" and match is not None:
+        strides = [int(s) for s in match[1].split(",")]
+        count = max(count, 1 + sum((n - 1) * s for n, s in zip(e.shape, strides)))
+    return count
 
 
 def _check_tmem_entry(e: PlanEntry, path: str) -> None:

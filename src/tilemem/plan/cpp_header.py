@@ -62,7 +62,7 @@ def swizzle_period(mode: int) -> int:
 
 
 def _entry_comment(e: PlanEntry) -> str:
-    dims = "".join(f"[{number(d, f'{e.name} shape')}]" for d in e.shape)
+    dims = "".join(f"[{d}]" for d in e.shape)
     return comment(f"// {e.name}: {e.dtype}{dims}, {e.layout}")
 
 

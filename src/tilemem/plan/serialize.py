@@ -88,16 +88,18 @@ def _fail(path: str, expected: str, data: Any) -> PlanFileError:
 
 
 def _build(cls: Any, data: Any, path: str, derived: frozenset[str]) -> Any:
-    if cls is Any:
+    if cls is Any or (cls is str and type(data) is str):
         return data
-    origin = typing.get_origin(cls)
-    if origin in (typing.Union, types.UnionType):
+    if cls is int and type(data) is int and data >= 0:  # the common leaves, without lookups
+        return data
+    kind = _kind(cls)
+    if kind == "union":
         return _build_union(cls, data, path, derived)
-    if dataclasses.is_dataclass(cls):
+    if kind == "dataclass":
         return _build_dataclass(cls, data, path, derived)
-    if origin is tuple or cls is tuple:
+    if kind == "tuple":
         return _build_tuple(cls, data, path, derived)
-    if origin is dict or cls is dict:
+    if kind == "dict":
         if not isinstance(data, dict):
             raise _fail(path, "an object", data)
         args = typing.get_args(cls)
@@ -109,6 +111,21 @@ def _build(cls: Any, data: Any, path: str, derived: frozenset[str]) -> Any:
         except ValueError:
             raise _fail(path, f"one of {[m.value for m in cls]}", data) from None
     return _build_scalar(cls, data, path)
+
+
+@cache
+def _kind(cls: Any) -> str:
+    """How :func:`_build` rebuilds a value of type ``cls``."""
+    origin = typing.get_origin(cls)
+    if origin in (typing.Union, types.UnionType):
+        return "union"
+    if dataclasses.is_dataclass(cls):
+        return "dataclass"
+    if origin is tuple or cls is tuple:
+        return "tuple"
+    if origin is dict or cls is dict:
+        return "dict"
+    return "other"
 
 
 def _build_union(cls: Any, data: Any, path: str, derived: frozenset[str]) -> Any:

@@ -337,6 +337,8 @@ class Context:
         sm.owner[start : start + n] = -1
         del sm.allocs[start]
         cta.freed.append((start, n))
+        # the next allocation of these columns starts afresh: unwritten, no accesses to order
+        sm.shadow.wt[idx], sm.shadow.rt[idx], sm.shadow.init[idx] = -1, -1, False
 
     def tmem_relinquish(self, cta_group: int) -> None:
         self.w.cta.relinquished = True
@@ -446,7 +448,10 @@ class Context:
             self.source(),
         )
         q.pending.append(op)
-        q.unjoined.append(op)
+        if q.group in q.group_vc:
+            np.maximum(q.group_vc[q.group], op.vc, out=q.group_vc[q.group])
+        else:
+            q.group_vc[q.group] = op.vc.copy()
         self.m.pending_ops += 1
         if self.m.schedule == "in-order":
             self.m.complete_queue(q, lambda o: True)
@@ -454,21 +459,51 @@ class Context:
     def commit_group(self, queue: str) -> None:
         self._queue(queue).group += 1
 
-    def wait_group(self, queue: str, n: int | None) -> None:
-        q = self._queue(queue)
-        limit = q.group + 1 if n is None else q.group - n
+    def wait_group(self, queue: str, n: int | None):
+        """Complete and acquire all but the newest ``n`` committed groups. wgmma groups belong
+        to the warpgroup (its four warps issue one MMA together), so a warp's wait also waits
+        for, and acquires, the same groups of the other three warps: a generator then."""
+        if queue == "wgmma":
+            return self._wait_warpgroup(n)
+        self._acquire(self._queue(queue), n, self._queue(queue).group)
+        return None
 
-        def older(op: AsyncOp) -> bool:
-            return op.group < limit
+    def _acquire(self, q: Queue, n: int | None, group: int) -> None:
+        """Complete ``q``'s groups older than ``group - n`` (every operation for ``n=None``)
+        and make them happen before this warp's next instruction."""
+        limit = group + 1 if n is None else group - n
+        self.m.complete_queue(q, lambda op: op.group < limit)
+        closed = min(limit, q.group)  # the open group may still grow: never folded in
+        while q.cum_upto < closed:
+            vc = q.group_vc.pop(q.cum_upto, None)
+            if vc is not None:
+                np.maximum(q.cum_vc, vc, out=q.cum_vc)
+            q.cum_upto += 1
+        self.m.join(self.w.gid, q.cum_vc)
+        if limit > q.group and q.group in q.group_vc:
+            self.m.join(self.w.gid, q.group_vc[q.group])
 
-        self.m.complete_queue(q, older)
-        keep = []
-        for op in q.unjoined:
-            if older(op):
-                self.m.join(self.w.gid, op.vc)
-            else:
-                keep.append(op)
-        q.unjoined = keep
+    def _wait_warpgroup(self, n: int | None) -> Generator[Wait, None, None]:
+        w = self.w
+        mine = self._queue("wgmma")
+        group = mine.group
+        first = w.index // 4 * 4
+        peers = [p for p in w.cta.warps[first : first + 4] if p is not w]
+
+        def issued() -> bool:
+            return all(p.done or p.queues.get("wgmma", mine).group >= group for p in peers)
+
+        if not issued():
+            yield Wait(
+                issued,
+                f"wgmma.wait_group: the other warps of warpgroup {w.index // 4} have not "
+                f"committed wgmma group {group} yet",
+            )
+        self._acquire(mine, n, group)
+        for p in peers:
+            q = p.queues.get("wgmma")
+            if q is not None:
+                self._acquire(q, n, group)
 
     # -- thread barriers -------------------------------------------------------------------------
     def shared_address(self, var) -> int:
@@ -478,7 +513,7 @@ class Context:
     def barrier(self, barrier_id: int, threads: int | None) -> Generator[Wait, None, None]:
         """``bar.sync id, threads`` (``__syncthreads``: id 0, every thread of the CTA)."""
         cta = self.w.cta
-        everyone = threads is None or threads >= len(cta.warps) * 32
+        everyone = threads is None or threads == len(cta.warps) * 32
         if barrier_id not in cta.barriers:
             expected = None if everyone or threads is None else threads // 32
             cta.barriers[barrier_id] = Barrier(self.m, cta.warps, expected)

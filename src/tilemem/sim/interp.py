@@ -43,6 +43,9 @@ from .shadow import Shadow
 from .storage import decode, encode, encode_bytes
 from .values import LANES, Compiler, convert, numpy_type
 
+# operand-free values fixed for a warp's whole run: computed once per warp
+_WARP_CONSTANTS = {"cuda.thread_idx", "cuda.block_idx", "cuda.grid_dim", "ptx.cluster.ctarank"}
+
 
 def _blocking(op: str) -> bool:
     spec = INTRINSICS.get(op)
@@ -78,6 +81,7 @@ class Runner:
         self.ctx = Context(machine, warp, self)
         self.preempt = machine.schedule != "in-order"
         self.nested: dict[int, list] = compiler.nested
+        self.constants: dict[tuple, np.ndarray] = {}
 
     # -- expressions --------------------------------------------------------------------------
     def eval(self, e, mask: np.ndarray) -> np.ndarray:
@@ -95,12 +99,19 @@ class Runner:
         cached = self.w.cache.pop(id(e), None)
         if cached is not None:
             return cached
+        constant = e.op in _WARP_CONSTANTS
+        key = (e.op, e.attrs)
+        if constant and key in self.constants:
+            return self.constants[key]
         ctx = self.ctx
         saved = ctx.call, ctx.active, ctx.op_name  # a call inside another call's operand
         try:
-            result = self.invoke(e, mask)
+            result = self.invoke(e, self.w.mask if constant else mask)
         finally:
             ctx.call, ctx.active, ctx.op_name = saved
+        if constant:
+            self.constants[key] = self._as_value(e, result)
+            return self.constants[key]
         if inspect.isgenerator(result):
             raise SimError(f"{e.op} blocks; it cannot run inside an expression here")
         return self._as_value(e, result)

@@ -75,8 +75,10 @@ class Queue:
         self.vc = np.zeros(n, np.int32)
         self.vc[agent] = 1
         self.pending: deque[AsyncOp] = deque()
-        self.unjoined: list[AsyncOp] = []  # issued, not yet waited for
         self.group = 0  # the open group's number
+        self.group_vc: dict[int, np.ndarray] = {}  # group -> clocks of its operations
+        self.cum_vc = np.zeros(n, np.int32)  # clocks of every group before cum_upto
+        self.cum_upto = 0
 
 
 class Barrier:
@@ -277,7 +279,9 @@ class Machine:
         where: str = "",
     ) -> None:
         accesses = tuple(self.access(r) for r in recs if r >= 0)
-        key = (kind, space, buffer, tuple((a.op, a.source) for a in accesses))
+        # reports at exit have no accesses: one per distinct finding
+        key: tuple = (kind, space, buffer, tuple((a.op, a.source) for a in accesses))
+        key += ("" if accesses else message,)
         if key in self.seen or len(self.hazards) >= MAX_HAZARDS:
             return
         self.seen.add(key)

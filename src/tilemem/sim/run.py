@@ -53,8 +53,9 @@ def run(
     bindings, env = _bind(ir, args, machine)
     compiler = Compiler()
     clusters = _clusters(grid, cluster)
-    for w in range(0, len(clusters), sms):
-        _run_wave(machine, clusters[w : w + sms], cluster, bindings, env, compiler)
+    with np.errstate(all="ignore"):  # integer arithmetic wraps as in C
+        for w in range(0, len(clusters), sms):
+            _run_wave(machine, clusters[w : w + sms], cluster, bindings, env, compiler)
     return SimResult(tuple(machine.hazards), machine.instructions)
 
 

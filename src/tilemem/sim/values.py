@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dtype import DataType, bits_to_float32, float32_to_bits
+from ..dtype import DataType, float32_to_bits
 from ..errors import SimError
 from ..ir.nodes import BinOp, Call, Cast, Const, Expr, Load, Select, UnOp, Var, _result_type
 
@@ -46,9 +46,10 @@ def numpy_type(dtype: DataType) -> type:
 
 def round_to(values: np.ndarray, dtype: DataType) -> np.ndarray:
     """float32 values rounded to the 16-bit float ``dtype`` (nearest even)."""
-    if dtype.name in ("bfloat16", "float16"):
-        out: np.ndarray = bits_to_float32(float32_to_bits(values, dtype), dtype)
-        return out
+    if dtype.name == "bfloat16":  # the rounded top half of a float32
+        return (float32_to_bits(values, dtype).astype(np.uint32) << 16).view(np.float32)
+    if dtype.name == "float16":
+        return np.asarray(values, np.float32).astype(np.float16).astype(np.float32)
     return values
 
 
@@ -65,19 +66,17 @@ def convert(values: np.ndarray, dtype: DataType) -> np.ndarray:
 
 
 def _c_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """C's ``/``: integer quotients truncate toward zero (a zero divisor gives 0 here)."""
     if a.dtype.kind == "f":
         return a / b
-    safe = np.where(b == 0, 1, b).astype(a.dtype)
-    q = a // safe
-    fix = (a % safe != 0) & ((a < 0) != (safe < 0))
-    return (q + fix).astype(a.dtype)
+    safe = np.where(b == 0, 1, b) if not b.all() else b
+    return (a - np.fmod(a, safe)) // safe
 
 
 def _c_mod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    if a.dtype.kind == "f":
-        return np.fmod(a, b)
-    safe = np.where(b == 0, 1, b).astype(a.dtype)
-    return (a - _c_div(a, safe) * safe).astype(a.dtype)
+    """C's ``%``: the remainder takes the dividend's sign, as ``fmod`` does."""
+    safe = np.where(b == 0, 1, b) if not b.all() else b
+    return np.fmod(a, safe)
 
 
 def _shift(op: str):
@@ -205,9 +204,15 @@ class Compiler:
         is16 = e.dtype.name in ("bfloat16", "float16")
         dtype = e.dtype
 
-        def arith(fr, m):
-            with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-                out = fn(a(fr, m).astype(t), b(fr, m).astype(t))
+        tt = np.dtype(t)
+
+        def arith(fr, m):  # the run ignores numpy's overflow warnings: C wraps
+            x, y = a(fr, m), b(fr, m)
+            if x.dtype != tt:
+                x = x.astype(tt)
+            if y.dtype != tt:
+                y = y.astype(tt)
+            out = fn(x, y)
             return round_to(out, dtype) if is16 else out
 
         return arith

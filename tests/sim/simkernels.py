@@ -129,3 +129,79 @@ def never_arrives():
         out[T.thread_id()] = 1.0
 
     return k
+
+
+def tmem_user(
+    cols: int = 128,
+    dealloc_warp: int | None = None,
+    cluster: int | None = None,
+    store_col: int = 0,
+    deallocate: bool = True,
+    pad_smem: int = 0,
+):
+    """Warp 0 allocates ``cols`` TMEM columns; every warp stores its lane quarter's first
+    column, waits, loads it back into ``out``; then (cluster: after a cluster barrier) the
+    pool is freed. Lets the tests break the TMEM protocol one rule at a time."""
+
+    @T.kernel(target="sm_100a", grid=cluster or 1, block=128, cluster=cluster)
+    def k(out: T.Buffer(("n",), "float32")):
+        smem = T.SMEMPool(name="smem")
+        tmem = T.TMEMPool(smem, cols, alloc_warp=0, dealloc_warp=dealloc_warp, name="tmem")
+        acc = tmem.alloc((128, 32), "float32", datapath="D", name="acc")
+        if pad_smem:  # fewer CTAs fit an SM by shared memory: the planner's residency rule
+            smem.alloc((pad_smem,), "uint8", name="pad")
+        smem.commit()
+        tmem.commit()  # @tmem-alloc
+        T.tmem_base(tmem)
+        regs = T.alloc_local(1, "float32", name="regs")
+        quarter = T.warp_id() % 4
+        regs[0] = T.cast(T.thread_id(), "float32")
+        where = T.tmem_addr(acc, lane=quarter * 32, col=store_col)
+        T.ptx.tcgen05.st(where, regs, num=1)  # @tmem-st
+        T.ptx.tcgen05.wait_st()
+        T.ptx.tcgen05.ld(regs, T.tmem_addr(acc, lane=quarter * 32), num=1)
+        T.ptx.tcgen05.wait_ld()
+        out[T.block_id() * 128 + T.thread_id()] = regs[0]
+        if cluster:
+            T.ptx.cluster.sync()  # @cluster-sync
+        T.ptx.tcgen05.fence_before_thread_sync()
+        T.cuda.syncthreads()
+        if deallocate:
+            tmem.dealloc()  # @tmem-dealloc
+
+    return k
+
+
+def staged_store(wait_before_reuse: bool = True, threads_in_barrier: int = 64, init: bool = True):
+    """Threads fill ``tile``, thread 0 TMA-stores it, then the tile is refilled for a second
+    store. Without ``wait_group_read`` the refill races with the first store's read."""
+    holder = {}
+
+    @T.kernel(target="sm_90a", grid=1, block=64)
+    def k(tma_out: T.TensorMap):
+        smem = T.SMEMPool(name="smem")
+        tile = smem.alloc_mma((16, 32), "float32", "128B", name="tile")
+        bar = smem.alloc((1,), "uint64", name="done")
+        smem.commit()
+        holder["tile"] = tile
+        t = T.thread_id()
+        with T.If(T.all_of(t == 0, init)):
+            T.ptx.mbarrier.init((bar, 0), 1)
+        T.cuda.syncthreads()
+        for rep in range(2):
+            with T.If(t < 16):
+                for j in T.serial(32, name="j"):
+                    tile[t, j] = T.cast(t * 32 + j + rep, "float32")  # @fill
+            T.ptx.fence.proxy_async_shared_cta()
+            T.cuda.named_barrier(1, threads_in_barrier)  # @named
+            with T.If(t == 0):
+                T.ptx.tma.store(tma_out, tile, [rep * 32, 0])  # @store
+                T.ptx.tma.commit_group()
+                if wait_before_reuse:
+                    T.ptx.tma.wait_group_read(0)
+            T.cuda.syncthreads()
+        with T.If(t == 0):
+            T.ptx.mbarrier.arrive((bar, 0))  # @arrive
+            T.ptx.tma.wait_group(0)
+
+    return k, holder["tile"]
