@@ -286,7 +286,7 @@ def _cmd_sim(args: argparse.Namespace) -> int:
     from .sim_examples import EXAMPLES, RTOL, run_example
 
     if args.example not in EXAMPLES:
-        raise _UsageError(
+        raise TilememUsage(
             f"no simulated example {args.example!r}; choose one of: {', '.join(EXAMPLES)}"
         )
     print(f"simulating {args.example} (schedule {args.schedule}, seed {args.seed})...")
