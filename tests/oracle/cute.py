@@ -118,8 +118,8 @@ def build() -> Path:
     return exe
 
 
-def run(exe: Path, queries: list[str]) -> list[int]:
-    """Answers to ``queries`` (one oracle process for all of them)."""
+def run_lines(exe: Path, queries: list[str]) -> list[str]:
+    """The oracle's answer lines to ``queries`` (one process for all of them)."""
     out = subprocess.run(
         [str(exe)], input="\n".join(queries) + "\n", capture_output=True, text=True, check=True
     ).stdout.splitlines()
@@ -128,7 +128,12 @@ def run(exe: Path, queries: list[str]) -> list[int]:
     bad = [line for line in out if line.startswith("error")]
     if bad:
         raise RuntimeError(f"oracle rejected {len(bad)} queries, first: {bad[0]}")
-    return [int(line, 16) for line in out]
+    return out
+
+
+def run(exe: Path, queries: list[str]) -> list[int]:
+    """Answers to ``queries``, one hex value each."""
+    return [int(line, 16) for line in run_lines(exe, queries)]
 
 
 if __name__ == "__main__":  # python tests/oracle/cute.py 'smem 90 K 3 16 0 64 128 0 0 0 0'

@@ -16,6 +16,11 @@
 //     shared-memory byte address <base>; the slice is 32 bytes of K by the
 //     whole MN extent (MN-major) or 64 rows of MN (K-major).
 //
+//   saddr <same fields as smem>
+//     The shared-memory byte address of every element of that MMA slice, as CuTe's
+//     swizzled smem tensor places it (&slice(mn, k): the swizzle acts on the absolute
+//     address), MN index outer, K inner, space-separated on one line.
+//
 //   instr <kind> <a> <b> <d> <a_major> <b_major> <m> <n> <neg_a> <neg_b> <sat>
 //     make_instr_desc (dense kinds), printed through make_runtime_instr_desc
 //     (the descriptor sits in the upper 32 bits).
@@ -72,7 +77,7 @@ auto atom() {
 }
 
 template <int Arch, bool MN, int Swz, int Bits, int Order, int Rows, int ContigBytes>
-uint64_t smem_desc(int stage, int row0, int col0, uint32_t base) {
+uint64_t smem_desc(int stage, int row0, int col0, uint32_t base, std::string* addrs) {
   using T = typename ElemOf<Bits>::type;
   constexpr int Contig = ContigBytes * 8 / Bits;
   constexpr int KMma = 256 / Bits;  // 32 bytes of K: one MMA's K
@@ -90,6 +95,17 @@ uint64_t smem_desc(int stage, int row0, int col0, uint32_t base) {
   using SliceMN = conditional_t<MN, Int<Contig>, Int<(Rows < 64 ? Rows : 64)>>;
   Tensor slice = local_tile(staged, make_shape(SliceMN{}, Int<KMma>{}),
                             make_coord(mn0 / SliceMN::value, k0 / KMma));
+  if (addrs) {
+    char hex[24];
+    for (int i = 0; i < int(size<0>(slice)); ++i) {
+      for (int j = 0; j < int(size<1>(slice)); ++j) {
+        auto addr = reinterpret_cast<std::uintptr_t>(&slice(i, j));
+        std::snprintf(hex, sizeof hex, "%s%llx", addrs->empty() ? "" : " ",
+                      static_cast<unsigned long long>(addr));
+        *addrs += hex;
+      }
+    }
+  }
   constexpr auto major_sm90 = MN ? GMMA::Major::MN : GMMA::Major::K;
   constexpr auto major_sm100 = MN ? UMMA::Major::MN : UMMA::Major::K;
   if constexpr (Arch == 90) {
@@ -103,6 +119,7 @@ struct SmemQuery {
   int arch, swz, bits, order, rows, contig_bytes, stage, row0, col0;
   bool mn;
   uint32_t base;
+  std::string* addrs;  // saddr queries: where the element addresses go
 };
 
 template <int Arch, bool MN, int Swz, int Bits, int Order, int Rows, int CB>
@@ -110,7 +127,7 @@ bool try_one(SmemQuery const& q, uint64_t& out) {
   if (q.arch != Arch || q.mn != MN || q.swz != Swz || q.bits != Bits || q.order != Order ||
       q.rows != Rows || q.contig_bytes != CB)
     return false;
-  out = smem_desc<Arch, MN, Swz, Bits, Order, Rows, CB>(q.stage, q.row0, q.col0, q.base);
+  out = smem_desc<Arch, MN, Swz, Bits, Order, Rows, CB>(q.stage, q.row0, q.col0, q.base, q.addrs);
   return true;
 }
 
@@ -284,8 +301,10 @@ int main() {
     in >> what;
     uint64_t out = 0;
     bool ok = false;
-    if (what == "smem") {
+    std::string addrs;
+    if (what == "smem" || what == "saddr") {
       SmemQuery q{};
+      if (what == "saddr") q.addrs = &addrs;
       std::string major;
       in >> q.arch >> major >> q.swz >> q.bits >> q.order >> q.rows >> q.contig_bytes >> q.stage >>
           q.row0 >> q.col0 >> q.base;
@@ -296,7 +315,9 @@ int main() {
     } else if (what == "bs") {
       ok = block_scaled(in, out);
     }
-    if (ok) {
+    if (ok && what == "saddr") {
+      std::printf("%s\n", addrs.c_str());
+    } else if (ok) {
       std::printf("%016llx\n", static_cast<unsigned long long>(out));
     } else {
       std::printf("error %s\n", line.c_str());
