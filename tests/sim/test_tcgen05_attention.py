@@ -5,16 +5,12 @@ Reference: S = Q K^T in float64 of the bf16 inputs (exact for small integers), P
 the kernel's output; integer inputs keep every fp32 partial sum exact, so O must match
 exactly.
 
-The kernel as shipped does not run right, and the simulator says why (kept as strict
-xfails so that fixing the kernel turns them into failures to un-mark):
-- Q, KV and O tiles are 128 bf16 = 256 bytes wide but are copied with one TMA box each
-  (``T.ptx.tma.load`` / ``store``, not ``load_tile``): the 128B swizzle allows 64-element
-  boxes, so half the expected transaction bytes never arrive and every warp deadlocks on
-  ``q_full_bar`` ("mbarrier" hazard);
-- with whole-tile copies, P_i (TMEM columns 64-127 of S_i) is stored 16 columns per
-  32-column chunk of S_i in increasing chunk order, so chunks 0 and 1 overwrite S_i columns
-  64-95 before chunk 2 reads them: a "race" on S0 / S1 between the tcgen05.st and the
-  tcgen05.ld, and wrong numbers.
+The simulator found two bugs in the kernel, both fixed in kernels.py: Q, KV and O tiles are
+128 bf16 = 256 bytes wide but were copied with one 64-element TMA box each (half the expected
+transaction bytes never arrived: every warp deadlocked on ``q_full_bar``, an "mbarrier"
+hazard), and P_i (TMEM columns 64-127 of S_i) was stored chunk by chunk in increasing order,
+overwriting S_i columns 64-95 before they were read (a "race" between tcgen05.st and
+tcgen05.ld). The kernel now copies whole tiles and walks S_i's chunks last to first.
 """
 
 from __future__ import annotations
@@ -48,49 +44,17 @@ def run_attention(program, kv_blocks=1, schedule="random", seed=0):
     return result, o.astype(np.float32), ref.astype(np.float32).astype(BF16).astype(np.float32)
 
 
-def whole_tile_copies(monkeypatch, reverse_chunks=False):
-    """The attention kernel built with its single-box TMA copies made whole-tile copies and,
-    with ``reverse_chunks``, its softmax walking S_i's chunks last to first (so every P
-    store lands on S columns already read)."""
-    load_tile, store_tile = T.ptx.tma.load_tile, T.ptx.tma.store_tile
-
-    def load(tmap, dst, bar, coords, multicast_mask=None):
-        buf, *lead = dst[:-2]
-        load_tile(tmap, buf, bar, coords[1], coords[0], *lead)
-
-    def store(tmap, src, coords):
-        buf, lead = (src[0], src[1:-2]) if isinstance(src, tuple) else (src, ())
-        store_tile(tmap, buf, coords[1], coords[0], *lead)
-
-    tmem_addr = T.tmem_addr
-
-    def reversed_chunks(buf, lane=0, col=0):
-        if buf.name in ("S0", "S1"):  # 32-column chunks 0..3 -> 3..0
-            col = 96 - col
-        elif buf.name in ("P0", "P1"):  # 16-column chunks
-            col = 48 - col
-        return tmem_addr(buf, lane=lane, col=col)
-
-    monkeypatch.setattr(T.ptx.tma, "load", load)
-    monkeypatch.setattr(T.ptx.tma, "store", store)
-    if reverse_chunks:
-        monkeypatch.setattr(T, "tmem_addr", reversed_chunks)
+def build_attention(monkeypatch):
+    """The attention kernel built under the test's patches, which are then undone."""
     program = kernels.attention_fwd()
     _ = program.ir
     monkeypatch.undo()
     return program
 
 
-@pytest.mark.xfail(strict=True, reason="single-box TMA copies of 256-byte rows: deadlock")
 def test_attention_as_shipped_is_right():
+    """Whole-tile TMA copies of the 256-byte rows, P stored behind the reads of S."""
     result, o, ref = run_attention(kernels.attention_fwd(), schedule="in-order")
-    assert result.hazards == ()
-    np.testing.assert_array_equal(o, ref)
-
-
-@pytest.mark.xfail(strict=True, reason="P_i stored over S_i columns 64-95 before they are read")
-def test_attention_with_whole_tile_copies_is_right(monkeypatch):
-    result, o, ref = run_attention(whole_tile_copies(monkeypatch), schedule="in-order")
     assert result.hazards == ()
     np.testing.assert_array_equal(o, ref)
 
@@ -99,7 +63,7 @@ def test_attention_with_whole_tile_copies_is_right(monkeypatch):
 def test_attention_with_both_fixes_is_exact_without_hazards(monkeypatch, schedule, seed, kv_blocks):
     """S = Q K^T (A and B K-major from shared memory), P through tcgen05.ld/st, O += P V with
     P read from TMEM and V read MN-major: the whole tensor-core path of the kernel."""
-    program = whole_tile_copies(monkeypatch, reverse_chunks=True)
+    program = kernels.attention_fwd()
     result, o, ref = run_attention(program, kv_blocks, schedule, seed)
     assert result.hazards == ()
     np.testing.assert_array_equal(o, ref)
@@ -115,6 +79,6 @@ def test_a_wrong_lbo_on_the_mn_major_v_gives_wrong_numbers(monkeypatch):
         return right ^ (1 << 16) if major == "MN" else right
 
     monkeypatch.setattr(T.ptx.tcgen05, "desc", desc)
-    program = whole_tile_copies(monkeypatch, reverse_chunks=True)
+    program = build_attention(monkeypatch)
     _, o, ref = run_attention(program, schedule="in-order")
     assert not np.array_equal(o, ref)
