@@ -205,3 +205,21 @@ def staged_store(wait_before_reuse: bool = True, threads_in_barrier: int = 64, i
             T.ptx.tma.wait_group(0)
 
     return k, holder["tile"]
+
+
+def halve_bf16(phase: str | None = None):
+    """x[i] = x[i] * 0.5 for a bf16 vector (optionally inside ``T.phase(phase)``)."""
+
+    @T.kernel(target="sm_90a", grid=1, block=64)
+    def k(x: T.Buffer((64,), "bfloat16")):
+        smem = T.SMEMPool(name="smem", phases=("mainloop", "epilogue"))
+        smem.alloc((64,), "float32", name="unused")
+        smem.commit()
+        i = T.thread_id()
+        if phase is None:
+            x[i] = T.cast(x[i], "float32") * 0.5
+        else:
+            with T.phase(phase):
+                x[i] = T.cast(x[i], "float32") * 0.5
+
+    return k

@@ -231,3 +231,21 @@ def test_arrive_on_an_uninitialised_mbarrier():
     result, _ = _staged(init=False)
     (h,) = result.of_kind("mbarrier")
     assert h.buffer == "done[0]" and sources(h) == {line("arrive")}
+
+
+def test_bf16_arguments_as_ml_dtypes_or_as_bits():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    values = np.linspace(-3, 3, 64, dtype=np.float32)
+    as_ml = values.astype(ml_dtypes.bfloat16)
+    bits = as_ml.view(np.uint16).copy()  # the same numbers as their bit patterns
+    assert sim.run(kernels.halve_bf16(), as_ml).ok
+    assert sim.run(kernels.halve_bf16(), bits).ok
+    # halving is exact in bf16 for these normal numbers
+    expect = (values.astype(ml_dtypes.bfloat16).astype(np.float32) / 2).astype(ml_dtypes.bfloat16)
+    assert np.array_equal(as_ml.view(np.uint16), expect.view(np.uint16))
+    assert np.array_equal(bits, expect.view(np.uint16))
+
+
+def test_a_phase_changes_no_generated_cuda():
+    assert kernels.halve_bf16("epilogue").source == kernels.halve_bf16().source
+    assert "phase epilogue:" in str(kernels.halve_bf16("epilogue").ir)

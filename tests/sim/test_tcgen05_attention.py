@@ -5,6 +5,13 @@ Reference: S = Q K^T in float64 of the bf16 inputs (exact for small integers), P
 the kernel's output; integer inputs keep every fp32 partial sum exact, so O must match
 exactly. Planted bugs: P stored over S in increasing chunk order (S columns overwritten
 before they are read) and a wrong LBO on the MN-major V descriptor.
+
+The simulator found two bugs in the kernel, both fixed in kernels.py: Q, KV and O tiles are
+128 bf16 = 256 bytes wide but were copied with one 64-element TMA box each (half the expected
+transaction bytes never arrived: every warp deadlocked on ``q_full_bar``, an "mbarrier"
+hazard), and P_i (TMEM columns 64-127 of S_i) was stored chunk by chunk in increasing order,
+overwriting S_i columns 64-95 before they were read (a "race" between tcgen05.st and
+tcgen05.ld). The kernel now copies whole tiles and walks S_i's chunks last to first.
 """
 
 from __future__ import annotations
@@ -46,6 +53,13 @@ def build(monkeypatch, owner=None, name=None, fn=None):
     _ = program.ir
     monkeypatch.undo()
     return program
+
+
+def test_attention_as_shipped_is_right():
+    """Whole-tile TMA copies of the 256-byte rows, P stored behind the reads of S."""
+    result, o, ref = run_attention(kernels.attention_fwd(), schedule="in-order")
+    assert result.hazards == ()
+    np.testing.assert_array_equal(o, ref)
 
 
 @pytest.mark.parametrize("schedule, seed, kv_blocks", [("adversarial", 0, 1), ("random", 2, 2)])
