@@ -16,6 +16,10 @@ and prints the plan.
 
 from __future__ import annotations
 
+import tempfile
+import warnings
+from pathlib import Path
+
 import cutlass
 import cutlass.cute as cute
 import cutlass.pipeline as pipeline
@@ -42,7 +46,11 @@ def plan_tile():
     tmem.alloc((BM, 32), "float32", datapath="D", name="stats")
     acc = tmem.alloc((BM, BN), "float32", datapath="D", name="acc")
     smem.commit()
-    tmem.commit()
+    with warnings.catch_warnings():
+        # a one-tile demo: many such small CTAs per SM would queue on tcgen05.alloc, which
+        # tilemem warns about; residency is not what this example shows
+        warnings.simplefilter("ignore", tilemem.errors.TilememWarning)
+        tmem.commit()
     return smem.plan(), a, b, acc
 
 
@@ -92,8 +100,11 @@ def build(m: int = BM, n: int = BN, k: int = 256):
 
         phase = 0
         for kt in cutlass.range(cute.size(gA, mode=[2]), unroll=1):
-            if tidx == 0:
-                cute.arch.mbarrier_arrive_and_expect_tx(tma_bar, tile_bytes)
+            # the whole of warp 0 issues the TMA copies: CuTe's TMA copy elects its issuing
+            # lane with a full-warp elect.sync, which never completes from one lone thread
+            if warp == 0:
+                if tidx == 0:
+                    cute.arch.mbarrier_arrive_and_expect_tx(tma_bar, tile_bytes)
                 cute.copy(tma_a, tAgA[(None, kt)], tAsA, tma_bar_ptr=tma_bar)
                 cute.copy(tma_b, tBgB[(None, kt)], tBsB, tma_bar_ptr=tma_bar)
             cute.arch.mbarrier_wait(tma_bar, phase)
@@ -158,10 +169,18 @@ def build(m: int = BM, n: int = BN, k: int = 256):
     return plan, host, pointers
 
 
-def compile_for(arch: str = "sm_100a"):
-    """cute.compile the tile for ``arch`` keeping its PTX; returns (plan, compiled)."""
+def compile_for(arch: str = "sm_100a", dump_dir: str | None = None):
+    """cute.compile the tile for ``arch`` keeping its PTX (``compiled.__ptx__``); returns
+    (plan, compiled). CuTe DSL writes the PTX file into ``dump_dir``, which must exist (a
+    temporary directory when None)."""
     plan, host, pointers = build()
-    return plan, cute.compile(host, *pointers(), options=f"--gpu-arch {arch} --keep-ptx")
+    with tempfile.TemporaryDirectory(prefix="tilemem-cute-") as tmp:
+        where = Path(dump_dir or tmp)
+        where.mkdir(parents=True, exist_ok=True)
+        options = f"--gpu-arch {arch} --keep-ptx --dump-dir {where}"
+        compiled = cute.compile(host, *pointers(), options=options)
+        compiled.__ptx__  # noqa: B018  (read while the file exists)
+    return plan, compiled
 
 
 if __name__ == "__main__":

@@ -17,6 +17,8 @@ torch) and checks C against A @ B^T.
 from __future__ import annotations
 
 import argparse
+import tempfile
+from pathlib import Path
 
 import cutlass
 import cutlass.cute as cute
@@ -81,8 +83,11 @@ def build(m: int = BM, n: int = BN, k: int = 256):
         tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
         phase = 0
         for kt in cutlass.range(cute.size(gA, mode=[2]), unroll=1):
-            if warp == 0 and tidx == 0:
-                cute.arch.mbarrier_arrive_and_expect_tx(bar, tile_bytes)
+            # the whole of warp 0 issues the TMA copies: CuTe's TMA copy elects its issuing
+            # lane with a full-warp elect.sync, which never completes from one lone thread
+            if warp == 0:
+                if tidx == 0:
+                    cute.arch.mbarrier_arrive_and_expect_tx(bar, tile_bytes)
                 cute.copy(tma_a, tAgA[(None, kt)], tAsA, tma_bar_ptr=bar)
                 cute.copy(tma_b, tBgB[(None, kt)], tBsB, tma_bar_ptr=bar)
             cute.arch.mbarrier_wait(bar, phase)
@@ -130,12 +135,17 @@ def build(m: int = BM, n: int = BN, k: int = 256):
 
 
 def compile_for(arch: str = "sm_90a", dump_dir: str | None = None):
-    """cute.compile the GEMM for ``arch`` keeping its PTX; returns (plan, compiled)."""
+    """cute.compile the tile for ``arch`` keeping its PTX (``compiled.__ptx__``); returns
+    (plan, compiled). CuTe DSL writes the PTX file into ``dump_dir``, which must exist (a
+    temporary directory when None)."""
     plan, host, pointers = build()
-    options = f"--gpu-arch {arch} --keep-ptx"
-    if dump_dir:
-        options += f" --dump-dir {dump_dir}"
-    return plan, cute.compile(host, *pointers(), options=options)
+    with tempfile.TemporaryDirectory(prefix="tilemem-cute-") as tmp:
+        where = Path(dump_dir or tmp)
+        where.mkdir(parents=True, exist_ok=True)
+        options = f"--gpu-arch {arch} --keep-ptx --dump-dir {where}"
+        compiled = cute.compile(host, *pointers(), options=options)
+        compiled.__ptx__  # noqa: B018  (read while the file exists)
+    return plan, compiled
 
 
 def main() -> None:

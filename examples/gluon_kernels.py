@@ -27,12 +27,24 @@ from tilemem.layout import mma_shared_layout, tmem_datapath_layout
 
 
 @gluon.jit
-def matmul_sm100(a_ptr, b_ptr, c_ptr, K, BM: ttgl.constexpr, BN: ttgl.constexpr,
-                 BK: ttgl.constexpr, STAGES: ttgl.constexpr, a_layout: ttgl.constexpr,
-                 b_layout: ttgl.constexpr, acc_layout: ttgl.constexpr):
+def matmul_sm100(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    K,
+    BM: ttgl.constexpr,
+    BN: ttgl.constexpr,
+    BK: ttgl.constexpr,
+    STAGES: ttgl.constexpr,
+    a_layout: ttgl.constexpr,
+    b_layout: ttgl.constexpr,
+    acc_layout: ttgl.constexpr,
+):
     a_ring = ttgl.allocate_shared_memory(ttgl.bfloat16, [STAGES, BM, BK], a_layout)
     b_ring = ttgl.allocate_shared_memory(ttgl.bfloat16, [STAGES, BN, BK], b_layout)
-    mma_bar = ttgl.allocate_shared_memory(ttgl.int64, [STAGES, 1], blackwell.mbarrier.MBarrierLayout())
+    mma_bar = ttgl.allocate_shared_memory(
+        ttgl.int64, [STAGES, 1], blackwell.mbarrier.MBarrierLayout()
+    )
     for i in ttgl.static_range(STAGES):
         blackwell.mbarrier.init(mma_bar.index(i), count=1)
     acc = blackwell.allocate_tensor_memory(ttgl.float32, [BM, BN], acc_layout)
@@ -46,8 +58,13 @@ def matmul_sm100(a_ptr, b_ptr, c_ptr, K, BM: ttgl.constexpr, BN: ttgl.constexpr,
         a_ring.index(s).store(ttgl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :]))
         b_ring.index(s).store(ttgl.load(b_ptr + rn[:, None] * K + (k + rk)[None, :]))
         blackwell.fence_async_shared()
-        blackwell.tcgen05_mma(a_ring.index(s), b_ring.index(s).permute((1, 0)), acc,
-                              use_acc=k > 0, mbarriers=[mma_bar.index(s)])
+        blackwell.tcgen05_mma(
+            a_ring.index(s),
+            b_ring.index(s).permute((1, 0)),
+            acc,
+            use_acc=k > 0,
+            mbarriers=[mma_bar.index(s)],
+        )
         blackwell.mbarrier.wait(mma_bar.index(s), phase)
         phase ^= s == STAGES - 1
     out = ttgl.convert_layout(acc.load(), blocked)
@@ -56,9 +73,19 @@ def matmul_sm100(a_ptr, b_ptr, c_ptr, K, BM: ttgl.constexpr, BN: ttgl.constexpr,
 
 
 @gluon.jit
-def matmul_sm90(a_ptr, b_ptr, c_ptr, K, BM: ttgl.constexpr, BN: ttgl.constexpr,
-                BK: ttgl.constexpr, STAGES: ttgl.constexpr, a_layout: ttgl.constexpr,
-                b_layout: ttgl.constexpr, acc_layout: ttgl.constexpr):
+def matmul_sm90(
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    K,
+    BM: ttgl.constexpr,
+    BN: ttgl.constexpr,
+    BK: ttgl.constexpr,
+    STAGES: ttgl.constexpr,
+    a_layout: ttgl.constexpr,
+    b_layout: ttgl.constexpr,
+    acc_layout: ttgl.constexpr,
+):
     a_ring = ttgl.allocate_shared_memory(ttgl.bfloat16, [STAGES, BM, BK], a_layout)
     b_ring = ttgl.allocate_shared_memory(ttgl.bfloat16, [STAGES, BN, BK], b_layout)
     blocked: ttgl.constexpr = ttgl.BlockedLayout([1, 8], [4, 8], [4, 1], [1, 0])
@@ -78,10 +105,20 @@ def matmul_sm90(a_ptr, b_ptr, c_ptr, K, BM: ttgl.constexpr, BN: ttgl.constexpr,
 
 
 @gluon.jit
-def attention_sm100(q_ptr, k_ptr, v_ptr, o_ptr, BM: ttgl.constexpr, BN: ttgl.constexpr,
-                    D: ttgl.constexpr, q_layout: ttgl.constexpr, kv_layout: ttgl.constexpr,
-                    s_layout: ttgl.constexpr, p_layout: ttgl.constexpr,
-                    o_layout: ttgl.constexpr):
+def attention_sm100(
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    o_ptr,
+    BM: ttgl.constexpr,
+    BN: ttgl.constexpr,
+    D: ttgl.constexpr,
+    q_layout: ttgl.constexpr,
+    kv_layout: ttgl.constexpr,
+    s_layout: ttgl.constexpr,
+    p_layout: ttgl.constexpr,
+    o_layout: ttgl.constexpr,
+):
     q_smem = ttgl.allocate_shared_memory(ttgl.bfloat16, [BM, D], q_layout)
     k_smem = ttgl.allocate_shared_memory(ttgl.bfloat16, [BN, D], kv_layout)
     v_smem = ttgl.allocate_shared_memory(ttgl.bfloat16, [BN, D], kv_layout)
@@ -120,28 +157,47 @@ def _ring_layouts(bm: int, bn: int, bk: int, stages: int) -> tuple:
 def _matmul_source(fn, bm, bn, bk, stages, acc_layout):
     a_layout, b_layout = _ring_layouts(bm, bn, bk, stages)
     signature = {"a_ptr": "*bf16", "b_ptr": "*bf16", "c_ptr": "*fp32", "K": "i32"}
-    constexprs = {"BM": bm, "BN": bn, "BK": bk, "STAGES": stages, "a_layout": a_layout,
-                  "b_layout": b_layout, "acc_layout": acc_layout}
+    constexprs = {
+        "BM": bm,
+        "BN": bn,
+        "BK": bk,
+        "STAGES": stages,
+        "a_layout": a_layout,
+        "b_layout": b_layout,
+        "acc_layout": acc_layout,
+    }
     signature.update(dict.fromkeys(constexprs, "constexpr"))
     return GluonASTSource(fn, signature, constexprs)
 
 
 def _sources():
-    acc90 = ttgl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
-                                        instr_shape=[16, 64, 16])
+    acc90 = ttgl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, 64, 16]
+    )
     acc100 = to_gluon(tmem_datapath_layout("D", 128, 64), "float32")
     bm, bn, d = 128, 128, 64
     attention = GluonASTSource(
         attention_sm100,
-        {"q_ptr": "*bf16", "k_ptr": "*bf16", "v_ptr": "*bf16", "o_ptr": "*fp32",
-         **dict.fromkeys(["BM", "BN", "D", "q_layout", "kv_layout", "s_layout", "p_layout",
-                          "o_layout"], "constexpr")},
-        {"BM": bm, "BN": bn, "D": d,
-         "q_layout": to_gluon(mma_shared_layout("bfloat16", "128B", (bm, d)), "bfloat16"),
-         "kv_layout": to_gluon(mma_shared_layout("bfloat16", "128B", (bn, d)), "bfloat16"),
-         "s_layout": to_gluon(tmem_datapath_layout("D", bm, bn), "float32"),
-         "p_layout": blackwell.TensorMemoryLayout((bm, bn), col_stride=1),
-         "o_layout": to_gluon(tmem_datapath_layout("D", bm, d), "float32")},
+        {
+            "q_ptr": "*bf16",
+            "k_ptr": "*bf16",
+            "v_ptr": "*bf16",
+            "o_ptr": "*fp32",
+            **dict.fromkeys(
+                ["BM", "BN", "D", "q_layout", "kv_layout", "s_layout", "p_layout", "o_layout"],
+                "constexpr",
+            ),
+        },
+        {
+            "BM": bm,
+            "BN": bn,
+            "D": d,
+            "q_layout": to_gluon(mma_shared_layout("bfloat16", "128B", (bm, d)), "bfloat16"),
+            "kv_layout": to_gluon(mma_shared_layout("bfloat16", "128B", (bn, d)), "bfloat16"),
+            "s_layout": to_gluon(tmem_datapath_layout("D", bm, bn), "float32"),
+            "p_layout": blackwell.TensorMemoryLayout((bm, bn), col_stride=1),
+            "o_layout": to_gluon(tmem_datapath_layout("D", bm, d), "float32"),
+        },
     )
     return {
         "matmul_sm100": (_matmul_source(matmul_sm100, 128, 64, 64, 2, acc100), 100),
@@ -154,12 +210,18 @@ def _sources():
 def compile_kernel(name: str):
     """triton.compile one of the kernels for its target (no GPU needed)."""
     source, arch = _sources()[name]
-    return triton.compile(source, target=GPUTarget("cuda", arch, 32), options={"num_warps": 4})
+    return triton.compile(
+        source,
+        target=GPUTarget("cuda", arch, 32),
+        options={"num_warps": 4, "enable_fp_fusion": True},
+    )
 
 
 if __name__ == "__main__":
     for kernel in _sources():
         compiled = compile_kernel(kernel)
-        print(f"== {kernel}: metadata.shared = {compiled.metadata.shared}, "
-              f"tmem_size = {getattr(compiled.metadata, 'tmem_size', 0)}")
+        print(
+            f"== {kernel}: metadata.shared = {compiled.metadata.shared}, "
+            f"tmem_size = {getattr(compiled.metadata, 'tmem_size', 0)}"
+        )
         print(plan_of(compiled))

@@ -1,4 +1,5 @@
 import os
+import sys
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -11,6 +12,23 @@ settings.register_profile(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
+
+
+def pytest_configure(config):
+    """Long test-side builds (the CuTe oracle) report on the terminal, not into captured
+    output, so a first run that compiles for minutes says what it is doing."""
+    from oracle import cute
+
+    def say(line: str) -> None:
+        capture = config.pluginmanager.getplugin("capturemanager")
+        terminal = config.pluginmanager.getplugin("terminalreporter")
+        if capture is None or terminal is None:
+            print(line, file=sys.stderr, flush=True)
+            return
+        with capture.global_and_fixture_disabled():
+            terminal.write_line(line)
+
+    cute.SAY = say
 
 
 def _gpu_present() -> bool:

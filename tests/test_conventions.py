@@ -252,3 +252,57 @@ def test_gpu_check_says_where_it_writes_and_what_it_needs(tmp_path):
     assert f"gpu_check: writing results to {out}" in run.stdout
     assert run.returncode == 2 and "pip install -e '.[bench]'" in run.stderr
     assert out.is_dir()
+
+
+# -- long steps speak -----------------------------------------------------------------------
+
+
+def test_the_cute_oracle_build_says_what_where_and_how_long(tmp_path, monkeypatch):
+    from oracle import cute
+
+    said: list[str] = []
+    include = tmp_path / "include"
+    (include / "cutlass").mkdir(parents=True)
+    (include / "cutlass" / "version.h").write_text("#define CUTLASS_MAJOR 4\n")
+
+    def fake_run(cmd, **kwargs):  # nvcc stands in: writes the file after -o
+        Path(cmd[cmd.index("-o") + 1]).write_bytes(b"\x7fELF")
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(cute, "SAY", said.append)
+    monkeypatch.setattr(cute, "find_nvcc", lambda: "/opt/nvcc")
+    monkeypatch.setattr(cute, "find_cutlass_include", lambda: include)
+    monkeypatch.setattr(cute, "_cache_dir", lambda: tmp_path / "cache")
+    monkeypatch.setattr(cute.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(cute.subprocess, "run", fake_run)
+    exe = cute.build()
+    assert exe.parent == tmp_path / "cache" and exe.is_file()
+    assert len(said) == 2
+    assert said[0].startswith("CuTe oracle: building cute_oracle.cpp")
+    assert str(include) in said[0] and "/opt/nvcc" in said[0] and str(exe.parent) in said[0]
+    assert re.fullmatch(rf"CuTe oracle: built in \d+ s, cached at {re.escape(str(exe))}", said[1])
+    assert cute.build() == exe and len(said) == 2  # reported once per process
+    cute._ANNOUNCED.discard(exe)
+    cute.build()
+    assert said[2] == f"CuTe oracle: using the cached build {exe}"
+
+
+MD_LINK = re.compile(r"\]\(([^)\s#]*)(?:#([^)\s]+))?\)")
+
+
+def test_markdown_links_resolve():
+    """Links of README.md and docs/*.md point at files (and headings) that exist."""
+    missing = []
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for number, line in enumerate(doc.read_text().splitlines(), 1):
+            for match in MD_LINK.finditer(line):
+                target, anchor = match.group(1), match.group(2)
+                if target.startswith(("http://", "https://", "mailto:")):
+                    continue
+                path = (doc.parent / target) if target else doc
+                where = f"{doc.relative_to(ROOT)}:{number}: {match.group(0)}"
+                if not path.exists():
+                    missing.append(where + " (no such file)")
+                elif anchor and path.suffix == ".md" and anchor not in _anchors(path):
+                    missing.append(where + " (no such heading)")
+    assert not missing, "unresolved links:\n" + "\n".join(missing)

@@ -117,3 +117,14 @@ def test_plan_format_example_is_a_clean_plan(tmp_path):
     slot = next(e for e in smem["entries"] if e["name"] == "tmem_addr")
     assert slot["overlaps"] == []
     assert plan["occupancy"]["threads"] == 256
+
+
+def test_docs_pictures_are_current():
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "docs_pictures.py"), "--check"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stderr

@@ -1,6 +1,6 @@
 """The import graph: no cycles, and every import points down the layer order.
 
-Layers (low to high): dtype, errors < layout < plan < pool < ir < cuda < lang, kernels,
+Layers (low to high): dtype, errors < layout < plan < pool < ir < cuda, sim < lang, kernels,
 examples, verify, cli. The package root re-exports the plan-only API, so it sits with
 pool. Imports under ``if TYPE_CHECKING:`` are annotations, not dependencies; imports
 inside functions count like any other (a lazy import hides a cycle, it does not break it),
@@ -30,6 +30,7 @@ LAYERS = {
     "pool": 3,
     "ir": 4,
     "cuda": 5,
+    "sim": 5,
     "interop": 5,
     "lang": 6,
     "kernels": 6,
@@ -37,6 +38,7 @@ LAYERS = {
     "examples": 6,
     "planfile": 6,
     "verify": 6,
+    "sim_examples": 6,
     "cli": 6,
     "__main__": 6,
 }
@@ -46,6 +48,7 @@ ROOT_LAYER = LAYERS["pool"]
 LAZY_ALLOWED = {
     "tilemem": "`tilemem.T` loads the kernel language on demand; plan-only use never does",
     "tilemem.cli": "each subcommand loads what it needs; `tilemem plan` stays plan-only",
+    "tilemem.plan.model": "`to_cpp_header(cute=True)` loads the CuTe type writer on request",
 }
 
 

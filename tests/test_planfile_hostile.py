@@ -12,9 +12,12 @@ from tilemem import SMEMPool, TMEMPool
 from tilemem.errors import (
     AllocationError,
     DTypeError,
+    LayoutError,
     PlanFileError,
     SwizzleError,
+    TargetError,
     TilememError,
+    TMEMOverflowError,
 )
 from tilemem.planfile import load_plan, parse_plan_file
 
@@ -535,14 +538,8 @@ def test_top_level_threads_reach_the_tmem_residency_check():
 
 
 def test_bad_target_points_at_the_target_line():
-    message = refused(set_line(BASE, 1, 'target = "sm_99"'), cls=type(_target_error()))
+    message = refused(set_line(BASE, 1, 'target = "sm_99"'), TargetError)
     assert message.startswith("k.toml:1: unknown target 'sm_99'")
-
-
-def _target_error():
-    from tilemem.errors import TargetError
-
-    return TargetError()
 
 
 # -- pool errors: class kept, the key they name ----------------------------------------------
@@ -557,7 +554,23 @@ POOL_ERRORS = [
     (LINE["A.live"], 'live = "drain"', AllocationError, ["unknown phases ['drain']"]),
     (LINE["A.name"], "name = 5", AllocationError, ["buffer name must be a string, got 5"]),
     (LINE["A.shape"], "shape = [2, 128, 32]", SwizzleError, ["64-byte rows"]),
+    # keys the message spells in words, or whose value it refuses ("got uint64")
+    (LINE["A.swizzle_mode"], 'swizzle_mode = "96B"', LayoutError, ["unknown swizzle mode '96B'"]),
+    (LINE["acc.datapath"], 'datapath = "Z"', LayoutError, ["unknown TMEM data path 'Z'"]),
+    (LINE["acc.dtype"], 'dtype = "uint64"', LayoutError, ["MMA accumulators", "got uint64"]),
 ]
+
+
+def test_an_error_naming_no_key_points_at_its_table():
+    # acc's 256 columns overflow total_cols = 64: no key of acc's table is at fault alone
+    message = refused(set_line(BASE, LINE["t.total_cols"], "total_cols = 64"), TMEMOverflowError)
+    assert message.startswith("k.toml:23: [[tmem.buffers]] #1 of 't' 'acc': TMEM overflow")
+    assert "total_cols is 64" in message
+
+
+def test_tmem_on_a_target_without_it_points_at_the_tmem_pool():
+    message = refused(set_line(BASE, 1, 'target = "sm_90a"'), TargetError)
+    assert message.startswith("k.toml:18: [[tmem]] #1: TMEM pool 't': sm_90a has no tensor memory")
 
 
 @pytest.mark.parametrize("line,text,cls,words", POOL_ERRORS)
@@ -653,3 +666,50 @@ def test_every_error_is_a_tilemem_error_with_the_file():
     for text in ("[smem\n", "tmem = [1]\n", "threads = 0\n", 'target = "x"\n'):
         with pytest.raises(TilememError, match=r"^k\.toml:\d+: "):
             parse_plan_file(text, "k.toml")
+
+
+# -- the plan's name names the header's namespace; its summary is a one-line title ----------
+
+NAMES = [
+    ("my plan", "is not an identifier"),
+    ("é", "is not an identifier"),
+    ("a::b", "is not an identifier"),
+    ("1st", "is not an identifier"),
+    ("bitand", "is a C++ or Python keyword"),
+    ("not_eq", "is a C++ or Python keyword"),
+    ("NULL", "is a macro of the C, C++ or CUDA headers"),
+    ("x__y", "is reserved"),
+    ("", "is not an identifier"),
+]
+
+
+@pytest.mark.parametrize("name,words", NAMES)
+def test_plan_name_that_cannot_name_the_header_namespace(name, words):
+    message = refused(f'target = "sm_90a"\nname = {name!r}\n')
+    assert message.startswith(f"k.toml:2: name {name!r} ") and words in message
+
+
+@pytest.mark.parametrize("summary", ["", "two\nlines", "tab\there", "x" * 1001])
+def test_summary_must_be_one_printable_line(summary):
+    text = f'target = "sm_90a"\nsummary = {json_string(summary)}\n'
+    message = refused(text)
+    assert message.startswith("k.toml:2: summary must be one line of 1 to 1000 printable")
+
+
+def json_string(s: str) -> str:
+    import json
+
+    return json.dumps(s)  # a TOML basic string
+
+
+def test_name_with_a_dash_and_the_file_stem(tmp_path):
+    path = tmp_path / "my plan.toml"  # a stem that cannot name a namespace: the name is 'plan'
+    path.write_text(
+        'target = "sm_90a"\n[[smem.buffers]]\nname = "A"\nshape = [4]\ndtype = "uint64"\n'
+    )
+    assert load_plan(path).name == "plan"
+    path = tmp_path / "tile-plan.toml"
+    path.write_text('target = "sm_90a"\nname = "gemm-v2"\nsummary = "a GEMM"\n')
+    plan = load_plan(path)
+    assert (plan.name, plan.summary) == ("gemm-v2", "a GEMM")
+    assert "namespace gemm_v2 {" in plan.to_cpp_header(namespace="gemm_v2")

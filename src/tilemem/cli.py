@@ -39,7 +39,7 @@ _USAGE_EXIT = 2  # what argparse returns for a command line it cannot use
 _OUTPUT_OPTIONS = (("output", "-o"), ("header", "--header"), ("svg", "--svg"))
 
 
-class _UsageError(Exception):
+class TilememUsage(Exception):
     """A command line that names its outputs or inputs wrongly (exit status 2)."""
 
 
@@ -98,17 +98,17 @@ def _check_outputs(args: argparse.Namespace) -> None:
         if path is None:
             continue
         if not path:
-            raise _UsageError(f"{flag} needs a file name, got ''")
+            raise TilememUsage(f"{flag} needs a file name, got ''")
         given.append((flag, path))
     source = getattr(args, "file", None)
     for n, (flag, path) in enumerate(given):
         if source and _same_file(path, source):
-            raise _UsageError(f"{flag} {path} would overwrite the input plan; write elsewhere")
+            raise TilememUsage(f"{flag} {path} would overwrite the input plan; write elsewhere")
         for other_flag, other in given[:n]:
             if _same_file(path, other):
-                raise _UsageError(f"{other_flag} and {flag} both write {path}; give two files")
+                raise TilememUsage(f"{other_flag} and {flag} both write {path}; give two files")
     if getattr(args, "output", None) is None and sys.stdout is None:
-        raise _UsageError("standard output is closed; give -o FILE to write to a file")
+        raise TilememUsage("standard output is closed; give -o FILE to write to a file")
 
 
 def _plan_to_show(args: argparse.Namespace) -> MemoryPlan:
@@ -118,14 +118,14 @@ def _plan_to_show(args: argparse.Namespace) -> MemoryPlan:
     from .planfile import load_plan
 
     if args.file is not None and args.example is not None:
-        raise _UsageError("give a plan file or --example, not both")
+        raise TilememUsage("give a plan file or --example, not both")
     if args.file is not None:
         if not args.file:
-            raise _UsageError("the plan file name is empty")
+            raise TilememUsage("the plan file name is empty")
         return load_plan(args.file)
     name = DEFAULT_EXAMPLE if args.example is None else args.example
     if name not in EXAMPLES:
-        raise _UsageError(f"unknown example {name!r}; choose one of: {', '.join(EXAMPLES)}")
+        raise TilememUsage(f"unknown example {name!r}; choose one of: {', '.join(EXAMPLES)}")
     example = EXAMPLES[name]
     plan = replace(example.build().plan().with_advice(), name=name, summary=example.summary)
     if example.threads and plan.target:
@@ -138,7 +138,9 @@ def _title(plan: MemoryPlan) -> tuple[str, str]:
 
 
 def _header(plan: MemoryPlan) -> str:
-    return plan.to_cpp_header(namespace=_title(plan)[0].replace("-", "_"))
+    from .planfile import header_namespace
+
+    return plan.to_cpp_header(namespace=header_namespace(_title(plan)[0]))
 
 
 def _cmd_plan(args: argparse.Namespace) -> int:
@@ -170,14 +172,14 @@ def _cmd_emit(args: argparse.Namespace) -> int:
         _output("".join(f"{name}\n" for name in KERNELS), args.output)
         return 0
     if args.file is not None and args.example is not None:
-        raise _UsageError("give a plan file or --example, not both")
+        raise TilememUsage("give a plan file or --example, not both")
     if args.file is not None:  # a plan is memory, not a kernel: its C++ form is the header
         if args.ir:
-            raise _UsageError("--ir needs a kernel (--example); a plan file has no IR")
+            raise TilememUsage("--ir needs a kernel (--example); a plan file has no IR")
         _output(_header(_plan_to_show(args)), args.output)
         return 0
     if args.example not in KERNELS:
-        raise _UsageError(
+        raise TilememUsage(
             f"unknown example {args.example!r}; choose one of: {', '.join(KERNELS)}"
             if args.example is not None
             else "give a plan file, --example NAME or --list"
@@ -280,11 +282,53 @@ def _add_verify(sub: argparse._SubParsersAction) -> None:
     verify.set_defaults(run=_cmd_verify)
 
 
+def _cmd_sim(args: argparse.Namespace) -> int:
+    from .sim_examples import EXAMPLES, RTOL, run_example
+
+    if args.example not in EXAMPLES:
+        raise TilememUsage(
+            f"no simulated example {args.example!r}; choose one of: {', '.join(EXAMPLES)}"
+        )
+    print(f"simulating {args.example} (schedule {args.schedule}, seed {args.seed})...")
+    done = run_example(args.example, seed=args.seed, schedule=args.schedule)
+    m, n, k = done.shape
+    count = sum(done.result.instructions.values())
+    verdict = "within" if done.within_tolerance else "OUTSIDE"
+    print(
+        f"{done.name}: {done.what}, {m} x {n} x {k}; {count} warp instructions; max error "
+        f"against numpy {done.max_error:.3g}, {verdict} the bf16 tolerance ({RTOL:.3g} relative)"
+    )
+    hazards = done.result.hazards
+    print(f"{len(hazards)} hazard(s)" + (":" if hazards else ""))
+    for h in hazards:
+        print(h)
+    return 0 if done.within_tolerance and not hazards else 1
+
+
+def _add_sim(sub: argparse._SubParsersAction) -> None:
+    sim = sub.add_parser(
+        "sim",
+        help="run a built-in example kernel on the CPU simulator and report its hazards",
+        description="Run a built-in example kernel on small inputs in the CPU simulator "
+        "(tilemem.sim), compare it with numpy and print every hazard.",
+    )
+    sim.add_argument("--example", "-e", required=True, help="example name")
+    sim.add_argument(
+        "--schedule",
+        choices=("random", "in-order", "adversarial"),
+        default="random",
+        help="how warps interleave and asynchronous operations complete (default: random)",
+    )
+    sim.add_argument("--seed", type=int, default=0, help="scheduler and input seed (default 0)")
+    sim.set_defaults(run=_cmd_sim)
+
+
 # name -> the function adding its subparser; a new command is one more entry
 _COMMANDS: dict[str, Callable[[argparse._SubParsersAction], None]] = {
     "plan": _add_plan,
     "emit": _add_emit,
     "verify": _add_verify,
+    "sim": _add_sim,
 }
 
 
@@ -307,7 +351,7 @@ def _with_command(argv: list[str], commands: set[str]) -> list[str]:
     if argv and not argv[0].startswith("-") and not os.path.lexists(argv[0]):
         close = difflib.get_close_matches(argv[0], sorted(commands), n=1)
         if close:
-            raise _UsageError(
+            raise TilememUsage(
                 f"unknown command {argv[0]!r}; did you mean {close[0]!r}? "
                 f"(commands: {', '.join(sorted(commands))})"
             )
@@ -343,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = parser.parse_args(_with_command(argv, set(_COMMANDS)))
-    except _UsageError as exc:
+    except TilememUsage as exc:
         print(f"tilemem: {exc}", file=sys.stderr)
         return _USAGE_EXIT
 
@@ -351,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             _check_outputs(args)
             return args.run(args)
-        except _UsageError as exc:
+        except TilememUsage as exc:
             print(f"tilemem: {exc}", file=sys.stderr)
             return _USAGE_EXIT
         except TilememError as exc:  # a plan that breaks a rule: the message says which

@@ -96,6 +96,19 @@ class TilememWarning(UserWarning):
     """A plan that works but not as well as it looks (e.g. CTAs waiting for TMEM columns)."""
 
 
+# The CPU simulator (tilemem.sim)
+
+
+class SimError(TilememError):
+    """A kernel the simulator cannot run: an instruction without semantics, an argument that
+    does not match its parameter, an operand the hardware cannot execute at all."""
+
+
+class HazardError(TilememError):
+    """A simulated run reported hazards (``SimResult.raise_for_hazards``); the message lists
+    them, each with its kind, buffer, byte range, accesses and usual fix."""
+
+
 class MissingLibraryError(TilememError, ImportError):
     """An optional library (pycute, CuTe DSL, Triton) that a conversion needs is not installed;
     the message names the package to install."""

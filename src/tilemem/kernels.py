@@ -93,7 +93,7 @@ def hopper_gemm() -> KernelProgram:
         m0, n0 = T.block_id(1) * 128, T.block_id(0) * 256
         warpgroup = T.let("warpgroup", T.warp_id() // 4)
         acc = T.alloc_local(128, "float32", name="acc")
-        with T.If(warpgroup == 0):
+        with T.phase("mainloop"), T.If(warpgroup == 0):
             with T.Then(), T.If(T.all_of(T.warp_id() == 0, T.ptx.elect_sync())):
                 _gemm_producer(tma_a, tma_b, a, b, full, empty, k_tiles, m0, n0)
             with T.Else():
@@ -116,20 +116,26 @@ def hopper_gemm() -> KernelProgram:
                     with T.If(T.all_of(T.warp_id() % 4 == 0, T.ptx.elect_sync())):
                         T.ptx.mbarrier.arrive((empty, s))
         T.cuda.syncthreads()
-        # epilogue: four 128x64 slices through C_epilogue, each stored by TMA
-        lane, warp_in_group = T.lane_id(), T.warp_id() % 4
-        for j in range(4):
-            with T.If(warpgroup > 0):
-                for r in T.unroll(32, name="r"):
-                    reg = j * 32 + r
-                    row = (warpgroup - 1) * 64 + warp_in_group * 16 + lane // 4 + 8 * ((r // 2) % 2)
-                    col = (r // 4) * 8 + (lane % 4) * 2 + r % 2
-                    c[row, col] = acc[reg]
-            T.ptx.fence.proxy_async_shared_cta()
-            T.cuda.syncthreads()
-            with T.If(T.thread_id() == 0):
-                _store_and_wait(tma_c, c, [n0 + j * 64, m0])
-            T.cuda.syncthreads()
+        with T.phase("epilogue"):
+            # epilogue: four 128x64 slices through C_epilogue, each stored by TMA
+            lane, warp_in_group = T.lane_id(), T.warp_id() % 4
+            for j in range(4):
+                with T.If(warpgroup > 0):
+                    for r in T.unroll(32, name="r"):
+                        reg = j * 32 + r
+                        row = (
+                            (warpgroup - 1) * 64
+                            + warp_in_group * 16
+                            + lane // 4
+                            + 8 * ((r // 2) % 2)
+                        )
+                        col = (r // 4) * 8 + (lane % 4) * 2 + r % 2
+                        c[row, col] = acc[reg]
+                T.ptx.fence.proxy_async_shared_cta()
+                T.cuda.syncthreads()
+                with T.If(T.thread_id() == 0):
+                    _store_and_wait(tma_c, c, [n0 + j * 64, m0])
+                T.cuda.syncthreads()
 
     return kernel
 
@@ -155,24 +161,25 @@ def blackwell_gemm() -> KernelProgram:
         m0, n0 = T.block_id(1) * 128, T.block_id(0) * 256
         warp = T.let("warp", T.warp_id())
         acc = acc_stages[0]
-        with T.If(T.all_of(warp == 0, T.ptx.elect_sync())):
-            _gemm_producer(tma_a, tma_b, a, b, full, empty, k_tiles, m0, n0)
-        with T.If(T.all_of(warp == 1, T.ptx.elect_sync())):
-            for kt in T.serial(k_tiles, name="kt"):
-                s, phase = _stage_and_phase(kt, stages)
-                T.ptx.mbarrier.wait((full, s), phase)
-                T.ptx.tcgen05.fence_after_thread_sync()
-                for kk in range(4):
-                    T.ptx.tcgen05.mma(
-                        acc,
-                        T.ptx.tcgen05.desc(a, s, 0, kk * 16),
-                        T.ptx.tcgen05.desc(b, s, 0, kk * 16),
-                        idesc,
-                        accumulate=T.any_of(kt > 0, kk > 0),
-                    )
-                T.ptx.tcgen05.commit((empty, s))
-            T.ptx.tcgen05.commit((acc_full, 0))
-        with T.If(warp >= 4):
+        with T.phase("mainloop"):
+            with T.If(T.all_of(warp == 0, T.ptx.elect_sync())):
+                _gemm_producer(tma_a, tma_b, a, b, full, empty, k_tiles, m0, n0)
+            with T.If(T.all_of(warp == 1, T.ptx.elect_sync())):
+                for kt in T.serial(k_tiles, name="kt"):
+                    s, phase = _stage_and_phase(kt, stages)
+                    T.ptx.mbarrier.wait((full, s), phase)
+                    T.ptx.tcgen05.fence_after_thread_sync()
+                    for kk in range(4):
+                        T.ptx.tcgen05.mma(
+                            acc,
+                            T.ptx.tcgen05.desc(a, s, 0, kk * 16),
+                            T.ptx.tcgen05.desc(b, s, 0, kk * 16),
+                            idesc,
+                            accumulate=T.any_of(kt > 0, kk > 0),
+                        )
+                    T.ptx.tcgen05.commit((empty, s))
+                T.ptx.tcgen05.commit((acc_full, 0))
+        with T.phase("epilogue"), T.If(warp >= 4):
             _drain_accumulator(acc, c, tma_c, acc_full, warp, n0, m0)
         _release_tmem(tmem)
 
@@ -230,45 +237,46 @@ def nvfp4_gemm() -> KernelProgram:
         m0, n0 = T.block_id(1) * 128, T.block_id(0) * 256
         warp = T.let("warp", T.warp_id())
         stage_bytes = (a.nbytes + b.nbytes + sfa_smem.nbytes + sfb_smem.nbytes) // stages
-        with T.If(T.all_of(warp == 0, T.ptx.elect_sync())):
-            for kt in T.serial(k_tiles, name="kt"):
-                s, phase = _stage_and_phase(kt, stages)
-                T.ptx.mbarrier.wait((empty, s), phase ^ 1)
-                T.ptx.mbarrier.arrive_expect_tx((full, s), stage_bytes)
-                T.ptx.tma.load(tma_a, (a, s, 0, 0), (full, s), [kt * 256, m0])
-                T.ptx.tma.load(tma_b, (b, s, 0, 0), (full, s), [kt * 256, n0])
-                T.ptx.tma.load(tma_sfa, (sfa_smem, s, 0, 0), (full, s), [kt * 16, m0])
-                T.ptx.tma.load(tma_sfb, (sfb_smem, s, 0, 0), (full, s), [kt * 16, n0])
-        with T.If(T.all_of(warp == 1, T.ptx.elect_sync())):
-            for kt in T.serial(k_tiles, name="kt"):
-                s, phase = _stage_and_phase(kt, stages)
-                sf_stage = T.let("sf_stage", kt % 2)
-                T.ptx.mbarrier.wait((full, s), phase)
-                T.ptx.tcgen05.fence_after_thread_sync()
-                for ko in range(k_steps):  # factors SMEM -> TMEM, one 32x128b atom per copy
-                    for sf, sf_smem in ((sfa, sfa_smem), (sfb, sfb_smem)):
-                        for h in range(sf.shape[-2] // 128):
-                            T.ptx.tcgen05.cp(
-                                T.tmem_addr(sf, col=_sf_col(sf, sf_stage, 128 * h, 4 * ko)),
-                                T.ptx.tcgen05.desc(sf_smem, s, (h * k_steps + ko) * 32, 0),
-                                shape="32x128b",
-                                multicast="warpx4",
-                            )
-                for ko in range(k_steps):
-                    T.ptx.tcgen05.mma_block_scale(
-                        acc,
-                        T.ptx.tcgen05.desc(a, s, 0, ko * 64),
-                        T.ptx.tcgen05.desc(b, s, 0, ko * 64),
-                        idesc,
-                        T.tmem_addr(sfa, col=_sf_col(sfa, sf_stage, 0, 4 * ko)),
-                        T.tmem_addr(sfb, col=_sf_col(sfb, sf_stage, 0, 4 * ko)),
-                        kind="mxf4nvf4",
-                        scale_vec=4,
-                        accumulate=T.any_of(kt > 0, ko > 0),
-                    )
-                T.ptx.tcgen05.commit((empty, s))
-            T.ptx.tcgen05.commit((acc_full, 0))
-        with T.If(warp >= 4):
+        with T.phase("mainloop"):
+            with T.If(T.all_of(warp == 0, T.ptx.elect_sync())):
+                for kt in T.serial(k_tiles, name="kt"):
+                    s, phase = _stage_and_phase(kt, stages)
+                    T.ptx.mbarrier.wait((empty, s), phase ^ 1)
+                    T.ptx.mbarrier.arrive_expect_tx((full, s), stage_bytes)
+                    T.ptx.tma.load(tma_a, (a, s, 0, 0), (full, s), [kt * 256, m0])
+                    T.ptx.tma.load(tma_b, (b, s, 0, 0), (full, s), [kt * 256, n0])
+                    T.ptx.tma.load(tma_sfa, (sfa_smem, s, 0, 0), (full, s), [kt * 16, m0])
+                    T.ptx.tma.load(tma_sfb, (sfb_smem, s, 0, 0), (full, s), [kt * 16, n0])
+            with T.If(T.all_of(warp == 1, T.ptx.elect_sync())):
+                for kt in T.serial(k_tiles, name="kt"):
+                    s, phase = _stage_and_phase(kt, stages)
+                    sf_stage = T.let("sf_stage", kt % 2)
+                    T.ptx.mbarrier.wait((full, s), phase)
+                    T.ptx.tcgen05.fence_after_thread_sync()
+                    for ko in range(k_steps):  # factors SMEM -> TMEM, one 32x128b atom per copy
+                        for sf, sf_smem in ((sfa, sfa_smem), (sfb, sfb_smem)):
+                            for h in range(sf.shape[-2] // 128):
+                                T.ptx.tcgen05.cp(
+                                    T.tmem_addr(sf, col=_sf_col(sf, sf_stage, 128 * h, 4 * ko)),
+                                    T.ptx.tcgen05.desc(sf_smem, s, (h * k_steps + ko) * 32, 0),
+                                    shape="32x128b",
+                                    multicast="warpx4",
+                                )
+                    for ko in range(k_steps):
+                        T.ptx.tcgen05.mma_block_scale(
+                            acc,
+                            T.ptx.tcgen05.desc(a, s, 0, ko * 64),
+                            T.ptx.tcgen05.desc(b, s, 0, ko * 64),
+                            idesc,
+                            T.tmem_addr(sfa, col=_sf_col(sfa, sf_stage, 0, 4 * ko)),
+                            T.tmem_addr(sfb, col=_sf_col(sfb, sf_stage, 0, 4 * ko)),
+                            kind="mxf4nvf4",
+                            scale_vec=4,
+                            accumulate=T.any_of(kt > 0, ko > 0),
+                        )
+                    T.ptx.tcgen05.commit((empty, s))
+                T.ptx.tcgen05.commit((acc_full, 0))
+        with T.phase("epilogue"), T.If(warp >= 4):
             _drain_accumulator(acc, c, tma_c, acc_full, warp, n0, m0)
         _release_tmem(tmem)
 
@@ -310,72 +318,82 @@ def attention_fwd() -> KernelProgram:
         o_acc = [tmem.buffer("O0"), tmem.buffer("O1")]
         warp = T.let("warp", T.warp_id())
         m0 = T.block_id(0) * 256
-        with T.If(T.all_of(warp == 0, T.ptx.elect_sync())):
-            T.ptx.mbarrier.arrive_expect_tx((q_full, 0), q.nbytes)
-            for i in range(2):
-                T.ptx.tma.load(tma_q, (q, i, 0, 0), (q_full, 0), [0, m0 + i * 128])
-            for j in T.serial(kv_blocks, name="j"):
-                s, phase = _stage_and_phase(j, kv_stages)
-                T.ptx.mbarrier.wait((kv_empty, s), phase ^ 1)
-                T.ptx.mbarrier.arrive_expect_tx((kv_full, s), kv.nbytes // kv_stages)
-                T.ptx.tma.load(tma_kv, (kv, s, 0, 0), (kv_full, s), [0, j * 128])
-        with T.If(T.all_of(warp == 1, T.ptx.elect_sync())):
-            T.ptx.mbarrier.wait((q_full, 0), 0)
-            for j in T.serial(kv_blocks, name="j"):
-                s, phase = _stage_and_phase(j, kv_stages)
-                T.ptx.mbarrier.wait((kv_full, s), phase)
-                T.ptx.tcgen05.fence_after_thread_sync()
+        with T.phase("mainloop"):
+            with T.If(T.all_of(warp == 0, T.ptx.elect_sync())):
+                T.ptx.mbarrier.arrive_expect_tx((q_full, 0), q.nbytes)
                 for i in range(2):
-                    for kk in range(head_dim // 16):  # S_i = Q_i K^T, K = head_dim
-                        T.ptx.tcgen05.mma(
-                            s_acc[i],
-                            T.ptx.tcgen05.desc(q, i, 0, kk * 16),
-                            T.ptx.tcgen05.desc(kv, s, 0, kk * 16),
-                            idesc_s,
-                            accumulate=kk > 0,
-                        )
-                    T.ptx.tcgen05.commit((s_full, i))
-                for i in range(2):
-                    T.ptx.mbarrier.wait((p_full, i), j % 2)
-                    T.ptx.tcgen05.fence_after_thread_sync()
-                    # O_i += P_i V over the block's 128 KV rows: eight K=16 steps. P comes
-                    # from TMEM (over S_i; 16 bf16 = 8 columns a step), V is the same KV
-                    # stage read MN-major from KV row 16*kk on.
-                    for kk in range(kv_rows // 16):
-                        T.ptx.tcgen05.mma(
-                            o_acc[i],
-                            p_acc[i],
-                            T.ptx.tcgen05.desc(kv, s, kk * 16, 0, major="MN"),
-                            idesc_o,
-                            accumulate=T.any_of(j > 0, kk > 0),
-                            a_col=kk * 8,
-                        )
-                T.ptx.tcgen05.commit((kv_empty, s))
-            T.ptx.tcgen05.commit((o_full, 0))
-        for i in range(2):  # softmax warpgroups: warps 4-7 own S0/P0, warps 8-11 own S1/P1
-            with T.If(warp // 4 == i + 1):
-                scores = T.alloc_local(32, "float32", name=f"scores{i}")
-                packed = T.alloc_local(16, "uint32", name=f"packed{i}")
-                quarter = warp % 4
+                    T.ptx.tma.load_tile(
+                        tma_q, q, (q_full, 0), m0 + i * 128, 0, i
+                    )  # both 64-column boxes
                 for j in T.serial(kv_blocks, name="j"):
-                    T.ptx.mbarrier.wait((s_full, i), j % 2)
+                    s, phase = _stage_and_phase(j, kv_stages)
+                    T.ptx.mbarrier.wait((kv_empty, s), phase ^ 1)
+                    T.ptx.mbarrier.arrive_expect_tx((kv_full, s), kv.nbytes // kv_stages)
+                    T.ptx.tma.load_tile(tma_kv, kv, (kv_full, s), j * 128, 0, s)
+            with T.If(T.all_of(warp == 1, T.ptx.elect_sync())):
+                T.ptx.mbarrier.wait((q_full, 0), 0)
+                for j in T.serial(kv_blocks, name="j"):
+                    s, phase = _stage_and_phase(j, kv_stages)
+                    T.ptx.mbarrier.wait((kv_full, s), phase)
                     T.ptx.tcgen05.fence_after_thread_sync()
-                    for chunk in range(4):  # 128 score columns, 32 at a time; P chunk is 16 columns
-                        T.ptx.tcgen05.ld(
-                            scores, T.tmem_addr(s_acc[i], lane=quarter * 32, col=chunk * 32), num=32
-                        )
-                        T.ptx.tcgen05.wait_ld()
-                        for r in T.unroll(16, name="r"):
-                            packed[r] = T.pack_bf16x2(
-                                scores[2 * r] * 0.125, scores[2 * r + 1] * 0.125
+                    for i in range(2):
+                        for kk in range(head_dim // 16):  # S_i = Q_i K^T, K = head_dim
+                            T.ptx.tcgen05.mma(
+                                s_acc[i],
+                                T.ptx.tcgen05.desc(q, i, 0, kk * 16),
+                                T.ptx.tcgen05.desc(kv, s, 0, kk * 16),
+                                idesc_s,
+                                accumulate=kk > 0,
                             )
-                        T.ptx.tcgen05.st(
-                            T.tmem_addr(p_acc[i], lane=quarter * 32, col=chunk * 16), packed, num=16
-                        )
-                    T.ptx.tcgen05.wait_st()
-                    T.ptx.tcgen05.fence_before_thread_sync()
-                    T.ptx.mbarrier.arrive((p_full, i))
-        with T.If(warp >= 12):
+                        T.ptx.tcgen05.commit((s_full, i))
+                    for i in range(2):
+                        T.ptx.mbarrier.wait((p_full, i), j % 2)
+                        T.ptx.tcgen05.fence_after_thread_sync()
+                        # O_i += P_i V over the block's 128 KV rows: eight K=16 steps. P comes
+                        # from TMEM (over S_i; 16 bf16 = 8 columns a step), V is the same KV
+                        # stage read MN-major from KV row 16*kk on.
+                        for kk in range(kv_rows // 16):
+                            T.ptx.tcgen05.mma(
+                                o_acc[i],
+                                p_acc[i],
+                                T.ptx.tcgen05.desc(kv, s, kk * 16, 0, major="MN"),
+                                idesc_o,
+                                accumulate=T.any_of(j > 0, kk > 0),
+                                a_col=kk * 8,
+                            )
+                    T.ptx.tcgen05.commit((kv_empty, s))
+                T.ptx.tcgen05.commit((o_full, 0))
+            for i in range(2):  # softmax warpgroups: warps 4-7 own S0/P0, warps 8-11 own S1/P1
+                with T.If(warp // 4 == i + 1):
+                    scores = T.alloc_local(32, "float32", name=f"scores{i}")
+                    packed = T.alloc_local(16, "uint32", name=f"packed{i}")
+                    quarter = warp % 4
+                    for j in T.serial(kv_blocks, name="j"):
+                        T.ptx.mbarrier.wait((s_full, i), j % 2)
+                        T.ptx.tcgen05.fence_after_thread_sync()
+                        # 128 score columns, 32 at a time; P chunk c (16 columns) lands on S
+                        # columns 64 + 16c.., which only chunks above c read: last chunk first,
+                        # so every S column is read before P overwrites it
+                        for chunk in reversed(range(4)):
+                            T.ptx.tcgen05.ld(
+                                scores,
+                                T.tmem_addr(s_acc[i], lane=quarter * 32, col=chunk * 32),
+                                num=32,
+                            )
+                            T.ptx.tcgen05.wait_ld()
+                            for r in T.unroll(16, name="r"):
+                                packed[r] = T.pack_bf16x2(
+                                    scores[2 * r] * 0.125, scores[2 * r + 1] * 0.125
+                                )
+                            T.ptx.tcgen05.st(
+                                T.tmem_addr(p_acc[i], lane=quarter * 32, col=chunk * 16),
+                                packed,
+                                num=16,
+                            )
+                        T.ptx.tcgen05.wait_st()
+                        T.ptx.tcgen05.fence_before_thread_sync()
+                        T.ptx.mbarrier.arrive((p_full, i))
+        with T.phase("epilogue"), T.If(warp >= 12):
             out = T.alloc_local(32, "float32", name="out")
             quarter = warp % 4
             T.ptx.mbarrier.wait((o_full, 0), 0)
@@ -391,7 +409,9 @@ def attention_fwd() -> KernelProgram:
                 T.ptx.fence.proxy_async_shared_cta()
                 T.cuda.named_barrier(1, 128)
                 with T.If(T.all_of(warp == 12, T.ptx.elect_sync())):
-                    _store_and_wait(tma_o, o_smem, [0, m0 + i * 128])
+                    T.ptx.tma.store_tile(tma_o, o_smem, m0 + i * 128, 0)
+                    T.ptx.tma.commit_group()
+                    T.ptx.tma.wait_group_read(0)
                 T.cuda.named_barrier(1, 128)
         _release_tmem(tmem)
 

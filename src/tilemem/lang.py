@@ -25,6 +25,7 @@ serial, unroll = _b.serial, _b.unroll
 evaluate, let, cast, select = _b.evaluate, _b.let, _b.cast, _b.select
 all_of, any_of, min, max = _b.all_of, _b.any_of, _b.min_, _b.max_
 alloc_local = _b.alloc_local
+phase = _b.phase
 thread_id, block_id, warp_id, lane_id = _ix.thread_id, _ix.block_id, _ix.warp_id, _ix.lane_id
 grid_dim = _ix.grid_dim
 smem_addr, tmem_base, tmem_addr = _ix.smem_addr, _ix.tmem_base, _ix.tmem_addr
@@ -109,6 +110,7 @@ __all__ = [
     "max",
     "min",
     "pack_bf16x2",
+    "phase",
     "ptx",
     "select",
     "serial",

@@ -37,6 +37,7 @@ from .examples import Example
 from .plan import MemoryPlan, get_target, plan_from_json_text
 from .plan.check import MAX_TEXT
 from .pool import Buffer, SMEMPool, TMEMPool, TMEMStages
+from .validate import check_name
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -57,6 +58,7 @@ _FILE_KEYS = {"kind", "move_base_to", "slot_of"}  # item keys of the file, not o
 _SMEM_KINDS: dict[str, Callable[..., Any]] = {"alloc": SMEMPool.alloc, "mma": SMEMPool.alloc_mma}
 _TMEM_KINDS: dict[str, Callable[..., Any]] = {"alloc": TMEMPool.alloc, "sf": TMEMPool.alloc_sf}
 _BUFFER_REFERENCES = {"alias_of", "tmem_addr"}  # keys whose string value names a buffer
+_KEY_WORDS = {"datapath": ("data path",)}  # keys as error messages spell them
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-]+)\s*\]\]?")
 _BOMS = (  # UTF-32 first: its little-endian mark starts with UTF-16's
     (codecs.BOM_UTF32_LE, "UTF-32"),
@@ -137,12 +139,23 @@ class _Lines:
                 return n + 1
         return start
 
-    def mentioned(self, start: int, keys: Any, message: str) -> int:
-        """Line of the key of a table that an error message names first (else ``start``)."""
+    def mentioned(self, start: int, keys: Mapping[str, Any], message: str) -> int:
+        """Line of the key of a table that an error message names first, as written or in
+        words (``swizzle mode``, ``data path``); else ``start``."""
         found = []
         for key in keys:
-            if isinstance(key, str) and (m := re.search(rf"\b{re.escape(key)}\b", message)):
-                found.append((m.start(), key))
+            if not isinstance(key, str):
+                continue
+            for spelling in (key, key.replace("_", " "), *_KEY_WORDS.get(key, ())):
+                if m := re.search(rf"\b{re.escape(spelling)}\b", message):
+                    found.append((m.start(), key))
+        if not found:  # no key named: the key whose value the message refuses ("got x", 'x');
+            for key, value in keys.items():  # names aside, quoted to say which buffer or pool
+                if key == "name" or not isinstance(value, str):
+                    continue
+                for quoted in (f"got {value}", repr(value)):
+                    if quoted in message:
+                        found.append((message.index(quoted), key))
         return self.key(start, min(found)[1]) if found else start
 
 
@@ -324,7 +337,7 @@ class _Builder:
         self.call(where.at(self.lines.key(where.line, "commit")), {}, smem.commit, commit_size)
         for index, pool in self.tmem.items():
             where = self.where(self.lines.item("tmem", index), f"[[tmem]] {pool.name!r}")
-            self.call(where, {}, pool.commit)
+            self.call(where, self.tmem_tables()[index], pool.commit)  # e.g. total_cols too few
         return smem
 
     def tmem_tables(self) -> list[dict[str, Any]]:
@@ -430,10 +443,24 @@ class _Builder:
         self.call(where, view, pool.stages, buf, **self.resolve(args, where))
 
 
+def header_namespace(name: str) -> str:
+    """The C++ header namespace of a plan named ``name`` (``-`` read as ``_``)."""
+    return name.replace("-", "_")
+
+
 def _stem(source: str) -> str:
-    """A plan's default name: its file's stem where that is a usable title."""
+    """A plan's default name: its file's stem where that can name the header's namespace."""
     stem = Path(source).stem
-    return stem if stem and stem.isprintable() and len(stem) <= MAX_TEXT else "plan"
+    try:
+        check_name(header_namespace(stem), error=PlanFileError)
+    except PlanFileError:
+        return "plan"
+    return stem
+
+
+def _default_summary(source: str) -> str:
+    said = f"plan file {source}"
+    return said if said.isprintable() and len(said) <= MAX_TEXT else "plan file"
 
 
 def _check_top(data: dict[str, Any], lines: _Lines, source: str) -> None:
@@ -447,13 +474,17 @@ def _check_top(data: dict[str, Any], lines: _Lines, source: str) -> None:
                 f"{source}:{lines.key(1, key)}: {key} must be "
                 f"{'an integer' if kind is int else 'a string'}, got {_type_name(value)} {value!r}"
             )
-    for key in ("name", "summary"):  # titles of the report and the picture: one line
-        value = data.get(key)
-        if value is not None and (not value or len(value) > MAX_TEXT or not value.isprintable()):
-            raise PlanFileError(
-                f"{source}:{lines.key(1, key)}: {key} must be one line of 1 to {MAX_TEXT} "
-                f"printable characters, got {value[:80]!r}"
-            )
+    summary = data.get("summary")  # the report's and the picture's title: one line
+    if summary is not None and (
+        not summary or len(summary) > MAX_TEXT or not summary.isprintable()
+    ):
+        raise PlanFileError(
+            f"{source}:{lines.key(1, 'summary')}: summary must be one line of 1 to {MAX_TEXT} "
+            f"printable characters, got {summary[:80]!r}"
+        )
+    if "name" in data:  # the C++ header's namespace: refused now, not when the header is written
+        what = f"{source}:{lines.key(1, 'name')}: name"
+        check_name(header_namespace(data["name"]), what, error=PlanFileError)
     schema = data.get("schema", PLAN_FILE_SCHEMA)
     if schema != PLAN_FILE_SCHEMA:
         raise PlanFileError(
@@ -505,7 +536,7 @@ def _replay(text: str, source: str) -> tuple[Example, SMEMPool]:
         name=data.get("name", _stem(source)),
         target=data.get("target") or "",
         threads=threads or 0,
-        summary=data.get("summary", f"plan file {source}"),
+        summary=data.get("summary", _default_summary(source)),
         build=lambda: _Builder(data, lines, threads).build(),
     )
     return example, smem

@@ -8,9 +8,9 @@ computes for the storage class. Every layout is compared at every logical coordi
 
 from __future__ import annotations
 
-import itertools
 import math
 
+import numpy as np
 import pytest
 
 pytest.importorskip("cutlass.cute", reason="CuTe DSL (pip install nvidia-cutlass-dsl)")
@@ -48,6 +48,11 @@ SM90_CASES = [
     ("float32", "K", (64, 64, 32), 1),
     ("float32", "K", (64, 64, 16), 2),
     ("int8", "K", (64, 64, 64), 1),
+    ("bfloat16", "K", (128, 256, 64), 4),
+    ("float16", "MN", (128, 128, 64), 3),
+    ("bfloat16", "MN", (64, 256, 32), 2),
+    ("float8_e5m2", "K", (128, 128, 128), 4),
+    ("int8", "K", (64, 128, 32), 3),
 ]
 SM100_CASES = [
     ("bfloat16", "K", (128, 64, 64), 2),
@@ -56,6 +61,10 @@ SM100_CASES = [
     ("float16", "MN", (64, 64, 16), 1),
     ("float8_e4m3fn", "K", (128, 64, 128), 1),
     ("float8_e5m2", "K", (64, 64, 32), 2),
+    ("bfloat16", "K", (128, 256, 128), 4),
+    ("float16", "MN", (128, 256, 64), 3),
+    ("bfloat16", "MN", (128, 64, 32), 2),
+    ("float8_e4m3fn", "K", (128, 256, 64), 3),
 ]
 
 
@@ -74,14 +83,16 @@ def _compare(cutlass_layout, bits, dtype, major, mn, k, stages, to_crd):
     positions = layout.positions()["m"]
     theirs = smem_evaluator(cutlass_layout, bits)
     mine = smem_evaluator(smem_layout(layout, dtype), bits)
-    bad = []
-    for s, i, j in itertools.product(range(stages), range(mn), range(k)):
-        r, c = (i, j) if major == "K" else (j, i)
-        want = positions[(s * (mn * k)) + r * (k if major == "K" else mn) + c]
-        got_theirs = theirs(to_crd(i, j, s))
-        got_mine = mine((s, r, c))
-        if got_theirs != want or got_mine != want:
-            bad.append(((s, i, j), want, got_theirs, got_mine))
+    s, i, j = np.indices((stages, mn, k)).reshape(3, -1)
+    r, c = (i, j) if major == "K" else (j, i)
+    want = positions[(s * (mn * k)) + r * (k if major == "K" else mn) + c]
+    got_theirs = theirs(to_crd(i, j, s))
+    got_mine = mine((s, r, c))
+    wrong = (got_theirs != want) | (got_mine != want)
+    bad = [
+        ((int(s[n]), int(i[n]), int(j[n])), int(want[n]), int(got_theirs[n]), int(got_mine[n]))
+        for n in np.flatnonzero(wrong)[:3]
+    ]
     return bad
 
 
@@ -150,6 +161,7 @@ def _flat(shape):
 # TMEM accumulators: (M, N, accumulator dtype) -> tilemem data path
 TMEM_CASES = [
     (128, 96, "float32", "D"),
+    (128, 256, "float32", "D"),
     (128, 64, "float16", "D"),
     (64, 128, "float32", "F"),
     (64, 64, "float16", "F"),
@@ -170,10 +182,9 @@ def test_tmem_layouts_equal_make_fragment_c():
             theirs = plain_evaluator(frag.layout)
             layout = tmem_datapath_layout(letter, m, n, dtype=acc)
             mine = plain_evaluator(tmem_layout(layout, acc))
-            bad = [
-                (r, c) for r in range(m) for c in range(n) if theirs(((r, c), 0, 0)) != mine((r, c))
-            ]
-            results[(m, n, acc)] = bad[:3]
+            r, c = np.indices((m, n)).reshape(2, -1)
+            wrong = theirs(((r, c), 0, 0)) != mine((r, c))
+            results[(m, n, acc)] = [(int(r[x]), int(c[x])) for x in np.flatnonzero(wrong)[:3]]
 
     build()
     assert len(results) == len(TMEM_CASES)

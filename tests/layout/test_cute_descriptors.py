@@ -11,6 +11,7 @@ import itertools
 import pytest
 
 from oracle import cute
+from tilemem.errors import LayoutError
 from tilemem.layout import ComposeLayout, Iter, SwizzleMode, TileLayout, swizzle_for
 from tilemem.layout.operand import (
     BLOCK_SCALED,
@@ -72,6 +73,7 @@ def test_smem_descriptors_match_cute(oracle):
     golden = oracle(queries)
     layouts: dict = {}
     mismatches = []
+    refused = 0
     for case, want in zip(cases, golden):
         arch, major, mode, bits, order, rows, contig_bytes, stage, row0, col0, base = case
         dtype, contig = DTYPES[bits], contig_bytes * 8 // bits
@@ -84,10 +86,19 @@ def test_smem_descriptors_match_cute(oracle):
             )
         layout = layouts[key]
         start = base + operand_byte_offset(layout, dtype, (stage, row0, col0))
+        if arch == 100 and major == "MN" and bits == 32:
+            # CuTe encodes it, but the hardware takes an MN-major tf32 operand only with
+            # SWIZZLE_128B_BASE32B (PTX ISA tcgen05 "Shared memory descriptor"): refused
+            refused += 1
+            with pytest.raises(LayoutError, match="128B swizzling with 32-byte atomicity"):
+                smem_descriptor(layout, dtype, arch="sm_100a", major="MN", start_address=start)
+            continue
         got = smem_descriptor(layout, dtype, arch=ARCHS[arch], major=major, start_address=start)
         if got != want:
             mismatches.append(f"{case}: tilemem {got:#018x} CuTe {want:#018x}")
     assert len(cases) > 3000
+    # sm_100a MN-major 32-bit: 4 modes x 2 orders x 5 tiles x 3 stages x K slices x 4 bases
+    assert refused > 100
     assert not mismatches, f"{len(mismatches)} of {len(cases)} differ:\n" + "\n".join(
         mismatches[:20]
     )
@@ -121,12 +132,20 @@ def majors(a: str, b: str):
     ]
 
 
+def f16_accumulator_refused(kind: str, a: str, b: str, d: str) -> bool:
+    """PTX ISA tcgen05.mma: kind::f16 accumulates into f16 only from f16 x f16."""
+    return kind == "f16" and d == "float16" and (a, b) != ("float16", "float16")
+
+
 def dense_cases():
     for kind, types in DENSE_TYPES.items():
         for (a, b, d), cta_group in itertools.product(types, (1, 2)):
-            shapes = [(m, n) for m, ns in legal_mn(kind, cta_group).items() for n in ns]
-            for (am, bm), (m, n) in itertools.product(majors(a, b), shapes):
-                yield kind, a, b, d, am, bm, m, n, cta_group, False, False, False
+            if f16_accumulator_refused(kind, a, b, d):
+                continue  # test_refused_dense_combinations
+            for am, bm in majors(a, b):
+                shapes = [(m, n) for m, ns in legal_mn(kind, cta_group, bm).items() for n in ns]
+                for m, n in shapes:
+                    yield kind, a, b, d, am, bm, m, n, cta_group, False, False, False
         a, b, d = types[0]
         flags = (
             [(False, False, True)] if kind == "i8" else [(True, False, False), (False, True, False)]
@@ -181,14 +200,21 @@ SCALED_TYPES = {
 }
 
 
+# the scale-factor ids each default scale vector allows (1X: any of 4, 2X: 0 or 2, 4X: 0)
+SF_IDS = {"mxf8f6f4": (0, 1, 2, 3), "mxf4": (0, 2)}
+SF_IDS_NVF4 = {"float8_e8m0fnu": (0, 2), "float8_e4m3fn": (0,)}
+
+
 def scaled_cases():
     for kind in BLOCK_SCALED:
         for (a, b, sf), cta_group in itertools.product(SCALED_TYPES[kind], (1, 2)):
-            shapes = [(m, n) for m, ns in legal_mn(kind, cta_group).items() for n in ns]
             pairs = majors(a, b) if kind == "mxf8f6f4" else [("K", "K")]
-            for (am, bm), (m, n) in itertools.product(pairs, shapes):
-                sfa, sfb = (m // 64 + n // 8) % 4, (n // 16) % 4  # vary the ids over the cases
-                yield kind, a, b, sf, am, bm, m, n, cta_group, sfa, sfb
+            ids = SF_IDS_NVF4[sf] if kind == "mxf4nvf4" else SF_IDS[kind]
+            for am, bm in pairs:
+                shapes = [(m, n) for m, ns in legal_mn(kind, cta_group, bm).items() for n in ns]
+                for m, n in shapes:  # vary the ids over the cases
+                    sfa, sfb = ids[(m // 64 + n // 8) % len(ids)], ids[(n // 16) % len(ids)]
+                    yield kind, a, b, sf, am, bm, m, n, cta_group, sfa, sfb
 
 
 def test_block_scaled_instr_descriptors_match_cute(oracle):
@@ -363,6 +389,35 @@ def test_smem_descriptor_errors():
         operand_byte_offset(layout, "bfloat16", (4, 0))
 
 
+# -- what the hardware refuses, though CuTe's runtime makers would encode it -------------------
+
+E4M3, FP4 = "float8_e4m3fn", "float4_e2m1fn"
+
+
+@pytest.mark.parametrize(
+    ("kind", "a", "b", "d", "b_major", "m", "n", "cta_group", "extra", "words"),
+    [
+        ("i8", "int8", "uint8", "int32", "MN", 128, 24, 1, {}, "N=24"),
+        ("i8", "int8", "int8", "int32", "MN", 64, 8, 1, {}, "N=8"),
+        ("f8f6f4", E4M3, E4M3, "float32", "MN", 128, 24, 1, {}, "N=24"),
+        ("f8f6f4", E4M3, E4M3, "float16", "MN", 256, 48, 2, {}, "N=48"),
+        ("mxf8f6f4", E4M3, E4M3, "float32", "MN", 128, 8, 1, {}, "N=8"),
+        ("f16", "bfloat16", "bfloat16", "float16", "K", 128, 64, 1, {}, "float32 accumulator"),
+        ("f16", "float16", "bfloat16", "float16", "K", 128, 64, 1, {}, "float32 accumulator"),
+        ("mxf4", FP4, FP4, "float32", "K", 128, 64, 1, {"sfa_id": 1}, "sfa_id=1"),
+        ("mxf4nvf4", FP4, FP4, "float32", "K", 128, 64, 1, {"scale_vec": 4, "sfb_id": 2}, "(0,)"),
+    ],
+)
+def test_refused_by_tilemem(kind, a, b, d, b_major, m, n, cta_group, extra, words):
+    """PTX ISA tcgen05.mma "Matrix shape" / "Instruction descriptor" and CuTe's static_asserts
+    (SM100_MMA_F8F6F4_SS: N % 16 with an MN-major B; _2x1SM_SS: N % 32) refuse these."""
+    from tilemem.layout.operand import instr_descriptor
+
+    with pytest.raises(LayoutError) as err:
+        instr_descriptor(kind, m, n, a, b, d, b_major=b_major, cta_group=cta_group, **extra)
+    assert words in str(err.value)
+
+
 # -- CuTe's answers kept as constants: these run without nvcc -------------------------------------
 
 
@@ -417,20 +472,21 @@ CUTE_ANSWERS = [
     ("instr f16 bfloat16 bfloat16 float32 0 1 128 256 0 0 0", 0x0841049000000000),
     ("instr f16 float16 float16 float16 1 0 64 8 1 0 0", 0x0402A00000000000),
     ("instr tf32 float32 float32 float32 0 0 128 128 0 1 0", 0x0820491000000000),
-    ("instr i8 int8 uint8 int32 1 1 128 24 0 0 1", 0x080780A800000000),
+    # (B K-major: an MN-major 8-bit B at N = 24 is illegal, test_refused_by_tilemem)
+    ("instr i8 int8 uint8 int32 1 0 128 24 0 0 1", 0x080680A800000000),
     ("instr f8f6f4 float6_e3m2fn float4_e2m1fn float32 0 0 256 16 0 0 0", 0x1004161000000000),
     ("instr f8f6f4 float8_e5m2 float8_e4m3fn float16 1 0 128 248 0 0 0", 0x083E808000000000),
     (
-        "bs mxf4nvf4 float4_e2m1fn float4_e2m1fn float8_e4m3fn 0 0 128 256 1073741824 3221225472",
-        0x284004B000000000,
+        "bs mxf4nvf4 float4_e2m1fn float4_e2m1fn float8_e4m3fn 0 0 128 256 0 0",  # 4X: ids 0
+        0x0840048000000000,
     ),
     (
         "bs mxf8f6f4 float6_e2m3fn float8_e5m2 float8_e8m0fnu 0 1 256 64 2147483648 0",
         0x5091058000000000,
     ),
     (
-        "bs mxf4 float4_e2m1fn float4_e2m1fn float8_e8m0fnu 0 0 128 8 0 1073741824",
-        0x0882049000000000,
+        "bs mxf4 float4_e2m1fn float4_e2m1fn float8_e8m0fnu 0 0 128 8 0 2147483648",  # 2X: 0, 2
+        0x088204A000000000,
     ),
 ]
 

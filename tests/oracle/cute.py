@@ -4,6 +4,10 @@
 g++ as host compiler) against the headers of the ``nvidia-cutlass`` wheel, into
 a cache directory keyed by a hash of its source, the headers' version and the
 compiler. ``CuteOracle.run`` sends every query in one process call.
+
+The first build takes minutes, so it speaks: what it builds, where the cache lives, and how
+long it took, through ``SAY`` (stderr by default; ``tests/conftest.py`` points it at pytest's
+terminal so the lines show even under ``-q`` and output capture).
 """
 
 from __future__ import annotations
@@ -15,6 +19,8 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -23,6 +29,14 @@ SOURCE = Path(__file__).with_name("cute_oracle.cpp")
 # (strided extent, contiguous bytes) of the tiles the oracle is compiled for
 SMEM_SHAPES = ((64, 128), (64, 512), (128, 128), (128, 256), (256, 128))
 STAGES = 3
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+SAY: Callable[[str], None] = _stderr  # how build() reports progress
+_ANNOUNCED: set[Path] = set()  # cached binaries already reported in this process
 
 
 class OracleUnavailable(Exception):
@@ -66,8 +80,16 @@ def build() -> Path:
     key = hashlib.sha256(SOURCE.read_bytes() + version + nvcc.encode()).hexdigest()[:16]
     exe = _cache_dir() / f"cute_oracle-{key}"
     if exe.is_file():
+        if exe not in _ANNOUNCED:
+            _ANNOUNCED.add(exe)
+            SAY(f"CuTe oracle: using the cached build {exe}")
         return exe
     exe.parent.mkdir(parents=True, exist_ok=True)
+    SAY(
+        f"CuTe oracle: building {SOURCE.name} against the CUTLASS headers in {include} with "
+        f"{nvcc} (two parts in parallel; several minutes on 2 cores, once) into {exe.parent}"
+    )
+    start = time.monotonic()
     with tempfile.TemporaryDirectory(dir=exe.parent) as tmp:
         objs = [Path(tmp) / f"part{p}.o" for p in (0, 1)]
         base = [nvcc, "-x", "c++", "-std=c++17", "-ccbin", "g++", f"-I{include}", "-O0", "-w"]
@@ -91,6 +113,8 @@ def build() -> Path:
         if r.returncode:
             raise RuntimeError(f"linking the CuTe oracle failed:\n{r.stderr[-4000:]}")
         os.replace(linked, exe)  # atomic: a concurrent build finds a whole binary
+    _ANNOUNCED.add(exe)
+    SAY(f"CuTe oracle: built in {time.monotonic() - start:.0f} s, cached at {exe}")
     return exe
 
 

@@ -21,6 +21,7 @@ from ..ir.nodes import (
     Kernel,
     LetStmt,
     Load,
+    PhaseStmt,
     Select,
     SeqStmt,
     Stmt,
@@ -126,6 +127,8 @@ class CudaCodegen:
             return self._decl(s, pad)
         if isinstance(s, Comment):
             return [f"{pad}// {s.text}"]
+        if isinstance(s, PhaseStmt):  # a simulator annotation: the body, unchanged
+            return self.stmt(s.body, depth)
         if isinstance(s, IfThenElse):
             out = [f"{pad}if ({self.expr(s.cond)}) {{"] + self.stmt(s.then, depth + 1)
             if s.else_ is not None:

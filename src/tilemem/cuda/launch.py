@@ -45,6 +45,25 @@ def _dim3(dims) -> tuple:
     return dims + (1,) * (3 - len(dims))
 
 
+def check_cluster(name: str, grid, cluster) -> tuple[int, int, int]:
+    """``cluster`` as ``(x, y, z)`` after the rules of a cluster launch (CUDA driver API,
+    ``cuLaunchKernelEx`` with ``CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION``): 1 to 3 positive ints,
+    and each grid dimension a multiple of the cluster's. LaunchError otherwise."""
+    if isinstance(cluster, str | bytes) or not hasattr(cluster, "__iter__"):
+        raise LaunchError(f"kernel {name!r}: cluster is 1 to 3 positive ints, got {cluster!r}")
+    dims = tuple(cluster)
+    if not 1 <= len(dims) <= 3 or any(type(c) is not int or c < 1 for c in dims):
+        raise LaunchError(f"kernel {name!r}: cluster is 1 to 3 positive ints, got {dims}")
+    x, y, z = _dim3(dims)
+    grid = _dim3(grid)
+    if any(g % c for g, c in zip(grid, (x, y, z))):
+        raise LaunchError(
+            f"kernel {name!r}: grid {grid} is not a multiple of cluster {(x, y, z)}: round "
+            "each grid dimension to a multiple of the cluster's"
+        )
+    return x, y, z
+
+
 class Launcher:
     """A kernel loaded on the current device, ready to launch."""
 
@@ -212,16 +231,7 @@ class Launcher:
     def _cluster_config(self, grid, block, cluster, handle: int = 0):
         """A ``CUlaunchConfig`` carrying the cluster dimension attribute (CUDA driver API,
         "cuLaunchKernelEx"); every grid dimension must be a multiple of the cluster's."""
-        cluster = _dim3(cluster)
-        if len(cluster) != 3 or any(not isinstance(c, int) or c < 1 for c in cluster):
-            raise LaunchError(
-                f"kernel {self.name!r}: cluster is 1 to 3 positive ints, got {cluster}"
-            )
-        if any(g % c for g, c in zip(grid, cluster)):
-            raise LaunchError(
-                f"kernel {self.name!r}: grid {grid} is not a multiple of cluster {cluster}: round "
-                "each grid dimension to a multiple of the cluster's"
-            )
+        cluster = check_cluster(self.name, grid, cluster)
         drv = driver()
         attr = drv.CUlaunchAttribute()
         attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION

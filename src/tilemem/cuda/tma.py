@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..dtype import DataType
 from ..errors import TMAError
 from ..layout.smem import SwizzleMode
@@ -152,10 +154,30 @@ class EncodedTensorMap:
         return int(self._tmap.getPtr())
 
 
-def tile_map(tensor, buf: Buffer, l2_promotion: int = 0) -> EncodedTensorMap:
-    """An encoded tensor map copying tiles of ``buf`` to/from the 2-D row-major ``tensor``."""
+@dataclass(frozen=True)
+class HostTensorMap:
+    """A tensor map over a host numpy array: what ``tilemem.sim`` reads (the checked plan and
+    the array). Nothing is encoded; a GPU launch needs a map of a device tensor."""
+
+    plan: TensorMapPlan
+    array: np.ndarray
+
+
+def tile_map(tensor, buf: Buffer, l2_promotion: int = 0) -> EncodedTensorMap | HostTensorMap:
+    """A tensor map copying tiles of ``buf`` to/from the 2-D row-major ``tensor``: encoded for
+    the driver for a device tensor, a :class:`HostTensorMap` for a numpy array."""
     shape = array_shape(tensor)
     if shape is None or len(shape) != 2:
         raise TMAError(f"tile_map takes a 2-D row-major tensor, got shape {shape}")
+    if isinstance(tensor, np.ndarray):
+        if not tensor.flags.c_contiguous:
+            raise TMAError("tile_map takes a C-contiguous (row-major) numpy array")
+        if tensor.dtype.itemsize * 8 != buf.dtype.bits:
+            raise TMAError(
+                f"{buf.name} holds {buf.dtype.name} ({buf.dtype.bits} bits) but the array has "
+                f"{tensor.dtype} elements: pass {buf.dtype.name} data (ml_dtypes) or its bits"
+            )
+        plan = plan_tile_map(buf, tensor.ctypes.data, shape[0], shape[1])
+        return HostTensorMap(plan, tensor)
     plan = plan_tile_map(buf, device_pointer(tensor), shape[0], shape[1])
     return EncodedTensorMap(plan, l2_promotion)

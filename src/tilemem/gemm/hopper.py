@@ -240,8 +240,10 @@ def _consumer(tma_c, a, b, c, full, empty, consumer, sched: Schedule) -> None:
     for i in T.serial(units[0], name="t"):
         m_tile, n_tile = sched.tile(i, units)
         first_step = T.let("first_step", i * sched.k_tiles)
-        _mainloop(acc, a, b, full, empty, consumer, first_step, sched)
-        _epilogue(acc, c, tma_c, consumer, m_tile * TILE_M, n_tile * tile_n, i)
+        with T.phase("mainloop"):
+            _mainloop(acc, a, b, full, empty, consumer, first_step, sched)
+        with T.phase("epilogue"):
+            _epilogue(acc, c, tma_c, consumer, m_tile * TILE_M, n_tile * tile_n, i)
     with T.If(T.thread_id() % 128 == 0):
         T.ptx.tma.wait_group(0)  # C fully written before the CTA retires
 
@@ -286,7 +288,7 @@ def hopper_gemm_persistent(
         with T.If(warpgroup == 0):
             with T.Then():
                 T.ptx.setmaxnreg.dec(PRODUCER_REGS)
-                with T.If(T.all_of(T.warp_id() == 0, T.ptx.elect_sync())):
+                with T.If(T.all_of(T.warp_id() == 0, T.ptx.elect_sync())), T.phase("mainloop"):
                     _producer(tma_a, tma_b, a, b, full, empty, sched)
             with T.Else():
                 T.ptx.setmaxnreg.inc(CONSUMER_REGS)
@@ -330,7 +332,9 @@ class HopperGemm:
         )
 
     def prepare(self, a, b, c, ctas: int | None = None) -> Callable[..., None]:
-        """Check and map the operands; ``ctas`` caps the persistent grid (default: one per SM)."""
+        """Check and map the operands; ``ctas`` caps the persistent grid (default: one per SM)
+        and must hold at least one cluster."""
+        _check_ctas(ctas, self.cluster_m)
         m, k, n = _check_operands(a, b, c, self.dtype, self.tile_n)
         maps = (
             tile_map(a, self.plan.buffer("A"), self.l2_promotion),
@@ -338,8 +342,6 @@ class HopperGemm:
             tile_map(c, self.plan.buffer("C_stage")),
         )
         tiles = (ceil_div(m, TILE_M), ceil_div(n, self.tile_n), ceil_div(k, tile_k(self.dtype)))
-        if ctas is not None and (not isinstance(ctas, int) or ctas < 1):
-            raise GemmShapeError(f"ctas caps the grid at a positive number of CTAs, got {ctas!r}")
         cm = self.cluster_m
         units = ceil_div(tiles[0], cm) * tiles[1]
         clusters = min(self.max_clusters, units, max(1, (ctas or self.sms) // cm))
@@ -375,12 +377,19 @@ def launch_config(m: int, n: int, sms: int) -> tuple[int, int]:
     barriers); else in 2x1 clusters that share B (half of B's L2 reads), ``sms / 2`` of them.
     A partial tile costs a whole one, so the time is ``rounds = ceil(units / slots)`` rounds
     of one tile each, and the cost ``rounds * tile_n * WIDTH_COST[tile_n]``; the cheapest
-    width wins, the widest on a tie.
+    width wins, the widest on a tie. One SM cannot hold a pair: with ``sms == 1`` CTAs run
+    alone. ``m``, ``n`` and ``sms`` must be positive ints (GemmShapeError).
     """
+    if type(m) is not int or type(n) is not int or m < 1 or n < 1:
+        raise GemmShapeError(f"launch_config needs C's M and N as positive ints, got {m!r} x {n!r}")
+    if type(sms) is not int or sms < 1:
+        raise GemmShapeError(
+            f"launch_config needs the device's SM count as a positive int, got sms={sms!r}"
+        )
     best: tuple[float, int, int] | None = None
     for tile_n in gemm_plan.TILE_NS:
         m_tiles, n_tiles = ceil_div(m, TILE_M), ceil_div(n, tile_n)
-        cluster_m = 1 if m_tiles * n_tiles <= sms else 2
+        cluster_m = 1 if m_tiles * n_tiles <= sms or sms < 2 else 2  # a pair needs 2 SMs
         units = ceil_div(m_tiles, cluster_m) * n_tiles
         rounds = ceil_div(units, sms // cluster_m)
         cost = rounds * tile_n * WIDTH_COST[tile_n]
@@ -425,6 +434,21 @@ class AutoGemm:
         self.prepare(a, b, c)(stream)
 
 
+def _check_ctas(ctas, cluster_m: int) -> None:
+    """GemmShapeError unless ``ctas`` (a cap on the grid) is None or an int holding at least
+    one cluster of ``cluster_m`` CTAs: a smaller cap would still launch a whole cluster."""
+    if ctas is None:
+        return
+    if type(ctas) is not int or ctas < 1:
+        raise GemmShapeError(f"ctas caps the grid at a positive number of CTAs, got {ctas!r}")
+    if ctas < cluster_m:
+        raise GemmShapeError(
+            f"ctas={ctas} is below one cluster: this GEMM launches CTAs in clusters of "
+            f"{cluster_m} (cluster_m={cluster_m}), so the grid takes at least {cluster_m}; pass "
+            f"ctas >= {cluster_m} or use cluster_m=1"
+        )
+
+
 def _check_group_m(group_m) -> None:
     """:class:`GemmShapeError` unless ``group_m`` (the rasterisation group) is a positive int."""
     if not isinstance(group_m, int) or group_m < 1:
@@ -450,6 +474,12 @@ def _row_major(x) -> bool:
     return tuple(cai["strides"]) == (cols * size, size) or rows == 1
 
 
+def dtype_name(x) -> str:
+    """The element type's name of an array (torch, cupy, numpy or ml_dtypes), compared exactly:
+    ``float8_e4m3fnuz`` is not ``float8_e4m3fn`` (another bias and no infinities)."""
+    return str(getattr(x, "dtype", "")).removeprefix("torch.")
+
+
 def _check_operands(a, b, c, dtype: str = "bfloat16", tile_n: int = TILE_N) -> tuple[int, int, int]:
     """(M, K, N) after the rules: 2-D and row-major, A and B of ``dtype`` and C bfloat16, B's K
     equals A's, C is M x N, rows 16-byte aligned, each matrix at least one TMA box."""
@@ -463,7 +493,7 @@ def _check_operands(a, b, c, dtype: str = "bfloat16", tile_n: int = TILE_N) -> t
             f"C {shapes[2]}"
         )
     for name, x, want in zip("ABC", (a, b, c), (dtype, dtype, "bfloat16")):
-        if want not in str(getattr(x, "dtype", "")):
+        if dtype_name(x) != want:
             raise GemmShapeError(f"{name} must be {want}, got {getattr(x, 'dtype', None)}")
         if not _row_major(x):
             raise GemmShapeError(

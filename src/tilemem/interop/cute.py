@@ -157,7 +157,8 @@ def overlay_clusters(plan: MemoryPlan) -> list[_Cluster]:
     if pool.committed is None:
         raise PlanError(f"SMEM pool {pool.name!r} is not committed: commit() it first")
     clusters: list[_Cluster] = []
-    for e in sorted(pool.entries, key=lambda e: (e.offset, -e.length, e.name)):
+    order = {e.name: i for i, e in enumerate(pool.entries)}  # ties: allocation order
+    for e in sorted(pool.entries, key=lambda e: (e.offset, -e.length, order[e.name])):
         if e.length <= 0:
             continue
         if clusters and e.offset < clusters[-1].end:

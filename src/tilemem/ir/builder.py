@@ -11,15 +11,19 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import os
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from types import FrameType
 
 from ..dtype import DataType, as_dtype
 from ..errors import BuildError as BuildError  # defined with every error; re-exported here
 from ..plan.target import Target
 from ..pool import SMEM, Buffer
 from ..pool.emit import current_emitter
+from ..validate import check_name
 from .index import layout_index
 from .nodes import (
     INT32,
@@ -36,6 +40,7 @@ from .nodes import (
     LetStmt,
     Load,
     Param,
+    PhaseStmt,
     Select,
     SeqStmt,
     Stmt,
@@ -52,6 +57,25 @@ def current() -> Builder:
     if not isinstance(builder, Builder):
         raise IRError("this call emits kernel code: use it inside a @T.kernel function")
     return builder
+
+
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_MACHINERY = tuple(
+    os.path.join(_PACKAGE, part) for part in ("ir" + os.sep, "pool" + os.sep, "lang.py")
+)
+
+
+def source_line() -> str:
+    """``file:line`` of the code that asked for the current statement: the first caller
+    outside the builder, the intrinsics, the pools and ``contextlib`` (a built-in kernel's
+    own line in ``kernels.py``, a user's line in theirs)."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if not name.startswith(_MACHINERY) and "contextlib" not in name:
+            return f"{name}:{frame.f_lineno}"
+        frame = frame.f_back
+    return "?"
 
 
 def c_name(name: str) -> str:
@@ -126,7 +150,8 @@ class Builder:
     """
 
     def __init__(self, name: str, target: Target, grid, block, cluster):
-        self.name, self.target = name, target
+        # the kernel's C++ name (extern "C" __global__): refused here, not by NVRTC
+        self.name, self.target = check_name(name, "kernel name", error=IRError), target
         self.grid, self.block, self.cluster = grid, block, cluster
         self.threads = math.prod(block)  # pools read it for the TMEM residency rule
         self.frames: list[list[Stmt]] = [[]]
@@ -139,10 +164,13 @@ class Builder:
         self.tmem_pools: list = []
         self.smem_pools: list = []
         self.if_stack: list[If] = []  # open T.If frames, innermost last
+        self.locations: dict[Stmt, str] = {}  # statement -> the user's file:line
+        self.tmem_buffers: list[tuple] = []  # (pool, Buffer) in allocation order
 
     # statements
     def emit(self, stmt: Stmt) -> None:
         self.frames[-1].append(stmt)
+        self.locations[stmt] = source_line()
 
     @contextlib.contextmanager
     def frame(self) -> Iterator[list[Stmt]]:
@@ -184,7 +212,16 @@ class Builder:
             raise IRError(
                 f"SMEMPool(ptr=...) takes a shared-memory Buffer of this kernel, got {pool.ptr!r}"
             )
-        var = BufferVar(self.fresh(buf.name), buf.dtype, SMEM, buf.shape, offset, region)
+        var = BufferVar(
+            self.fresh(buf.name),
+            buf.dtype,
+            SMEM,
+            buf.shape,
+            offset,
+            region,
+            nbytes=buf.nbytes,
+            live=pool.live_phases(buf),
+        )
         self.smem_vars[buf] = var
         comment = f"{buf.layout_name}, {buf.nbytes} bytes, align {buf.align}"
         self.emit(DeclBuffer(var, comment))
@@ -199,7 +236,8 @@ class Builder:
         self.tmem_pools.append(pool)
 
     def tmem_buffer(self, pool, buf: Buffer) -> None:
-        pass  # TMEM buffers are addressed through the base read from the slot
+        # addressed through the base read from the slot; kept for the simulator's reports
+        self.tmem_buffers.append((pool, buf))
 
     def load(self, buf: Buffer, index: tuple) -> Expr:
         var = self._smem_var(buf)
@@ -256,8 +294,22 @@ class Builder:
             cluster=self.cluster,
             dyn_smem_bytes=self.dyn_smem_bytes,
             regions=(self.region,) if self.region else (),
+            locations=self.locations,
+            phases=self.phases(),
+            tmem_buffers=tuple(
+                (buf.name, buf.col_offset, buf.cols, pool.live_phases(buf))
+                for pool, buf in self.tmem_buffers
+                if buf.placed
+            ),
             pools=(*self.smem_pools, *self.tmem_pools),
         )
+
+    def phases(self) -> tuple[str, ...]:
+        """Every phase name of the kernel's pools, in the order the pools list them."""
+        out: list[str] = []
+        for pool in [*self.smem_pools, *self.tmem_pools]:
+            out += [p for p in pool.phases or () if p not in out]
+        return tuple(out)
 
 
 # -- frames --------------------------------------------------------------------------
@@ -346,6 +398,22 @@ def unroll(start, stop=None, *, name: str = "i"):
 
 
 # -- small statements and expressions -------------------------------------------------
+
+
+@contextlib.contextmanager
+def phase(name: str) -> Iterator[None]:
+    """``with T.phase("epilogue"):`` marks the statements inside as running in that phase of
+    the kernel's pools; the simulator reports an access to a buffer not live in it."""
+    builder = current()
+    known = builder.phases()
+    if name not in known:
+        raise IRError(
+            f"T.phase({name!r}): the kernel's pools have phases {list(known)}; name one of them "
+            "(or give a pool phases=(...) first)"
+        )
+    with builder.frame() as body:
+        yield
+    builder.emit(PhaseStmt(name, SeqStmt(tuple(body))))
 
 
 def evaluate(expr) -> None:

@@ -8,7 +8,7 @@ a :class:`Kernel`. Nothing here knows CUDA C++; ``cuda/`` lowers it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
 from ..dtype import DataType
@@ -312,6 +312,8 @@ class BufferVar:
     shape: tuple = ()
     byte_offset: int | None = None  # shared buffers: offset into their pool's region
     region: str | None = None  # shared buffers: the region variable they point into
+    nbytes: int | None = None  # shared buffers: bytes they occupy (layout cosize, padding)
+    live: tuple | None = None  # shared buffers: phases they are live in (None: every phase)
 
     def __repr__(self) -> str:
         return f"{self.scope} {self.dtype.name}* {self.name}"
@@ -397,6 +399,15 @@ class Comment(Stmt):
     text: str
 
 
+@dataclass(frozen=True, eq=False, repr=False)
+class PhaseStmt(Stmt):
+    """``with T.phase(name):`` — ``body`` runs in the pools' phase ``name`` (no scope of its
+    own: lets inside stay visible after it). The simulator checks buffer lifetimes here."""
+
+    name: str
+    body: Stmt
+
+
 @dataclass(frozen=True, eq=False)
 class Kernel:
     """A whole kernel: its signature, launch shape, shared memory and body."""
@@ -410,6 +421,10 @@ class Kernel:
     cluster: tuple | None
     dyn_smem_bytes: int
     regions: tuple = ()  # names of dynamic shared-memory regions declared (at most one)
+    # the user's "file:line" of each statement the builder emitted (by identity)
+    locations: dict = field(default_factory=dict, repr=False)
+    phases: tuple = ()  # the pools' phase names, in program order
+    tmem_buffers: tuple = ()  # (name, col_offset, cols, live phases) of the TMEM pools' buffers
     pools: tuple = ()  # the SMEM and TMEM pools made while building, in creation order
 
     def __repr__(self) -> str:
@@ -507,6 +522,8 @@ def _lines(s: Stmt, depth: int) -> list[str]:
         ]
     if isinstance(s, Comment):
         return [f"{pad}# {s.text}"]
+    if isinstance(s, PhaseStmt):
+        return [f"{pad}phase {s.name}:"] + _lines(s.body, depth + 1)
     if isinstance(s, IfThenElse):
         out = [f"{pad}if {expr_text(s.cond)}:"] + _lines(s.then, depth + 1)
         if s.else_ is not None:

@@ -124,6 +124,10 @@ class Layout:
         layout's own shape by default). Both name the same element, because the
         shard Iters split a flat index row-major exactly as the dimensions do.
         """
+        if len(coords) == 1 and shape is None and type(coords[0]) is int:
+            x = coords[0]  # the common call: one flat Python int, no numpy on one element
+            if 0 <= x < self.size():
+                return self._apply_int(x)
         if len(coords) == 1 and isinstance(coords[0], (tuple, list)):
             coords = tuple(coords[0])
         if not coords:
@@ -134,9 +138,7 @@ class Layout:
                     f"coordinate {tuple(coords)!r}: {c!r} is not an integer (a float would be "
                     "truncated to a different element)"
                 )
-        flat = self._flatten(tuple(int(c) for c in coords), shape)
-        out = self._apply_flat(np.asarray([flat], dtype=np.int64))
-        return {axis: int(v[0]) for axis, v in out.items()}
+        return self._apply_int(self._flatten(tuple(int(c) for c in coords), shape))
 
     __call__ = apply
 
@@ -157,7 +159,7 @@ class Layout:
                 f"positions() of {self.size()} elements would build arrays of that length (more "
                 f"than {MAX_EVALUATED}); evaluate the part you need with apply_flat(indices)"
             )
-        return self._apply_flat(np.arange(self.size(), dtype=np.int64))
+        return self._positions()
 
     def _flatten(self, coords: Sequence[int], shape: Sequence[int] | None) -> int:
         size = self.size()
@@ -195,6 +197,15 @@ class Layout:
     def _apply_flat(self, flat: np.ndarray) -> dict[str, np.ndarray]:
         raise NotImplementedError
 
+    def _positions(self) -> dict[str, np.ndarray]:
+        return self._apply_flat(np.arange(self.size(), dtype=np.int64))
+
+    def _apply_int(self, flat: int) -> Positions:
+        """``_apply_flat`` of one in-range flat index, in Python ints (same values: no
+        position reaches ``MAX_POSITION``, so int64 never wraps)."""
+        out = self._apply_flat(np.asarray([flat], dtype=np.int64))
+        return {axis: int(v[0]) for axis, v in out.items()}
+
     def size(self, axis: str | None = None) -> int:
         raise NotImplementedError
 
@@ -223,7 +234,7 @@ class TileLayout(Layout):
     {'TLane': 5, 'TCol': 7}
     """
 
-    __slots__ = ("_axes", "_offset", "replica", "shape", "shard")
+    __slots__ = ("_axes", "_offset", "_size", "_steps", "replica", "shape", "shard")
     shape: tuple[int, ...]
 
     def __init__(
@@ -252,6 +263,9 @@ class TileLayout(Layout):
             dict.fromkeys(a for a in seen if a not in AXES)
         )
         size = math.prod(it.extent for it in self.shard)
+        self._size = size
+        # apply's digits, fastest first: (extent, stride, axis)
+        self._steps = tuple((it.extent, it.stride, it.axis) for it in reversed(self.shard))
         if shape is None:
             shape = tuple(it.extent for it in self.shard)
         self.shape = _check_shape(shape, "TileLayout shape")
@@ -329,6 +343,39 @@ class TileLayout(Layout):
             out[axis] += value
         return out
 
+    def _apply_int(self, flat: int) -> Positions:
+        out = dict.fromkeys(self._axes, 0)
+        for extent, stride, axis in self._steps:
+            flat, digit = divmod(flat, extent)
+            out[axis] += digit * stride
+        for axis, value in self._offset:
+            out[axis] += value
+        return out
+
+    def _positions(self) -> dict[str, np.ndarray]:
+        """Every element's positions as a sum of broadcast ``arange(extent) * stride`` terms,
+        added from the fastest Iter outwards so that only the last additions are full length."""
+        extents = tuple(it.extent for it in self.shard)
+        offset = dict(self._offset)
+        out = {}
+        for axis in self._axes:
+            total = np.full((1,) * len(extents), offset.get(axis, 0), dtype=np.int64)
+            for dim in reversed(range(len(extents))):
+                it = self.shard[dim]
+                if it.axis == axis and it.stride and it.extent > 1:
+                    steps = np.arange(it.extent, dtype=np.int64)
+                    if it.stride != 1:
+                        steps *= it.stride
+                    term = steps.reshape((-1,) + (1,) * (len(extents) - dim - 1))
+                    # the first term with no offset before it is the sum so far
+                    total = term if total.size == 1 and not total.flat[0] else total + term
+            if total.shape != extents:  # an Iter on another axis: repeat along it
+                full = np.empty(extents, dtype=np.int64)
+                full[...] = total
+                total = full
+            out[axis] = total.reshape(-1)
+        return out
+
     def replica_positions(self, *coords, shape=None) -> list[Positions]:
         """Every position that holds the element: the primary one and each replica copy."""
         base = self.apply(*coords, shape=shape)
@@ -342,7 +389,9 @@ class TileLayout(Layout):
         return result
 
     def size(self, axis: str | None = None) -> int:
-        return math.prod(it.extent for it in self.shard if axis is None or it.axis == axis)
+        if axis is None:
+            return self._size
+        return math.prod(it.extent for it in self.shard if it.axis == axis)
 
     def span(self, axis: str | None = None) -> int:
         """``1 + sum((extent - 1) * stride)`` over shard and replica Iters on ``axis``, plus its
@@ -536,13 +585,23 @@ class SwizzleLayout(Layout):
         return ("m",)
 
     def swizzle(self, x):
-        """Apply the XOR to an int or an integer array."""
-        pe, length, atom = self.per_element, self.swizzle_len, self.atom_len
-        c = x >> pe
-        c = c ^ ((c & (((1 << length) - 1) << atom)) >> atom)
-        return (c << pe) | (x & ((1 << pe) - 1))
+        """Apply the XOR to an int or an integer array.
+
+        The class formula flips bits ``[pe, pe + L)`` of ``x`` by bits ``[pe + a, pe + a + L)``
+        and keeps the rest, so it is ``x ^ (((x >> (pe + a)) & (2**L - 1)) << pe)``: one
+        temporary instead of five.
+        """
+        return x ^ self._flips(x)
+
+    def _flips(self, x):
+        """The bits ``swizzle`` XORs into ``x``."""
+        pe, atom = self.per_element, self.atom_len
+        return ((x >> (pe + atom)) & ((1 << self.swizzle_len) - 1)) << pe
 
     def _apply_flat(self, flat):
+        return {"m": self.swizzle(flat)}
+
+    def _apply_int(self, flat: int) -> Positions:
         return {"m": self.swizzle(flat)}
 
     def size(self, axis=None) -> int:
@@ -587,6 +646,16 @@ class ComposeLayout(Layout):
 
     def _apply_flat(self, flat):
         out = self.tile._apply_flat(flat)
+        out["m"] = self.swizzle.swizzle(out["m"])
+        return out
+
+    def _positions(self) -> dict[str, np.ndarray]:
+        out = self.tile._positions()
+        out["m"] ^= self.swizzle._flips(out["m"])  # a fresh array: swizzled in place
+        return out
+
+    def _apply_int(self, flat: int) -> Positions:
+        out = self.tile._apply_int(flat)
         out["m"] = self.swizzle.swizzle(out["m"])
         return out
 

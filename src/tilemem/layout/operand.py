@@ -184,6 +184,7 @@ def descriptor(start_address: int, high: int) -> int:
     return high | ((start_address >> 4) & 0x3FFF)
 
 
+_TCGEN05_ARCHS = ("sm_100a", "sm_103a")
 _ARCH_DESCRIPTORS = {
     "sm_90a": wgmma_descriptor_high,
     "sm_100a": tcgen05_descriptor_high,
@@ -213,13 +214,79 @@ def smem_descriptor(
             f"start_address {start_address} must be a multiple of 16 in [0, {1 << 18}) "
             "(the field holds address >> 4 in 14 bits)"
         )
+    if arch in _TCGEN05_ARCHS and check_major(major) == "MN" and as_dtype(dtype).bits == 32:
+        raise LayoutError(
+            f"{arch}: an MN-major 32-bit (tf32) tcgen05 operand must use 128B swizzling with "
+            "32-byte atomicity (descriptor layout 1, SWIZZLE_128B_BASE32B), which tilemem does "
+            "not lay out; the hardware rejects every other mode for it (PTX ISA tcgen05 "
+            '"Shared memory descriptor"): store the operand K-major'
+        )
     high = _ARCH_DESCRIPTORS[arch](operand_geometry(layout, dtype, major))
     return descriptor(start_address, high)
 
 
+# -- wgmma (sm_90a) ----------------------------------------------------------------------------
+
+# A type -> (K of one wgmma, the B types it pairs with, the accumulator types it takes); PTX ISA
+# "wgmma.mma_async", "Matrix shape" and "Register fragments" (.f16 accumulates into .f16 or .f32,
+# .bf16 and .tf32 into .f32 only, .e4m3/.e5m2 into .f16 or .f32, .s8/.u8 into .s32)
+WGMMA_TYPES: dict[str, tuple[int, tuple[str, ...], tuple[str, ...]]] = {
+    "float16": (16, ("float16",), ("float16", "float32")),
+    "bfloat16": (16, ("bfloat16",), ("float32",)),
+    "float32": (8, ("float32",), ("float32",)),  # tf32 operands stored as float32
+    "float8_e4m3fn": (32, ("float8_e4m3fn", "float8_e5m2"), ("float16", "float32")),
+    "float8_e5m2": (32, ("float8_e4m3fn", "float8_e5m2"), ("float16", "float32")),
+    "int8": (32, ("int8", "uint8"), ("int32",)),
+    "uint8": (32, ("int8", "uint8"), ("int32",)),
+}
+# N of wgmma (M is 64): floating types 8..256 step 8; integer types 8, 16, 24, 32..256 step 16
+WGMMA_N = tuple(range(8, 257, 8))
+WGMMA_N_INT = (8, 16, 24, *range(32, 257, 16))
+
+
+def wgmma_k(
+    a_dtype: DTypeLike,
+    b_dtype: DTypeLike,
+    d_dtype: DTypeLike,
+    n: int,
+    *,
+    a_major: str = "K",
+    b_major: str = "K",
+) -> int:
+    """K of ``wgmma.mma_async.m64nNkK`` for these types, after checking the combination
+    against :data:`WGMMA_TYPES` and :data:`WGMMA_N`; only 16-bit inputs may be read MN-major
+    (the ``imm-trans`` operands, PTX ISA "wgmma.mma_async")."""
+    a, b, d = (as_dtype(x).name for x in (a_dtype, b_dtype, d_dtype))
+    if a not in WGMMA_TYPES:
+        raise LayoutError(f"wgmma takes A in {', '.join(WGMMA_TYPES)}, got {a}")
+    k, b_ok, d_ok = WGMMA_TYPES[a]
+    if b not in b_ok:
+        raise LayoutError(f"wgmma with A {a} takes B in {', '.join(b_ok)}, got {b}")
+    if d not in d_ok:
+        raise LayoutError(f"wgmma with A {a} accumulates into {' or '.join(d_ok)}, got {d}")
+    ns = WGMMA_N_INT if d == "int32" else WGMMA_N
+    if type(n) is not int or n not in ns:
+        raise LayoutError(
+            f"wgmma.m64nNk{k} with A {a}: N={n!r} is not legal; N in {{{ns[0]}, {ns[1]}, {ns[2]},"
+            f" ..., {ns[-1]}}} (PTX ISA wgmma.mma_async, Matrix shape)"
+        )
+    for which, major, name in (("A", a_major, a), ("B", b_major, b)):
+        if check_major(major, f"{which.lower()}_major") == "MN" and k != 16:
+            raise LayoutError(
+                f"wgmma reads {which} ({name}) K-major only; MN-major (transposed) operands "
+                "need a 16-bit type (f16, bf16)"
+            )
+    return k
+
+
 # -- instruction descriptors (tcgen05.mma) -----------------------------------------------------
 
-# format codes per kind (PTX ISA "Instruction descriptor" tables; CuTe UMMA::*Format)
+# Legality of tcgen05.mma as tables. Sources: PTX ISA 8.7+, section "tcgen05.mma" and its
+# subsections "Instruction descriptor" (format codes, the tables of valid type combinations per
+# .kind) and "Matrix shape" (valid M x N x K per .kind and .cta_group); CuTe 4.2's
+# cute/arch/mma_sm100_umma.hpp and cute/atom/mma_traits_sm100.hpp static_asserts say the same.
+
+# format codes per kind and operand (PTX ISA "Instruction descriptor"; CuTe UMMA::*Format)
 _FORMATS: dict[str, dict[str, int]] = {
     "f16": {"float16": 0, "bfloat16": 1},
     "tf32": {"float32": 2},
@@ -236,6 +303,7 @@ _FORMATS: dict[str, dict[str, int]] = {
 }
 _FORMATS["mxf8f6f4"] = _FORMATS["f8f6f4"]
 _D_FORMATS = {"float16": 0, "float32": 1, "int32": 2}
+# kind -> accumulator (D) types (PTX ISA "Instruction descriptor", valid type combinations)
 _D_ALLOWED = {
     "f16": ("float16", "float32"),
     "tf32": ("float32",),
@@ -245,39 +313,65 @@ _D_ALLOWED = {
     "mxf4": ("float32",),
     "mxf4nvf4": ("float32",),
 }
+# kind::f16 accumulates into f16 only from f16 inputs: bf16 x bf16 (or mixed) needs an f32 D
+_F16_D_NEEDS = ("float16", "float16")
 BLOCK_SCALED = ("mxf8f6f4", "mxf4", "mxf4nvf4")
 KINDS = tuple(_D_ALLOWED)
-# K of one dense MMA per kind (PTX ISA tcgen05 "Matrix Shape" table)
+# K of one dense MMA per kind (PTX ISA tcgen05 "Matrix shape" table)
 MMA_K = {"f16": 16, "tf32": 8, "f8f6f4": 32, "i8": 32, "mxf8f6f4": 32, "mxf4": 64, "mxf4nvf4": 64}
-# MN-major reads exist only for 8/16/32-bit formats (CuTe InstrDescriptor a_major_ note)
+# MN-major reads exist only for 8/16/32-bit formats (PTX ISA "Instruction descriptor", the
+# transpose bits; CuTe InstrDescriptor a_major_ note)
 _MN_MAJOR_OK = {"float16", "bfloat16", "float32", "float8_e4m3fn", "float8_e5m2", "int8", "uint8"}
-# scale factor dtype -> scale format bit 23; scale vector sizes each kind takes with it
+# kinds whose B, read MN-major (8-bit), needs N on a coarser grid (PTX ISA "Matrix shape"
+# footnote; CuTe SM100_MMA_F8F6F4_SS / _2x1SM_SS): cta_group -> N step (and least N)
+_MN_MAJOR_B_N_STEP = {1: 16, 2: 32}
+_MN_MAJOR_B_KINDS = ("f8f6f4", "i8", "mxf8f6f4")
+# scale factor dtype -> scale format bit 23 (0 UE4M3, 1 UE8M0)
 _SCALE_FORMATS = {"float8_e4m3fn": 0, "float8_e8m0fnu": 1}
+# (kind, scale factor type) -> the .scale_vec sizes it takes, the first being the default
+# (PTX ISA "tcgen05.mma" block scaling: mxf8f6f4 1X with UE8M0; mxf4 2X with UE8M0;
+# mxf4nvf4 2X with UE8M0, 4X with UE8M0 or UE4M3)
 _SCALE_VEC = {
     ("mxf8f6f4", "float8_e8m0fnu"): (1,),
     ("mxf4", "float8_e8m0fnu"): (2,),
-    ("mxf4nvf4", "float8_e8m0fnu"): (2,),
+    ("mxf4nvf4", "float8_e8m0fnu"): (2, 4),
     ("mxf4nvf4", "float8_e4m3fn"): (4,),
 }
+# scale_vec -> the scale-factor ids (sfa_id / sfb_id, which 8-bit slot of the 32-bit TMEM
+# column holds this MMA's factors) it may use: 1X any of 4, 2X 0 or 2, 4X only 0
+_SF_IDS = {1: (0, 1, 2, 3), 2: (0, 2), 4: (0,)}
 
 
-def legal_mn(kind: str, cta_group: int = 1) -> dict[int, tuple[int, ...]]:
-    """M -> the legal N of dense ``tcgen05.mma`` (no ``.ws``), PTX ISA tcgen05 "Matrix Shape".
+def legal_mn(kind: str, cta_group: int = 1, b_major: str = "K") -> dict[int, tuple[int, ...]]:
+    """M -> the legal N of dense ``tcgen05.mma`` (no ``.ws``), PTX ISA "tcgen05.mma",
+    "Matrix shape".
 
-    f16, tf32, f8f6f4: cta_group::1 M 64/128, N 8..256 step 8; cta_group::2 M
-    128/256, N 16..256 step 16. Block-scaled kinds: the same with M = 128 only at
-    cta_group::1. i8: cta_group::1 N in {8, 24} and 16..256 step 16; cta_group::2
-    N 32..256 step 32 (TIRx's shape table).
+    ======================  ===========  ===============  ====================================
+    kind                    cta_group    M                N
+    ======================  ===========  ===============  ====================================
+    f16, tf32, f8f6f4       1            64, 128          8..256 step 8
+    f16, tf32, f8f6f4       2            128, 256         16..256 step 16
+    mxf8f6f4, mxf4(nvf4)    1            128              8..256 step 8
+    mxf8f6f4, mxf4(nvf4)    2            128, 256         16..256 step 16
+    i8                      1            64, 128          8, 24 and 16..256 step 16
+    i8                      2            128, 256         32..256 step 32
+    ======================  ===========  ===============  ====================================
+
+    With ``b_major="MN"`` an 8-bit B (kinds f8f6f4, i8, mxf8f6f4) needs N a multiple of 16
+    (cta_group::1) or 32 (cta_group::2), from 16 or 32 up.
     """
     if kind not in KINDS:
         raise LayoutError(f"unknown tcgen05 kind {kind!r}; known: {', '.join(KINDS)}")
-    if cta_group not in (1, 2):
+    if type(cta_group) is not int or cta_group not in (1, 2):
         raise LayoutError(f"cta_group must be 1 or 2, got {cta_group!r}")
+    check_major(b_major, "b_major")
     if kind == "i8":
         ns = (8, 24, *range(16, 257, 16)) if cta_group == 1 else tuple(range(32, 257, 32))
         ns = tuple(sorted(ns))
     else:
         ns = tuple(range(8, 257, 8)) if cta_group == 1 else tuple(range(16, 257, 16))
+    if b_major == "MN" and kind in _MN_MAJOR_B_KINDS:
+        ns = tuple(n for n in ns if n % _MN_MAJOR_B_N_STEP[cta_group] == 0)
     ms: tuple[int, ...] = (64, 128) if cta_group == 1 else (128, 256)
     if kind in BLOCK_SCALED and cta_group == 1:
         ms = (128,)
@@ -336,14 +430,17 @@ def instr_descriptor(
                 f"kind::{kind}: {which} ({name}) can only be read K-major; MN-major needs an "
                 "8/16/32-bit format (f16, bf16, tf32, e4m3, e5m2, s8, u8)"
             )
-    legal = legal_mn(kind, cta_group)
+    legal = legal_mn(kind, cta_group, b_major)
     if m not in legal or n not in legal[m]:
         ms = ", ".join(map(str, legal))
         some = next(iter(legal.values()))  # every M takes the same N
+        why = ""
+        if b_major == "MN" and kind in _MN_MAJOR_B_KINDS:
+            why = f" (B read MN-major: N a multiple of {_MN_MAJOR_B_N_STEP[cta_group]})"
         raise LayoutError(
-            f"tcgen05.mma.cta_group::{cta_group}.kind::{kind}: M={m} N={n} is not a legal shape; "
-            f"M in {{{ms}}}, N in {{{some[0]}, {some[1]}, ..., {some[-1]}}} (PTX ISA "
-            "tcgen05 matrix shapes)"
+            f"tcgen05.mma.cta_group::{cta_group}.kind::{kind}: M={m} N={n} is not a legal shape"
+            f"{why}; M in {{{ms}}}, N in {{{some[0]}, {some[1]}, ..., {some[-1]}}} (PTX ISA "
+            "tcgen05.mma, Matrix shape)"
         )
     common = (
         (a_fmt << 7)
@@ -359,6 +456,11 @@ def instr_descriptor(
     if d_name not in _D_ALLOWED[kind]:
         raise LayoutError(
             f"kind::{kind} accumulates into {' or '.join(_D_ALLOWED[kind])}, got {d_name}"
+        )
+    if kind == "f16" and d_name == "float16" and (a_name, b_name) != _F16_D_NEEDS:
+        raise LayoutError(
+            f"kind::f16 accumulates into float16 only from float16 x float16; A {a_name} x B "
+            f"{b_name} needs a float32 accumulator (PTX ISA tcgen05.mma, Instruction descriptor)"
         )
     if (negate_a or negate_b) and kind == "i8":
         raise LayoutError("kind::i8 has no negate; negate_a/negate_b need a float kind")
@@ -385,12 +487,19 @@ def _block_scale_fields(
         raise LayoutError(f"kind::{kind} takes scale factors in {', '.join(takes)}, got {sf}")
     if scale_vec is not None and scale_vec not in vecs:
         raise LayoutError(
-            f"kind::{kind} with {sf} scale factors uses scale_vec::{vecs[0]}X, got "
-            f"scale_vec::{scale_vec}X"
+            f"kind::{kind} with {sf} scale factors uses "
+            f"{' or '.join(f'scale_vec::{v}X' for v in vecs)}, got scale_vec::{scale_vec}X"
         )
+    vec = vecs[0] if scale_vec is None else scale_vec
     for name, sf_id in (("sfa_id", sfa_id), ("sfb_id", sfb_id)):
         if not isinstance(sf_id, int) or isinstance(sf_id, bool) or not 0 <= sf_id < 4:
             raise LayoutError(f"{name} selects one of 4 scale-factor slots (0..3), got {sf_id!r}")
+        if sf_id not in _SF_IDS[vec]:
+            raise LayoutError(
+                f"{name}={sf_id} with scale_vec::{vec}X: the {vec} factors of one MMA fill "
+                f"{vec} of the 4 byte slots, so the id must be one of {_SF_IDS[vec]} (PTX ISA "
+                "tcgen05.mma, Instruction descriptor)"
+            )
     return (sfb_id << 4) | (_SCALE_FORMATS[sf] << 23) | (sfa_id << 29)
 
 

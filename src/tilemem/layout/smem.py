@@ -116,6 +116,11 @@ def mma_shared_layout(dtype: DTypeLike, mode: SwizzleModeLike, shape: Sequence[i
             f"an MMA operand tile needs a shape (..., R, K) of positive extents, got {shape}"
         )
     *lead, rows, cols = shape
+    if rows % 8:
+        raise SwizzleError(
+            f"MMA operand shape {shape} {dtype.name}: {rows} rows; operand tiles are built from "
+            f"8-row atoms, so rows must be a multiple of 8 (use {align_up(rows, 8)})"
+        )
     tile_elems = rows * cols
     lead_iters = [Iter(e, s * tile_elems) for e, s in zip(lead, _row_major(lead))]
     if mode == SwizzleMode.SWIZZLE_NONE:

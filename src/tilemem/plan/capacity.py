@@ -82,6 +82,7 @@ def check_smem_capacity(pool: PoolPlan, target: Target) -> None:
         f"buffers:\n{_buffer_lines(pool)}\n"
         f"padding lost to alignment: {pool.padding} bytes; total {size} bytes; limit {limit} bytes"
     )
+    message += peak_phase_text(pool, "B")
     fit = stages_that_fit(pool, limit)
     if fit is not None:
         stages, _ = staged_entries(pool)
@@ -91,6 +92,37 @@ def check_smem_capacity(pool: PoolPlan, target: Target) -> None:
             f"{'s' if fits != 1 else ''} would fit on {target.name}"
         )
     raise CapacityError(message)
+
+
+def peak_phase(pool: PoolPlan) -> tuple[str, int, list] | None:
+    """(phase, units live in it, its entries) of the phase whose live buffers take the most
+    space, the first in program order on a tie; None for a pool without phases.
+
+    Views (``alias_of``) lie inside their parents and are not counted again. The packed
+    footprint is at least this load (the buffers live in one phase must not overlap).
+    """
+    if not pool.phases:
+        return None
+    best: tuple[str, int, list] | None = None
+    for phase in pool.phases:
+        live = [e for e in pool.entries if not e.alias_of and phase in e.phases]
+        load = sum(e.length for e in live)
+        if best is None or load > best[1]:
+            best = (phase, load, live)
+    return best
+
+
+def peak_phase_text(pool: PoolPlan, unit: str) -> str:
+    """The capacity message's line on the peak phase ('' without phases)."""
+    peak = peak_phase(pool)
+    if peak is None:
+        return ""
+    phase, load, live = peak
+    names = ", ".join(f"{e.name} ({e.length} {unit})" for e in live) or "none"
+    return (
+        f"\npeak phase {phase!r}: {load} {unit} live at once in {len(live)} buffer"
+        f"{'s' if len(live) != 1 else ''}: {names}"
+    )
 
 
 def check_tmem_target(target: Target, pool_name: str) -> None:

@@ -95,7 +95,8 @@ the others are placed around them.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from bisect import insort
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..errors import AllocationError
@@ -105,6 +106,7 @@ from .packing import bump_total
 ALL_LANES = -1  # lane mask of an item without lanes: conflicts on every lane
 NODE_LIMIT = 50_000  # search nodes before the best placement found so far is returned
 NODE_COST = 128  # items x (cliques + 1) up to which a node costs one node of the budget
+CLIQUE_LIMIT = 2_000  # Bron-Kerbosch steps before the cliques found so far are used
 
 
 @dataclass(frozen=True)
@@ -163,6 +165,7 @@ class _Instance:
     def __init__(self, items: Sequence[Item], phases: Sequence[str] | None):
         self.items = list(items)
         self.phases = phase_universe(self.items, phases)
+        self.phase_index = {p: i for i, p in enumerate(self.phases)}
         self.index = {it.name: n for n, it in enumerate(self.items)}
         if len(self.index) != len(self.items):
             raise AllocationError("item names must be unique")
@@ -181,12 +184,13 @@ class _Instance:
     def _phase_mask(self, item: Item, all_phases: int) -> int:
         if item.live is None:
             return all_phases
-        unknown = sorted(set(item.live) - set(self.phases))
+        index = self.phase_index
+        unknown = sorted(p for p in item.live if p not in index)
         if unknown:
             raise AllocationError(
                 f"{item.name}: unknown phases {unknown}; the phases are {list(self.phases)}"
             )
-        return sum(1 << self.phases.index(p) for p in item.live)
+        return _bit_mask(index[p] for p in item.live)
 
     def _parent(self, item: Item) -> int | None:
         for label, value in (("length", item.length), ("align", item.align)):
@@ -261,38 +265,48 @@ class _Instance:
         )
 
     def cell_classes(self) -> list[list[int]]:
-        """Roots per class of cells: one phase x one group of lanes no root splits."""
+        """Roots per class of cells: one phase x one group of lanes no root splits.
+
+        Cells with the same roots form one class (the heights of such cells are always
+        equal), so the count is bounded by the distinct member sets, not by the number of
+        phases: the phases are split into parts no root's live set cuts (bit operations on
+        the phase masks), and each part gives one row of classes.
+        """
         masks = {self.pack_lanes[r] for r in self.roots}
         groups = {ALL_LANES}
         for mask in masks:
             if mask == ALL_LANES:
                 continue
             groups = {g & m for g in groups for m in (mask, ~mask)} - {0}
+        in_group = [
+            _bit_mask(r for r in self.roots if self.pack_lanes[r] & group)
+            for group in sorted(groups)
+        ]
+        parts = [(1 << max(1, len(self.phases))) - 1]  # phases no root tells apart
+        for live in {self.pack_live[r] for r in self.roots}:
+            parts = [half for part in parts for half in (part & live, part & ~live) if half]
+        seen: set[int] = set()
         classes = []
-        for phase in range(max(1, len(self.phases))):
-            for group in sorted(groups):
-                members = [
-                    r
-                    for r in self.roots
-                    if self.pack_live[r] >> phase & 1 and self.pack_lanes[r] & group
-                ]
-                if members:
-                    classes.append(members)
+        for part in parts:
+            row = _bit_mask(r for r in self.roots if self.pack_live[r] & part)
+            for group_mask in in_group:
+                members = row & group_mask
+                if members and members not in seen:
+                    seen.add(members)
+                    classes.append(_bits(members))
         return classes
 
 
 class _Search:
     """Branch-and-bound over placement orders on the skyline (see the module docstring)."""
 
-    def __init__(self, inst: _Instance, node_limit: int):
+    def __init__(self, inst: _Instance, node_limit: int, classes: list[list[int]]):
         self.inst = inst
         self.length = [it.length for it in inst.items]
         self.align = inst.pack_align
         self.node_limit = node_limit
         n = len(inst.items)
-        self.conflicts = [
-            [b for b in inst.roots if b != a and inst.conflict(a, b)] for a in range(n)
-        ]
+        self.conflict_mask = self._conflict_masks()
         self.fixed = {
             r: inst.items[r].offset or 0
             for r in inst.roots
@@ -300,22 +314,55 @@ class _Search:
         }
         self.free = [r for r in inst.roots if r not in self.fixed]
         self.fixed_end = max((o + self.length[r] for r, o in self.fixed.items()), default=0)
-        self.classes = [[r for r in c if self.length[r]] for c in inst.cell_classes()]
-        self.cells = [  # the classes of cells each item covers
-            tuple(k for k, members in enumerate(self.classes) if r in members) for r in range(n)
-        ]
+        self.classes = [[r for r in c if self.length[r]] for c in classes]
+        cells: list[list[int]] = [[] for _ in range(n)]  # the classes of cells each item covers
+        for k, members in enumerate(self.classes):
+            for r in members:
+                cells[r].append(k)
+        self.cells = [tuple(c) for c in cells]
+        solid = _bit_mask(r for r in self.fixed if self.length[r])
         self.obstacles = [
-            sorted((self.fixed[b], self.fixed[b] + self.length[b]) for b in self.conflicts[r]
-                   if b in self.fixed and self.length[b])
+            sorted((self.fixed[b], self.fixed[b] + self.length[b])
+                   for b in _bits(self.conflict_mask[r] & solid))
             for r in range(n)
         ]  # fmt: skip
         self.twin_before = self._twins()
         self.none = n  # a bit no item has
-        self.cliques = self._cliques()
-        cost = len(self.free) * (len(self.cliques) + 1)  # the work per node grows with both
-        self.node_limit = node_limit * NODE_COST // max(NODE_COST, cost)
+        self.cliques: list[int] | None = None
         self.nodes = 0
         self.complete = True
+
+    def _conflict_masks(self) -> list[int]:
+        """Per root, the roots it conflicts with, as a bit mask. Roots of one kind (the same
+        phases and lanes) conflict with the same roots, so pairs are tested once per pair of
+        kinds: about linear in the items when the kinds are few."""
+        inst = self.inst
+        kinds: dict[tuple[int, int], int] = {}  # (phases, lanes) -> the roots of that kind
+        for r in inst.roots:
+            key = (inst.pack_live[r], inst.pack_lanes[r])
+            kinds[key] = kinds.get(key, 0) | 1 << r
+        reach = {}
+        for live, lanes in kinds:
+            total = 0
+            for (other_live, other_lanes), members in kinds.items():
+                if live & other_live and lanes & other_lanes:
+                    total |= members
+            reach[live, lanes] = total
+        masks = [0] * len(inst.items)
+        for r in inst.roots:
+            masks[r] = reach[inst.pack_live[r], inst.pack_lanes[r]] & ~(1 << r)
+        return masks
+
+    def find_cliques(self) -> None:
+        """The maximal cliques (once), and the node budget they set."""
+        if self.cliques is None:
+            self.cliques = self._cliques()
+            self.member_of: list[list[int]] = [[] for _ in self.length]  # cliques per item
+            for c, clique in enumerate(self.cliques):
+                for r in _bits(clique):
+                    self.member_of[r].append(c)
+            cost = len(self.free) * (len(self.cliques) + 1)  # the work per node grows with both
+            self.node_limit = self.node_limit * NODE_COST // max(NODE_COST, cost)
 
     def _twins(self) -> dict[int, int]:
         """For each free item, the previous free item identical to it (placed first)."""
@@ -331,60 +378,78 @@ class _Search:
 
     def _cliques(self) -> list[int]:
         """Bit masks of the maximal sets of pairwise conflicting free items (Bron-Kerbosch
-        with pivoting; at most 3^(n/3) of them, a few dozen here)."""
-        bit = {r: 1 << r for r in self.free}
-        adj = {r: sum(bit[b] for b in self.conflicts[r] if b in bit) for r in self.free}
+        with pivoting). There can be 3^(n/3) of them, so the enumeration stops after
+        ``CLIQUE_LIMIT`` steps; the cliques found so far and every class of cells (each a
+        set of pairwise conflicting items) then stand in for the rest: any sets of pairwise
+        conflicting items give valid bounds, only weaker ones."""
+        free = _bit_mask(self.free)
+        adj = [m & free for m in self.conflict_mask]
         found: list[int] = []
+        steps = 0
 
-        def extend(clique: int, cand: int, done: int) -> None:
+        def extend(clique: int, cand: int, done: int) -> bool:
+            nonlocal steps
+            steps += 1
+            if steps > CLIQUE_LIMIT:
+                return False
             if not cand and not done:
                 found.append(clique)
-                return
-            either = cand | done  # the pivot may be any of these
-            pivot = max(
-                (r for r in self.free if either >> r & 1),
-                key=lambda r: (adj[r] & cand).bit_count(),
-            )
-            for r in self.free:
-                if cand >> r & 1 and not adj[pivot] >> r & 1:
-                    extend(clique | bit[r], cand & adj[r], done & adj[r])
-                    cand &= ~bit[r]
-                    done |= bit[r]
+                return True
+            pivot = max(_bits(cand | done), key=lambda r: (adj[r] & cand).bit_count())
+            for r in _bits(cand & ~adj[pivot]):
+                if not extend(clique | 1 << r, cand & adj[r], done & adj[r]):
+                    return False
+                cand &= ~(1 << r)
+                done |= 1 << r
+            return True
 
-        if self.free:
-            extend(0, sum(bit.values()), 0)
+        if free and not extend(0, free, 0):
+            cells = {_bit_mask(c) & free for c in self.classes} - {0}
+            found.extend(sorted(cells - set(found)))
         return found
 
-    def lowest(self, item: int, offsets: dict[int, int], start: int = 0) -> int:
-        """The lowest aligned offset >= start clear of every placed item ``item`` conflicts
-        with."""
-        size, align = self.length[item], self.align[item]
-        spans = sorted(
-            (offsets[b], offsets[b] + self.length[b]) for b in self.conflicts[item] if b in offsets
-        )
-        return _clear(spans, align_up(start, align), size, align)
-
     def first_fit(self, order: Sequence[int]) -> dict[int, int]:
+        """Each item of ``order`` in turn at its lowest position: the lowest multiple of its
+        alignment clear of every placed item it conflicts with."""
         offsets = dict(self.fixed)
+        placed = sorted((x, x + self.length[r], r) for r, x in offsets.items())
         for r in order:
-            offsets[r] = self.lowest(r, offsets)
+            size, align, mask = self.length[r], self.align[r], self.conflict_mask[r]
+            x = 0
+            for lo, hi, b in placed:  # by start: one pass suffices (see _clear)
+                if lo >= x + size:
+                    break
+                if x < hi and mask >> b & 1:
+                    x = -(-hi // align) * align
+            offsets[r] = x
+            insort(placed, (x, x + size, r))
         return offsets
 
     def footprint(self, offsets: dict[int, int]) -> int:
         return max((offsets[r] + self.length[r] for r in offsets), default=0)
 
+    def class_bound(self) -> int:
+        """The heaviest class of cells (its free items lie one above another), or the end of
+        the fixed items: no larger than the clique bound, and found without the cliques."""
+        weight = max((sum(self.length[r] for r in c if r not in self.fixed)
+                      for c in self.classes), default=0)  # fmt: skip
+        return max(weight, self.fixed_end)
+
     def clique_bound(self) -> int:
         """The heaviest set of pairwise conflicting items: they lie one above another."""
+        self.find_cliques()
+        assert self.cliques is not None
         weight = max(
-            (sum(self.length[r] for r in self.free if c >> r & 1) for c in self.cliques),
+            (sum(self.length[r] for r in _bits(c)) for c in self.cliques),
             default=0,
         )
         return max(weight, self.fixed_end)
 
-    def run(self, incumbent: dict[int, int]) -> dict[int, int]:
+    def run(self, incumbent: dict[int, int], bound: int) -> dict[int, int]:
+        """The best placement found from ``incumbent``; ``bound``: the clique bound."""
         self.best = incumbent
         self.best_end = self.footprint(incumbent)
-        self.bound = self.clique_bound()
+        self.bound = bound
         self.path: list[tuple[int, int]] = []
         self.seen: dict[int, list[tuple[int, ...]]] = {}
         if self.best_end > self.bound:
@@ -394,9 +459,13 @@ class _Search:
 
     def _skyline_slot(self, r: int, heights: tuple[int, ...]) -> int:
         """Where ``r`` goes next: above the skyline of its cells, clear of fixed items."""
-        base = max((heights[k] for k in self.cells[r]), default=0)
-        return _clear(self.obstacles[r], align_up(base, self.align[r]), self.length[r],
-                      self.align[r])  # fmt: skip
+        base = 0
+        for k in self.cells[r]:
+            if heights[k] > base:
+                base = heights[k]
+        align = self.align[r]
+        x = -(-base // align) * align
+        return _clear(self.obstacles[r], x, self.length[r], align) if self.obstacles[r] else x
 
     def _dominated(self, unplaced: int, heights: tuple[int, ...]) -> bool:
         """True if this state, or one at most as high everywhere, was searched already."""
@@ -420,9 +489,8 @@ class _Search:
             return
         if self._dominated(unplaced, heights):
             return
-        waiting = [r for r in self.free if unplaced >> r & 1]
-        slot = {r: self._skyline_slot(r, heights) for r in waiting}
-        if self._state_bound(unplaced, heights, slot) >= self.best_end:
+        slot = {r: self._skyline_slot(r, heights) for r in _bits(unplaced)}
+        if self._state_bound(slot, self.best_end) >= self.best_end:
             return
         children = sorted(
             (x, -self.align[r], -self.length[r], r)
@@ -439,22 +507,29 @@ class _Search:
             if self.best_end <= self.bound or not self.complete:
                 return
 
-    def _state_bound(self, unplaced: int, heights: tuple[int, ...], slot: dict[int, int]) -> int:
+    def _state_bound(self, slot: dict[int, int], enough: int) -> int:
         """A footprint no completion of this state can beat.
 
         The waiting items of a clique of conflicts lie one above another, each at or above
         its slot; so for every slot value t the ones whose slots are at or above t end at
         or above t plus their total size (one machine with release dates). Every class of
-        cells lies inside a maximal clique, and every item in one.
+        cells lies inside a maximal clique, and every item in one. One pass over the
+        waiting items from the highest slot down serves every clique at once (equal slots
+        in any order: the largest sum over them is reached after the last). Stops once the
+        bound reaches ``enough``, where the state is pruned anyway.
         """
         best = 0
-        for clique in self.cliques:
-            above = 0
-            for x, size in sorted(
-                ((x, self.length[r]) for r, x in slot.items() if clique >> r & 1), reverse=True
-            ):
-                above += size
-                best = max(best, x + above)
+        above = [0] * len(self.cliques or ())
+        length, member_of = self.length, self.member_of
+        for x, r in sorted([(x, r) for r, x in slot.items()], reverse=True):
+            size = length[r]
+            for c in member_of[r]:
+                above[c] += size
+            top = x + max((above[c] for c in member_of[r]), default=0)
+            if top > best:
+                best = top
+                if best >= enough:
+                    return best
         return best
 
 
@@ -475,7 +550,33 @@ def lower_bound(items: Sequence[Item], phases: Sequence[str] | None = None) -> i
 
 
 def _lower_bound(inst: _Instance) -> int:
-    return max((sum(inst.items[r].length for r in c) for c in inst.cell_classes()), default=0)
+    return _class_bound(inst, inst.cell_classes())
+
+
+def _class_bound(inst: _Instance, classes: list[list[int]]) -> int:
+    return max((sum(inst.items[r].length for r in c) for c in classes), default=0)
+
+
+def _bit_mask(indices: Iterable[int]) -> int:
+    """The int with bits ``indices`` set (distinct indices): built through bytes, so linear
+    in the highest index rather than quadratic."""
+    chosen = list(indices)
+    if len(chosen) < 64:
+        return sum(1 << i for i in chosen)
+    raw = bytearray(max(chosen) // 8 + 1)
+    for i in chosen:
+        raw[i >> 3] |= 1 << (i & 7)
+    return int.from_bytes(raw, "little")
+
+
+def _bits(mask: int) -> list[int]:
+    """The indices of the set bits of ``mask`` (>= 0), lowest first."""
+    found = []
+    while mask:
+        low = mask & -mask
+        found.append(low.bit_length() - 1)
+        mask ^= low
+    return found
 
 
 def pack(
@@ -489,30 +590,37 @@ def pack(
     gets proportionally fewer, so the planning time stays about the same.
     """
     inst = _Instance(items, phases)
-    search = _Search(inst, node_limit)
+    classes = inst.cell_classes()
+    search = _Search(inst, node_limit, classes)
     alloc_order = search.first_fit(search.free)
-    size, align, live = search.length, search.align, inst.pack_live
-    orders = (
-        lambda r: (-size[r], -align[r], r),
-        lambda r: (-align[r], -size[r], r),
-        lambda r: (-live[r].bit_count(), -align[r], -size[r], r),
-        lambda r: ((live[r] & -live[r]).bit_length(), -align[r], -size[r], r),
-    )
-    incumbent = min(
-        [alloc_order, *(search.first_fit(sorted(search.free, key=k)) for k in orders)],
-        key=search.footprint,
-    )
-    best = search.run(incumbent)
+    best, best_end = alloc_order, search.footprint(alloc_order)
+    bound = search.class_bound()  # no placement is smaller: an order meeting it ends the work
+    if best_end > bound:
+        bound = search.clique_bound()
+        size, align, live = search.length, search.align, inst.pack_live
+        orders = (
+            lambda r: (-size[r], -align[r], r),
+            lambda r: (-align[r], -size[r], r),
+            lambda r: (-live[r].bit_count(), -align[r], -size[r], r),
+            lambda r: ((live[r] & -live[r]).bit_length(), -align[r], -size[r], r),
+        )
+        for key in orders:  # the first order of least footprint; none beats the bound
+            if best_end <= bound:
+                break
+            candidate = search.first_fit(sorted(search.free, key=key))
+            if search.footprint(candidate) < best_end:
+                best, best_end = candidate, search.footprint(candidate)
+        best = search.run(best, search.clique_bound())
     footprint = search.footprint(best)
     offsets = tuple(best[inst.root[n]] + inst.inner[n] for n in range(len(inst.items)))
     free_end = bump_total((search.length[r], search.align[r]) for r in search.free)[0]
     return Packing(
         offsets=offsets,
         footprint=footprint,
-        lower_bound=_lower_bound(inst),
+        lower_bound=_class_bound(inst, classes),
         bump=max(free_end, search.fixed_end),
         first_fit=search.footprint(alloc_order),
-        exact=search.complete or footprint == search.bound,
+        exact=search.complete or footprint <= bound,
         nodes=search.nodes,
     )
 
@@ -523,12 +631,19 @@ def conflicts(
     """Pairs that share positions (TMEM: lanes too) and a phase; a view is exempt from its
     ancestors only. Offsets are absolute, in item order."""
     inst = _Instance(items, phases)
+    ends = [x + it.length for x, it in zip(offsets, inst.items)]
+    order = sorted((n for n, it in enumerate(inst.items) if it.length), key=offsets.__getitem__)
+    pairs = []
+    for i, a in enumerate(order):  # by start: the items sharing positions with a follow it
+        for b in order[i + 1 :]:
+            if offsets[b] >= ends[a]:
+                break
+            pairs.append((a, b) if a < b else (b, a))
     found = []
-    for a in range(len(items)):
-        for b in range(a + 1, len(items)):
-            overlap = _overlap(inst, offsets, a, b)
-            if overlap is not None:
-                found.append(overlap)
+    for a, b in sorted(pairs):
+        overlap = _overlap(inst, offsets, a, b)
+        if overlap is not None:
+            found.append(overlap)
     return found
 
 
@@ -542,12 +657,12 @@ def _ancestor(inst: _Instance, a: int, b: int) -> bool:
 
 
 def _overlap(inst: _Instance, offsets: Sequence[int], a: int, b: int) -> Overlap | None:
-    if _ancestor(inst, a, b) or _ancestor(inst, b, a):
-        return None
     shared_live, shared_lanes = inst.live[a] & inst.live[b], inst.lanes[a] & inst.lanes[b]
     start = max(offsets[a], offsets[b])
     end = min(offsets[a] + inst.items[a].length, offsets[b] + inst.items[b].length)
     if not (shared_live and shared_lanes and start < end):
+        return None
+    if _ancestor(inst, a, b) or _ancestor(inst, b, a):
         return None
     names = inst.phases or ("(all)",)
     lanes = None

@@ -57,11 +57,17 @@ class MemoryPlan(PlanData):
         """This plan with padding advice for its SMEM pool (an order that loses fewer bytes)."""
         return replace(self, advice=advise_padding(self.smem) if self.smem else None)
 
-    def to_cpp_header(self, namespace: str = "tilemem_plan") -> str:
+    def to_cpp_header(self, namespace: str = "tilemem_plan", *, cute: bool = False) -> str:
         """The plan as a self-contained C++17 header: a namespace per pool and buffer with
         constexpr offsets, sizes, alignments, swizzle modes, TMEM columns and static_asserts
-        (see :mod:`tilemem.plan.cpp_header`)."""
-        return cpp_header(self, namespace)
+        (see :mod:`tilemem.plan.cpp_header`). ``cute=True`` adds each buffer's CuTe layout
+        type, ring stages and GMMA/UMMA layout types (:mod:`tilemem.interop.cute_cpp`)."""
+        header = cpp_header(self, namespace)
+        if not cute:
+            return header
+        from ..interop.cute_cpp import with_cute_types  # CuTe text only on request
+
+        return with_cute_types(header, self, namespace)
 
     def to_svg(self, title: str | None = None) -> str:
         """The plan as an SVG picture: SMEM bytes (phases as rows when lifetimes exist) and a

@@ -11,7 +11,7 @@ instead, as in an SMEMPool made with ``phases=`` (docs/DESIGN.md#lifetimes).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..dtype import DTypeLike, as_dtype
 from ..errors import CapacityError
@@ -27,7 +27,12 @@ _MMA_DEFAULT_ALIGN = 1024
 @dataclass(frozen=True)
 class BufferRequest:
     """One buffer: ``swizzle`` set (a mode or ``"auto"``) means an MMA operand tile
-    (``alloc_mma``)."""
+    (``alloc_mma``). ``swizzle_mode=`` is accepted as another spelling of ``swizzle=`` (the
+    name of ``SMEMPool.alloc_mma``'s older parameter); give one of them.
+
+    ``live`` is the set of phases the buffer is live in (None: every phase); it must name at
+    least one phase, since a buffer live in none would take no bytes at all.
+    """
 
     name: str
     shape: tuple
@@ -36,10 +41,21 @@ class BufferRequest:
     align: int = 0
     per_stage: bool = False
     live: frozenset[str] | None = None  # phases the buffer is live in (None: every phase)
+    swizzle_mode: SwizzleModeLike | None = field(
+        default=None, kw_only=True, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         """Checked here, so a bad request fails where it is written, not inside a solver."""
         check_name(self.name, "BufferRequest name", error=CapacityError)
+        if self.swizzle_mode is not None:
+            if self.swizzle is not None:
+                raise CapacityError(
+                    f"BufferRequest {self.name!r}: swizzle={self.swizzle!r} and swizzle_mode="
+                    f"{self.swizzle_mode!r} spell one setting twice; give swizzle= only"
+                )
+            object.__setattr__(self, "swizzle", self.swizzle_mode)
+            object.__setattr__(self, "swizzle_mode", None)
         shape = self.shape
         if not isinstance(shape, tuple | list) or any(not is_int(s) or s < 1 for s in shape):
             raise CapacityError(
@@ -62,6 +78,12 @@ class BufferRequest:
             ):
                 raise CapacityError(
                     f"BufferRequest {self.name!r}: live must be a set of phase names, got {live!r}"
+                )
+            if not live:
+                raise CapacityError(
+                    f"BufferRequest {self.name!r}: live={live!r} names no phase, so the buffer "
+                    "would be live nowhere and share its bytes with everything; name the phases "
+                    "it is live in, or pass live=None for every phase"
                 )
             for phase in live:
                 check_name(phase, f"BufferRequest {self.name!r} phase", error=CapacityError)

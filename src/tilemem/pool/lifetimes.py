@@ -9,7 +9,8 @@ A pool made with ``phases=`` places its buffers at ``commit()`` with
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 
 from ..errors import AliasError, AlignmentError, AllocationError
 from ..plan.lifetimes import Item, Overlap, Packing, conflicts, pack
@@ -28,6 +29,11 @@ def check_phases(phases) -> tuple[str, ...] | None:
     if isinstance(phases, str) or not hasattr(phases, "__iter__"):
         raise AllocationError(
             f"phases must be a sequence of phase names in program order, got {phases!r}"
+        )
+    if isinstance(phases, AbstractSet | Mapping):
+        raise AllocationError(
+            f"phases={phases!r} has no order, but phases run in program order (a set iterates "
+            "in a hash-dependent order): pass a list or tuple, e.g. ('mainloop', 'epilogue')"
         )
     names = tuple(check_name(p, "phase name") for p in phases)
     if not names or len(set(names)) != len(names):
@@ -62,9 +68,46 @@ class LifetimePool:
 
     def _high_water_with(self, ends: Iterable[int]) -> int:
         """The high-water mark over placements ending at ``ends``: at least the bump cursor's
-        mark in a pool without phases (``move_base_to`` raises it too,
+        mark in a pool without phases, and in any pool at least the farthest ``move_base_to``
+        (``move_base_to(end); commit()`` reserves ``end``, phases or not;
         docs/DESIGN.md#smem-pools)."""
-        return max([self._high_water if self.phases is None else 0, *ends])
+        moved = max((to for _, to in self._moves), default=0)
+        return max([self._high_water if self.phases is None else moved, *ends])
+
+    def _live_throughout(self, buf: Buffer) -> None:
+        """Make ``buf`` live in every phase, whatever ``live=`` it was given: the TMEM address
+        slot is written by ``tcgen05.alloc`` before any phase and read by ``tcgen05.dealloc``
+        after the last, so nothing may share its bytes. Checked by :meth:`check_live_throughout`."""
+        if self.phases is None:
+            return
+        index = next(i for i, b in enumerate(self._buffers) if b is buf)
+        _, parent, offset = self._lifetimes[index]
+        self._lifetimes[index] = (None, parent, offset)
+
+    def check_live_throughout(self, buf: Buffer, role: str) -> None:
+        """AllocationError when ``buf`` cannot be made live in every phase: it is a view of a
+        buffer live in fewer phases (widening the view alone would leave its bytes shared)."""
+        if self.phases is None:
+            return
+        index = next(i for i, b in enumerate(self._buffers) if b is buf)
+        parent = self._lifetimes[index][1]
+        while parent is not None:
+            at = next(i for i, b in enumerate(self._buffers) if b is parent)
+            live, above, _ = self._lifetimes[at]
+            if live is not None and set(live) != set(self.phases):
+                raise AllocationError(
+                    f"{role} {buf.name!r} must be live in every phase {list(self.phases)}, but it "
+                    f"is a view (alias_of) of {parent.name!r}, live only in "
+                    f"{[p for p in self.phases if p in live]}: give it its own bytes"
+                )
+            parent = above
+
+    def live_phases(self, buf: Buffer) -> tuple[str, ...] | None:
+        """The phases ``buf`` is live in, in program order (None in a pool without phases)."""
+        if self.phases is None:
+            return None
+        live = next(lt[0] for b, lt in zip(self._buffers, self._lifetimes) if b is buf)
+        return self.phases if live is None else tuple(p for p in self.phases if p in live)
 
     @property
     def packing(self) -> Packing | None:
@@ -81,8 +124,16 @@ class LifetimePool:
                     f"{self.name!r} (docs/DESIGN.md#lifetimes)"
                 )
             names = [live] if isinstance(live, str) else live
-            if not hasattr(names, "__iter__"):
+            if isinstance(live, Mapping):
+                raise AllocationError(
+                    f"live={live!r} is a dict; live takes a phase name or a set of them (the "
+                    "phases the buffer is live in), e.g. live={'epilogue'}"
+                )
+            if not hasattr(names, "__iter__") or isinstance(names, bytes):
                 raise AllocationError(f"live must be a phase name or a set of them, got {live!r}")
+            names = list(names)
+            if not all(isinstance(p, str) for p in names):
+                raise AllocationError(f"live names phases by their names (str), got {live!r}")
             live_set = frozenset(names)
             unknown = sorted(str(p) for p in live_set - set(self.phases))
             if not live_set or unknown:

@@ -186,29 +186,40 @@ class SMEMPool(LifetimePool, BumpPool):
         self,
         shape,
         dtype: DTypeLike = "float16",
-        swizzle_mode: SwizzleModeLike | str = "auto",
+        swizzle: SwizzleModeLike | str = "auto",
         align: int = 1024,
         *,
         name: str | None = None,
         live=None,
         alias_of: Buffer | None = None,
         offset: int | None = None,
+        swizzle_mode: SwizzleModeLike | str | None = None,
     ) -> Buffer:
         """An MMA operand tile ``(..., rows, K)`` in ``mma_shared_layout``.
 
-        ``"auto"`` picks the widest swizzle whose row (32/64/128 bytes) divides
-        the tile's row. The buffer must start on a multiple of the swizzle period
-        (256/512/1024 bytes), because the hardware swizzles absolute addresses.
+        ``swizzle`` (also spelled ``swizzle_mode=``, as ``BufferRequest`` accepts both) is a
+        mode or ``"auto"``, the widest swizzle whose row (32/64/128 bytes) divides the tile's
+        row. The buffer must start on a multiple of the swizzle period (256/512/1024 bytes),
+        because the hardware swizzles absolute addresses. Without a swizzle, rows that are
+        not a multiple of 16 bytes hold no 8 x 16-byte core matrix: the tile is then plain
+        row-major and the plan labels it so.
         """
         self._check_open("alloc_mma")
+        if swizzle_mode is not None:
+            if not (isinstance(swizzle, str) and swizzle == "auto"):
+                raise AllocationError(
+                    f"alloc_mma: swizzle={swizzle!r} and swizzle_mode={swizzle_mode!r} spell one "
+                    "setting twice; give swizzle= only"
+                )
+            swizzle = swizzle_mode
         lifetime = self._check_lifetime(live, alias_of, offset, "bytes")
         shape, dtype = check_shape(shape), as_dtype(dtype)
         align = check_align(align)
         self._check_new_name(name)
-        if isinstance(swizzle_mode, str) and swizzle_mode == "auto":
+        if isinstance(swizzle, str) and swizzle == "auto":
             mode = widest_swizzle(dtype, shape[-1])
         else:
-            mode = SwizzleMode.parse(swizzle_mode)
+            mode = SwizzleMode.parse(swizzle)
         check_mma_tile(shape, dtype, mode)
         layout = mma_shared_layout(dtype, mode, shape)
         spot = place(self._cursor, 0, max(align, dtype.natural_align))
@@ -221,6 +232,10 @@ class SMEMPool(LifetimePool, BumpPool):
             )
         align = max(align, mode.period_bytes)  # the plan (and padding advice) must keep it
         kind = (LayoutKind.MMA_OPERAND, mode.label)
+        if (
+            mode == SwizzleMode.SWIZZLE_NONE and shape[-1] * dtype.bits % 128
+        ):  # no core matrix: plain row-major
+            kind = (LayoutKind.ROW_MAJOR, "")
         return self._place(shape, dtype, layout, align, name, kind, lifetime)
 
     def move_base_to(self, offset: int) -> None:
@@ -305,13 +320,14 @@ class SMEMPool(LifetimePool, BumpPool):
     def plan(self) -> MemoryPlan:
         """This pool and the TMEM pools whose slots it holds, as data."""
         pools = [self._pool_plan(self._size)] + [t.pool_plan() for t in self.tmem_pools]
-        return MemoryPlan(tuple(pools), self.target.name if self.target else None)
+        return MemoryPlan(tuple(pools), self.target.name if self.target else None, self.threads)
 
     def _pool_plan(self, size: int | None, spots: list[Placement] | None = None) -> PoolPlan:
         packing = self._packing
         if spots is None and self.phases is not None and packing is None:
             spots = self._commit_spots()  # before commit: where commit() would put them
-            packing = self._provisional
+        if packing is None and self.phases is not None:
+            packing = self._provisional  # set by the _commit_spots() that gave ``spots``
         spots = self._spots if spots is None else spots
         entries = self._with_lifetimes(
             self._entries(

@@ -97,8 +97,11 @@ class TMEMPool(LifetimePool, BumpPool):
             )
         total_cols = _check_total_cols(total_cols)
         phases = check_phases(phases) if phases is not None else pool.phases
-        if cta_group not in (1, 2) or isinstance(cta_group, bool):
-            raise AllocationError(f"cta_group must be 1 or 2, got {cta_group!r}")
+        if type(cta_group) is not int or cta_group not in (1, 2):
+            raise AllocationError(
+                f"cta_group must be the int 1 or 2 (tcgen05 .cta_group::1 / ::2), got "
+                f"{cta_group!r} ({type(cta_group).__name__})"
+            )
         alloc_warp = check_int(alloc_warp, "alloc_warp", minimum=0, maximum=MAX_WARPS - 1)
         if dealloc_warp is not None:
             dealloc_warp = check_int(dealloc_warp, "dealloc_warp", minimum=0, maximum=MAX_WARPS - 1)
@@ -112,6 +115,7 @@ class TMEMPool(LifetimePool, BumpPool):
             check_tmem_target(pool.target, name)
         if tmem_addr is not None:
             self._check_slot(pool, tmem_addr)
+            tmem_addr.pool.check_live_throughout(tmem_addr, "the TMEM address slot")
         if isinstance(total_cols, int):  # the pools of one CTA must fit together
             check_tmem_per_cta(
                 [(t.name, t.capacity) for t in pool.tmem_pools] + [(name, total_cols)]
@@ -120,6 +124,7 @@ class TMEMPool(LifetimePool, BumpPool):
             tmem_addr = pool.alloc(
                 (1,), "uint32", align=4, name=pool._free_name(f"{name}_addr", numbered=False)
             )
+        tmem_addr.pool._live_throughout(tmem_addr)  # written at alloc, read at dealloc
         self.name = name
         self.smem_pool = pool
         self.total_cols = total_cols
@@ -143,7 +148,8 @@ class TMEMPool(LifetimePool, BumpPool):
     def _pool_name(pool: SMEMPool, name: str | None) -> str:
         """``name``, or the first free of tmem, tmem1, tmem2, ...: the pools of one CTA are
         namespaces of one C++ header, so their names differ."""
-        taken = {pool.name, *(t.name for t in pool.tmem_pools)}
+        in_kernel = getattr(pool.emitter, "tmem_pools", ())  # other SMEM pools' in a kernel
+        taken = {pool.name, *(t.name for t in (*pool.tmem_pools, *in_kernel))}
         if name is None:
             n = len(pool.tmem_pools)
             name = f"tmem{n or ''}"
@@ -364,7 +370,9 @@ class TMEMPool(LifetimePool, BumpPool):
                 "at the SMEM commit, and tcgen05.alloc writes through it"
             )
         packing = self._packed()
-        high_water = self._high_water if packing is None else packing.footprint
+        high_water = (
+            self._high_water if packing is None else self._high_water_with([packing.footprint])
+        )
         if packing is not None and high_water > self.capacity:
             raise TMEMOverflowError(
                 f"TMEM overflow in pool {self.name!r}: packed by lifetime the buffers need "

@@ -4,8 +4,10 @@ special register ``%cluster_ctarank``)."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..nodes import UINT32, convert
-from .registry import asm, expose, intrinsic
+from .registry import SimContext, asm, expose, intrinsic
 from .thread import shared_operand
 
 _CTARANK = r"""__device__ __forceinline__ uint32_t tm_cluster_ctarank() {
@@ -23,6 +25,7 @@ _CTARANK = r"""__device__ __forceinline__ uint32_t tm_cluster_ctarank() {
     lower=lambda call, gen: "tm_cluster_ctarank()",
     helper=_CTARANK,
     value=UINT32,
+    sim=lambda ctx, call: ctx.rank,
 )
 def cluster_ctarank():
     """This CTA's rank in its cluster, 0 .. cluster size - 1."""
@@ -34,10 +37,16 @@ def cluster_ctarank():
     feature="cluster",
     instruction="barrier.cluster.arrive",
     ptx="barrier.cluster.arrive.release;",
+    sim=lambda ctx, call: ctx.cluster_arrive(),
 )
 def cluster_arrive():
     """Arrive on the cluster barrier, releasing this thread's prior memory accesses."""
     return (), ()
+
+
+def _sim_cluster_wait(ctx: SimContext, call):
+    """Wait until every warp of the cluster has arrived; acquires what they released."""
+    yield from ctx.cluster_wait()
 
 
 @intrinsic(
@@ -45,6 +54,7 @@ def cluster_arrive():
     feature="cluster",
     instruction="barrier.cluster.wait",
     ptx="barrier.cluster.wait.acquire;",
+    sim=_sim_cluster_wait,
 )
 def cluster_wait():
     """Wait until every thread of every CTA in the cluster has arrived."""
@@ -68,11 +78,21 @@ def _lower_arrive_remote(call, gen) -> str:
     )
 
 
+def _sim_arrive_cluster(ctx: SimContext, call) -> None:
+    """Each active thread arrives once on the mbarrier of CTA ``cta_rank``."""
+    bars = ctx.value(0).astype(np.int64)[ctx.active]
+    ranks = ctx.value(1).astype(np.int64)[ctx.active]
+    pairs, counts = np.unique(np.stack([bars, ranks], axis=1), axis=0, return_counts=True)
+    for (bar, rank), n in zip(pairs, counts):
+        ctx.mbarrier_arrive(int(bar), int(n), rank=int(rank))
+
+
 @intrinsic(
     "ptx.mbarrier.arrive_cluster",
     feature="cluster",
     instruction="mapa + mbarrier.arrive.shared::cluster",
     lower=_lower_arrive_remote,
+    sim=_sim_arrive_cluster,
 )
 def mbarrier_arrive_cluster(bar, cta_rank):
     """Arrive on the mbarrier at ``bar``'s offset in the shared memory of cluster CTA

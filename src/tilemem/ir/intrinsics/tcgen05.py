@@ -2,12 +2,29 @@
 
 A TMEM address is ``base + (lane << 16) + column`` where ``base`` is what
 ``tcgen05.alloc`` wrote to the pool's shared-memory slot (docs/DESIGN.md#tmem-pools).
+
+Simulation (each instruction's ``sim=``): alloc / dealloc / relinquish go through the
+simulator's TMEM protocol; mma, cp and commit are asynchronous operations of the issuing
+warp on the in-order "tcgen05" queue (a commit arrives on its mbarrier after the MMAs before
+it); ld and st are asynchronous on "tcgen05.ld" / "tcgen05.st", completed by wait::ld /
+wait::st. MMA and cp operands are read by decoding the descriptors the kernel computed
+(:mod:`tilemem.layout.decode`), never from tilemem's buffers.
 """
 
 from __future__ import annotations
 
-from ...errors import PoolStateError
-from ...layout.operand import tcgen05_descriptor_high
+import numpy as np
+
+from ...dtype import bits_to_float32, float32_to_bits
+from ...errors import PoolStateError, SimError
+from ...layout.decode import (
+    decode_instr_descriptor,
+    decode_tcgen05_descriptor,
+    operand_addresses,
+    operand_values,
+)
+from ...layout.fragments import lane_quarter, mma_result_cells, tmem_ld_cells
+from ...layout.operand import MMA_K, tcgen05_descriptor_high
 from ...pool import TMEM, Buffer
 from ..builder import LocalArray, current, let
 from ..nodes import (
@@ -36,9 +53,15 @@ def _cta_group(n: int) -> tuple:
     return ("cta_group", n)
 
 
+def _sim_alloc(ctx, call):
+    """Blocks until the columns are free on the SM, then writes the base to the slot."""
+    yield from ctx.tmem_alloc(ctx.uniform(0), ctx.uniform(1), call.attr("cta_group"))
+
+
 @intrinsic(
     "ptx.tcgen05.alloc",
     feature="tcgen05",
+    sim=_sim_alloc,
     lower=lambda call, gen: asm(
         f"tcgen05.alloc.cta_group::{call.attr('cta_group')}.sync.aligned.shared::cta.b32 [%0], %1;",
         "",
@@ -52,6 +75,7 @@ def tcgen05_alloc(slot, ncols: int, *, cta_group: int = 1):
 @intrinsic(
     "ptx.tcgen05.dealloc",
     feature="tcgen05",
+    sim=lambda ctx, call: ctx.tmem_dealloc(ctx.uniform(0), ctx.uniform(1), call.attr("cta_group")),
     lower=lambda call, gen: asm(
         f"tcgen05.dealloc.cta_group::{call.attr('cta_group')}.sync.aligned.b32 %0, %1;",
         "",
@@ -65,6 +89,7 @@ def tcgen05_dealloc(taddr, ncols: int, *, cta_group: int = 1):
 @intrinsic(
     "ptx.tcgen05.relinquish_alloc_permit",
     feature="tcgen05",
+    sim=lambda ctx, call: ctx.tmem_relinquish(call.attr("cta_group")),
     lower=lambda call, gen: asm(
         f"tcgen05.relinquish_alloc_permit.cta_group::{call.attr('cta_group')}.sync.aligned;"
     ),
@@ -78,6 +103,7 @@ def tcgen05_relinquish(*, cta_group: int = 1):
     feature="tcgen05",
     instruction="tcgen05.fence::before_thread_sync",
     ptx="tcgen05.fence::before_thread_sync;",
+    sim=lambda ctx, call: ctx.fence("tcgen05.before"),
 )
 def tcgen05_fence_before():
     return (), ()
@@ -88,6 +114,7 @@ def tcgen05_fence_before():
     feature="tcgen05",
     instruction="tcgen05.fence::after_thread_sync",
     ptx="tcgen05.fence::after_thread_sync;",
+    sim=lambda ctx, call: ctx.fence("tcgen05.after"),
 )
 def tcgen05_fence_after():
     return (), ()
@@ -121,7 +148,59 @@ def _lower_ld(call, gen) -> str:
     )
 
 
-@intrinsic("ptx.tcgen05.ld", feature="tcgen05", lower=_lower_ld)
+def _tmem_cells(ctx, taddr: int, shape: str, num: int, what: str):
+    """TMEM (lanes, cols) of each lane's registers for ``tcgen05.ld/st .{shape}.x{num}`` at
+    ``taddr``, or None (after reporting it) when they leave the warp's lane quarter."""
+    lanes, cols = tmem_ld_cells(shape, num)
+    lanes, cols = lanes + (taddr >> 16), cols + (taddr & 0xFFFF)
+    quarter = lane_quarter(ctx.warp)
+    if lanes.min() < quarter.start or lanes.max() >= quarter.stop:
+        ctx.hazard(
+            "out-of-bounds",
+            f"{what} at TMEM lane {taddr >> 16}: warp {ctx.warp} reaches only lanes "
+            f"{quarter.start}-{quarter.stop - 1} (its quarter, warp % 4); address the lanes "
+            f"with T.tmem_addr(buf, lane=(warp % 4) * 32, ...)",
+            space="tmem",
+            where=f"lanes {lanes.min()}-{lanes.max()}",
+        )
+        return None
+    return lanes, cols
+
+
+def _as_cells(values: np.ndarray) -> np.ndarray:
+    """Register values as the 32-bit cells they are (float32 bits, int32 two's complement)."""
+    return np.ascontiguousarray(values).view(np.uint32)
+
+
+def _sim_ld(ctx, call) -> None:
+    """Each lane's ``num`` registers get TMEM cells (lane, col .. col + num - 1) when the load
+    completes, no later than ``tcgen05.wait::ld``."""
+    dst, num = call.args[0], call.attr("num")
+    cells = _tmem_cells(ctx, ctx.uniform(1), "32x32b", num, f"tcgen05.ld.32x32b.x{num}")
+    if cells is None:
+        return
+
+    def complete(actx) -> None:
+        data = actx.tmem_read(*cells)  # (32, num) uint32
+        regs = actx.regs_read(dst)
+        regs[:, :num] = data.view(regs.dtype)
+        actx.regs_write(dst, regs)
+
+    ctx.issue("tcgen05.ld", complete, f"tcgen05.ld.32x32b.x{num}")
+
+
+def _sim_st(ctx, call) -> None:
+    """The source registers are read at issue; TMEM is written when the store completes, no
+    later than ``tcgen05.wait::st``."""
+    src, num = call.args[1], call.attr("num")
+    cells = _tmem_cells(ctx, ctx.uniform(0), "32x32b", num, f"tcgen05.st.32x32b.x{num}")
+    if cells is None:
+        return
+    data = _as_cells(ctx.regs_read(src)[:, :num])
+    ctx.issue("tcgen05.st", lambda actx: actx.tmem_write(*cells, data), f"tcgen05.st.32x32b.x{num}")
+
+
+@intrinsic("ptx.tcgen05.ld", feature="tcgen05", lower=_lower_ld, sim=_sim_ld)
 def tcgen05_ld(dst: LocalArray, taddr, *, num: int):
     """``tcgen05.ld.sync.aligned.32x32b.x{num}.b32``: ``num`` consecutive columns of this thread's
     lane."""
@@ -138,7 +217,7 @@ def _lower_st(call, gen) -> str:
     return asm(f"tcgen05.st.sync.aligned.32x32b.x{num}.b32 [%0], {{{regs}}};", "", ins)
 
 
-@intrinsic("ptx.tcgen05.st", feature="tcgen05", lower=_lower_st)
+@intrinsic("ptx.tcgen05.st", feature="tcgen05", lower=_lower_st, sim=_sim_st)
 def tcgen05_st(taddr, src: LocalArray, *, num: int):
     _check_registers("tcgen05.st", num, src, "from")
     return (convert(taddr), src.var), (("num", num),)
@@ -149,6 +228,7 @@ def tcgen05_st(taddr, src: LocalArray, *, num: int):
     feature="tcgen05",
     instruction="tcgen05.wait::ld",
     ptx="tcgen05.wait::ld.sync.aligned;",
+    sim=lambda ctx, call: ctx.wait_group("tcgen05.ld", None),
 )
 def tcgen05_wait_ld():
     return (), ()
@@ -159,6 +239,7 @@ def tcgen05_wait_ld():
     feature="tcgen05",
     instruction="tcgen05.wait::st",
     ptx="tcgen05.wait::st.sync.aligned;",
+    sim=lambda ctx, call: ctx.wait_group("tcgen05.st", None),
 )
 def tcgen05_wait_st():
     return (), ()
@@ -181,6 +262,176 @@ def _tmem_operand(x) -> Expr:
 
 _DENSE_KINDS = ("f16", "tf32", "f8f6f4", "i8")
 
+# -- MMA semantics ---------------------------------------------------------------------------
+
+# container bits of each operand format in shared memory per kind: kind::f8f6f4 keeps fp4 in
+# bytes (low bits), the mx fp4 kinds pack two per byte
+_OPERAND_BITS = {"bfloat16": 16, "float16": 16, "tf32": 32, "float4_e2m1fn": 8}
+_PACKED_FP4_KINDS = ("mxf4", "mxf4nvf4")
+
+
+def _operand_bits(fmt: str, kind: str) -> int:
+    if fmt in ("float6_e2m3fn", "float6_e3m2fn"):
+        raise SimError(f"tcgen05.mma kind::{kind}: fp6 operands are not simulated")
+    if fmt == "float4_e2m1fn" and kind in _PACKED_FP4_KINDS:
+        return 4
+    return _OPERAND_BITS.get(fmt, 8)
+
+
+def _checked_descriptor(desc: int):
+    """The decoded descriptor; one the hardware would reject (version bits 46-48 not 0b001)
+    or that tilemem does not model (LBO mode 1, absolute) is a SimError."""
+    d = decode_tcgen05_descriptor(desc)
+    if d.version != 1:
+        raise SimError(
+            f"tcgen05 shared-memory descriptor {desc:#018x}: version bits 46-48 are {d.version}, "
+            "must be 0b001 (T.ptx.tcgen05.desc sets them)"
+        )
+    if d.lbo_mode:
+        raise SimError(f"tcgen05 descriptor {desc:#018x}: LBO mode 1 is not simulated")
+    return d
+
+
+def _smem_operand(actx, desc: int, mn: int, k: int, fmt: str, kind: str, major: str, rank=None):
+    """An MN x K operand read through its shared-memory descriptor (of cluster CTA ``rank``)."""
+
+    def read(addrs, nbytes):
+        return (
+            actx.smem_read(addrs, nbytes)
+            if rank is None
+            else actx.smem_read(addrs, nbytes, rank=rank)
+        )
+
+    d = _checked_descriptor(desc)
+    bits = _operand_bits(fmt, kind)
+    if major == "K":
+        return operand_values(read, d, mn, k, fmt, bits, "K")
+    return operand_values(read, d, k, mn, fmt, bits, "MN").T
+
+
+def _tmem_operand_a(actx, taddr: int, m: int, k: int, fmt: str) -> np.ndarray:
+    """A (M x K) kept in TMEM: row r in lane r, K packed into 32-bit columns, low bits first
+    (two 16-bit values per column: CuTe's ``tmem_frg`` of a 16-bit A)."""
+    if m != 128:
+        raise SimError(f"tcgen05.mma with A in TMEM is simulated for M=128, got M={m}")
+    bits = _operand_bits(fmt, "f16")
+    per = 32 // bits
+    kk = np.arange(k)
+    lanes = (taddr >> 16) + np.arange(m)[:, None]
+    cols = (taddr & 0xFFFF) + (kk // per)[None, :]
+    cells = actx.tmem_read(lanes, cols).astype(np.uint32)
+    shift = ((kk % per) * bits).astype(np.uint32)[None, :]
+    return bits_to_float32((cells >> shift) & np.uint32((1 << bits) - 1), fmt)
+
+
+def _d_bits(values: np.ndarray, d_fmt: str) -> np.ndarray:
+    if d_fmt == "float32":
+        return values.astype(np.float32).view(np.uint32)
+    if d_fmt == "int32":
+        return values.astype(np.int64).astype(np.int32).view(np.uint32)
+    return float32_to_bits(values.astype(np.float32), "float16").astype(np.uint32)  # low half
+
+
+def _d_values(cells: np.ndarray, d_fmt: str) -> np.ndarray:
+    if d_fmt == "float32":
+        return cells.astype(np.uint32).view(np.float32).astype(np.float64)
+    if d_fmt == "int32":
+        return cells.astype(np.uint32).view(np.int32).astype(np.int64)
+    return bits_to_float32(cells & np.uint32(0xFFFF), "float16").astype(np.float64)
+
+
+def _scales(
+    actx, taddr: int, rows: int, sf_fmt: str | None, per_mma: int, sf_id: int, extra: dict
+) -> np.ndarray:
+    """Scale factors (rows x per_mma) from TMEM: row r's are bytes ``sf_id * per_mma + j`` of
+    the cell (lane r % 128, column r // 32) from ``taddr`` (the layout ``sf_tmem_layout``
+    describes and ``tcgen05.cp .32x128b.warpx4`` fills: each 32-row group its own column,
+    copied into every lane quarter)."""
+    r = np.arange(rows)
+    lanes = (taddr >> 16) + r % 128
+    cols = (taddr & 0xFFFF) + r // 32
+    cells = actx.tmem_read(lanes, cols, **extra).astype(np.uint32)  # (rows,)
+    j = np.arange(per_mma)
+    byte = ((sf_id * per_mma + j) % 4).astype(np.uint32)
+    codes = (cells[:, None] >> (8 * byte)[None, :]) & np.uint32(0xFF)
+    return bits_to_float32(codes.astype(np.uint8), sf_fmt or "ue4m3").astype(np.float64)
+
+
+def _sim_mma_common(ctx, call, scale_vec: int | None) -> None:
+    d_addr, a_arg, b_desc = ctx.uniform(0), ctx.uniform(1), ctx.uniform(2)
+    kind, cta_group = call.attr("kind"), call.attr("cta_group")
+    idesc = decode_instr_descriptor(int(call.args[3].value), kind)
+    enable_input = ctx.uniform(len(call.args) - 1) != 0
+    sf_addrs = (ctx.uniform(4), ctx.uniform(5)) if scale_vec else None
+    k = MMA_K[kind]
+    a_in_tmem = bool(call.attr("a_tmem"))
+    if a_in_tmem and cta_group == 2:
+        raise SimError("tcgen05.mma.cta_group::2 with A in TMEM is not simulated")
+    if idesc.sparse:
+        raise SimError("sparse tcgen05.mma is not simulated")
+    if cta_group == 2 and ctx.rank % 2:
+        ctx.hazard(
+            "tmem-protocol",
+            f"tcgen05.mma.cta_group::2 issued by the odd CTA (rank {ctx.rank}) of its pair; the "
+            "even CTA issues for both",
+        )
+        return
+    pair = (ctx.rank, ctx.rank + 1) if cta_group == 2 else (None,)
+    m_cta, n_cta = idesc.m // cta_group, idesc.n // cta_group
+
+    def complete(actx) -> None:
+        b = np.concatenate(
+            [
+                _smem_operand(actx, b_desc, n_cta, k, idesc.b, kind, idesc.b_major, rank)
+                for rank in pair
+            ]
+        ).astype(np.float64)
+        if idesc.negate_b:
+            b = -b
+        if sf_addrs is not None:
+            per = scale_vec or 1
+            sfb = _scales(actx, sf_addrs[1], idesc.n, idesc.scale_format, per, idesc.sfb_id, {})
+            b = b * np.repeat(sfb, k // per, axis=1)
+        lanes, cols = mma_result_cells(idesc.m, idesc.n, cta_group)
+        lanes, cols = lanes + (d_addr >> 16), cols + (d_addr & 0xFFFF)
+        for rank in pair:
+            extra = {} if rank is None else {"rank": rank}  # the pair's CTA receiving D
+            if a_in_tmem:
+                a = _tmem_operand_a(actx, a_arg, m_cta, k, idesc.a)
+            else:
+                a = _smem_operand(actx, a_arg, m_cta, k, idesc.a, kind, idesc.a_major, rank)
+            a = a.astype(np.float64)
+            if idesc.negate_a:
+                a = -a
+            if sf_addrs is not None:
+                per = scale_vec or 1
+                sfa = _scales(
+                    actx, sf_addrs[0], m_cta, idesc.scale_format, per, idesc.sfa_id, extra
+                )
+                a = a * np.repeat(sfa, k // per, axis=1)
+            integer = idesc.d == "int32"
+            prod = a.astype(np.int64) @ b.astype(np.int64).T if integer else a @ b.T
+            if enable_input:
+                prod = prod + _d_values(actx.tmem_read(lanes, cols, **extra), idesc.d)
+            actx.tmem_write(lanes, cols, _d_bits(prod, idesc.d), **extra)
+
+    ctx.issue("tcgen05", complete, f"tcgen05.mma.cta_group::{cta_group}.kind::{kind}")
+
+
+def _sim_mma(ctx, call) -> None:
+    """``D (+)= A @ B^T`` (M x N, fp32 / f16 / int32 accumulators in TMEM) from the decoded
+    instruction descriptor (M, N, formats, majors, negation) and operand descriptors; A from
+    shared memory or TMEM. cta_group::2: the even CTA of the pair issues; each CTA's TMEM gets
+    its M/2 rows, B's N/2-row halves come from both CTAs' shared memory."""
+    _sim_mma_common(ctx, call, None)
+
+
+def _sim_mma_block_scale(ctx, call) -> None:
+    """As :func:`_sim_mma`, each K block of ``K / scale_vec`` elements of A's row r and B's row
+    n multiplied by its scale factor (UE8M0 or UE4M3, from the instruction descriptor) read
+    from TMEM at ``sfa`` / ``sfb``."""
+    _sim_mma_common(ctx, call, call.attr("scale_vec"))
+
 
 def _lower_mma(call, gen) -> str:
     d, a, b, idesc, acc = call.args
@@ -202,7 +453,7 @@ def _lower_mma(call, gen) -> str:
     return asm(text, "", ins)
 
 
-@intrinsic("ptx.tcgen05.mma", feature="tcgen05", lower=_lower_mma)
+@intrinsic("ptx.tcgen05.mma", feature="tcgen05", lower=_lower_mma, sim=_sim_mma)
 def tcgen05_mma(
     d_tmem,
     a,
@@ -269,6 +520,7 @@ _SCALE_VECS = {"mxf8f6f4": (1,), "mxf4": (2,), "mxf4nvf4": (2, 4)}
     feature="tcgen05",
     instruction="tcgen05.mma.block_scale",
     lower=_lower_mma_block_scale,
+    sim=_sim_mma_block_scale,
 )
 def tcgen05_mma_block_scale(
     d_tmem,
@@ -321,9 +573,48 @@ _CP_SHAPES = {
 }
 
 
+# lane quarters each 32-row block of a multicast copy lands in (PTX ISA "tcgen05.cp")
+_CP_QUARTERS = {
+    "warpx4": ((0, 1, 2, 3),),
+    "warpx2::02_13": ((0, 2), (1, 3)),
+    "warpx2::01_23": ((0, 1), (2, 3)),
+}
+
+
+def _sim_cp(ctx, call) -> None:
+    """Copy a rows x bits matrix from shared memory (through its descriptor, K-major: each row
+    ``bits / 8`` bytes) into TMEM: row r to lane r from the address's lane, its bytes to 32-bit
+    columns from the address's column, low byte first. ``32x128b.warpx4`` copies the 32 rows
+    into every lane quarter, ``64x128b.warpx2::02_13`` rows 0-31 into quarters 0 and 2 and
+    rows 32-63 into 1 and 3 (``::01_23``: 0, 1 and 2, 3)."""
+    taddr, s_desc = ctx.uniform(0), ctx.uniform(1)
+    shape, multicast = call.attr("shape"), call.attr("multicast")
+    rows, row_bits = (int(x) for x in shape.rstrip("b").split("x"))
+    if rows % 8:
+        raise SimError(f"tcgen05.cp .{shape} is not simulated (rows must be a multiple of 8)")
+    lane0, col0 = taddr >> 16, taddr & 0xFFFF
+
+    def complete(actx) -> None:
+        addrs = operand_addresses(_checked_descriptor(s_desc), rows, row_bits // 8, 8)
+        raw = actx.smem_read(addrs, 1)[..., 0].astype(np.uint32)  # (rows, bytes)
+        cells = raw.reshape(rows, -1, 4) << (8 * np.arange(4, dtype=np.uint32))
+        words = np.bitwise_or.reduce(cells, axis=2)  # (rows, columns)
+        cols = col0 + np.arange(words.shape[1])[None, :]
+        if not multicast:
+            actx.tmem_write(lane0 + np.arange(rows)[:, None], cols, words)
+            return
+        for block, quarters in enumerate(_CP_QUARTERS[multicast]):
+            part = words[32 * block : 32 * block + 32]
+            for q in quarters:
+                actx.tmem_write(lane0 + 32 * q + np.arange(32)[:, None], cols, part)
+
+    ctx.issue("tcgen05", complete, f"tcgen05.cp.{shape}")
+
+
 @intrinsic(
     "ptx.tcgen05.cp",
     feature="tcgen05",
+    sim=_sim_cp,
     lower=lambda call, gen: asm(
         f"tcgen05.cp.cta_group::{call.attr('cta_group')}.{call.attr('shape')}"
         + (f".{call.attr('multicast')}" if call.attr("multicast") else "")
@@ -352,9 +643,17 @@ def tcgen05_cp(taddr, s_desc, *, shape: str, multicast: str | None = None, cta_g
     )
 
 
+def _sim_commit(ctx, call) -> None:
+    """Arrive once on the mbarrier when every tcgen05 operation the warp issued before has
+    completed (the in-order queue runs it after them)."""
+    bar = ctx.uniform(0)
+    ctx.issue("tcgen05", lambda actx: actx.mbarrier_arrive(bar), "tcgen05.commit")
+
+
 @intrinsic(
     "ptx.tcgen05.commit",
     feature="tcgen05",
+    sim=_sim_commit,
     lower=lambda call, gen: asm(
         f"tcgen05.commit.cta_group::{call.attr('cta_group')}.mbarrier::arrive::one"
         ".shared::cluster.b64 [%0];",

@@ -6,11 +6,21 @@ PTX ISA 9.0: ``bar.sync``, ``elect.sync``; CUDA C++: ``__syncthreads``, ``__sync
 
 from __future__ import annotations
 
+import numpy as np
+
+from ...dtype import float32_to_bits
 from ...pool import SMEM, Buffer
 from ..builder import current
 from ..index import layout_index
 from ..nodes import BOOL, INT32, UINT32, Const, Expr, IRError, binop, convert
-from .registry import asm, intrinsic
+from .registry import SimContext, asm, intrinsic
+
+
+def _sim_thread_idx(ctx: SimContext, call):
+    """threadIdx from the linear thread index: x fastest, then y, then z."""
+    bx, by, _ = ctx.block_dim
+    t = ctx.thread_ids
+    return (t % bx, (t // bx) % by, t // (bx * by))[call.attr("axis")]
 
 
 @intrinsic(
@@ -18,6 +28,7 @@ from .registry import asm, intrinsic
     lower=lambda call, gen: f"(int)threadIdx.{'xyz'[call.attr('axis')]}",
     value=INT32,
     public=False,
+    sim=_sim_thread_idx,
 )
 def _thread_idx(axis: int):
     return (), (("axis", axis),)
@@ -28,6 +39,7 @@ def _thread_idx(axis: int):
     lower=lambda call, gen: f"(int)blockIdx.{'xyz'[call.attr('axis')]}",
     value=INT32,
     public=False,
+    sim=lambda ctx, call: ctx.cta[call.attr("axis")],
 )
 def _block_idx(axis: int):
     return (), (("axis", axis),)
@@ -38,6 +50,7 @@ def _block_idx(axis: int):
     lower=lambda call, gen: f"(int)gridDim.{'xyz'[call.attr('axis')]}",
     value=INT32,
     public=False,
+    sim=lambda ctx, call: ctx.grid_dim[call.attr("axis")],
 )
 def _grid_dim(axis: int):
     return (), (("axis", axis),)
@@ -79,12 +92,21 @@ def lane_id() -> Expr:
     return binop("%", linear_thread_id(), 32)
 
 
-@intrinsic("cuda.syncthreads", lower=lambda call, gen: "__syncthreads()")
+def _sim_syncthreads(ctx: SimContext, call):
+    """Every warp of the CTA arrives; each leaves once all have (barrier 0)."""
+    yield from ctx.barrier(0, None)
+
+
+@intrinsic("cuda.syncthreads", lower=lambda call, gen: "__syncthreads()", sim=_sim_syncthreads)
 def syncthreads():
     return (), ()
 
 
-@intrinsic("cuda.syncwarp", lower=lambda call, gen: f"__syncwarp({gen.expr(call.args[0])})")
+@intrinsic(
+    "cuda.syncwarp",
+    lower=lambda call, gen: f"__syncwarp({gen.expr(call.args[0])})",
+    sim=lambda ctx, call: None,  # a warp's lanes already run in program order here
+)
 def syncwarp(mask: int = 0xFFFFFFFF):
     return (Const(mask, UINT32),), ()
 
@@ -96,7 +118,14 @@ def _lower_named_barrier(call, gen) -> str:
     return asm(f"bar.sync %0, {threads};", "", f'"r"({gen.expr(call.args[0])})')
 
 
-@intrinsic("cuda.named_barrier", lower=_lower_named_barrier)
+def _sim_named_barrier(ctx: SimContext, call):
+    """``bar.sync id, threads``: ``threads / 32`` warps meet at barrier ``id``."""
+    fixed = call.attr("id")
+    barrier_id = fixed if fixed is not None else ctx.uniform(0)
+    yield from ctx.barrier(barrier_id, call.attr("threads"))
+
+
+@intrinsic("cuda.named_barrier", lower=_lower_named_barrier, sim=_sim_named_barrier)
 def named_barrier(barrier_id, threads: int):
     """``bar.sync id, threads``: synchronise a subset of warps (``threads`` a multiple of 32).
 
@@ -122,6 +151,10 @@ def named_barrier(barrier_id, threads: int):
     ),
     value=UINT32,
     public=False,
+    sim=lambda ctx, call: (
+        float32_to_bits(ctx.value(0), "bfloat16").astype(np.uint32)
+        | (float32_to_bits(ctx.value(1), "bfloat16").astype(np.uint32) << 16)
+    ),
 )
 def pack_bf16x2(lo, hi):
     """Two floats rounded to bfloat16 and packed into one 32-bit word (``lo`` in the low half)."""
@@ -148,6 +181,7 @@ _ELECT_SYNC = r"""__device__ __forceinline__ bool tm_elect_sync() {
     lower=lambda call, gen: "tm_elect_sync()",
     helper=_ELECT_SYNC,
     value=BOOL,
+    sim=lambda ctx, call: ctx.lanes == np.argmax(ctx.active),  # the lowest active lane
 )
 def elect_sync():
     """True in exactly one lane of the (fully active) warp."""
@@ -162,6 +196,7 @@ def elect_sync():
     ),
     value=UINT32,
     public=False,
+    sim=lambda ctx, call: ctx.shared_address(call.args[0]) + ctx.value(1).astype(np.int64),
 )
 def _smem_addr(var, byte):
     return (var, convert(byte)), ()

@@ -3,12 +3,106 @@
 
 from __future__ import annotations
 
+import numpy as np
+
+from ...layout.smem import SwizzleMode
 from ...layout.tma import TMAFill, tma_fill
 from ...pool import SMEM, Buffer
 from ..builder import current
 from ..nodes import IRError, TensorMapVar, binop, convert
-from .registry import asm, expose, intrinsic, pending_groups
+from .registry import SimContext, asm, expose, intrinsic, pending_groups
 from .thread import shared_operand
+
+# -- semantics (PTX ISA 9.0, "Tensor Copy": box, out-of-bound fill, swizzle modes) ----------
+
+_SWIZZLE_BITS = {
+    SwizzleMode.SWIZZLE_NONE: 0,
+    SwizzleMode.SWIZZLE_32B_ATOM: 1,
+    SwizzleMode.SWIZZLE_64B_ATOM: 2,
+    SwizzleMode.SWIZZLE_128B_ATOM: 3,
+}
+
+
+def swizzle_address(addr: np.ndarray, mode: SwizzleMode) -> np.ndarray:
+    """The shared address TMA uses for byte ``addr`` of a box: ``Swizzle<B, 4, 3>`` on the
+    absolute address, i.e. bits [4, 4+B) XOR bits [7, 7+B) with B = 1, 2, 3 for the 32, 64
+    and 128-byte modes (16-byte chunks permuted within each 128 x 2^B-byte period)."""
+    bits = _SWIZZLE_BITS[mode]
+    if not bits:
+        return addr
+    return addr ^ (((addr >> 7) & ((1 << bits) - 1)) << 4)
+
+
+def box_elements(plan, coords) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each element of the box at ``coords`` (innermost first), in shared-memory order
+    (the box is dense, innermost dimension fastest): its flat index in the global array, whether
+    it lies inside the tensor, and its byte offset in the box."""
+    box = np.asarray(plan.box, np.int64)
+    dims = np.asarray(plan.global_dims, np.int64)
+    esize = plan.dtype.bits // 8
+    grid = np.indices(tuple(box[::-1])).reshape(len(box), -1)[::-1]  # inner dimension first
+    g = np.asarray(coords, np.int64)[:, None] + grid
+    inside = np.asarray(((g >= 0) & (g < dims[:, None])).all(axis=0))
+    strides = np.asarray([1, *(s // esize for s in plan.global_strides)], np.int64)
+    flat = (g * strides[:, None]).sum(axis=0)
+    return flat, inside, np.arange(g.shape[1], dtype=np.int64) * esize
+
+
+def _lanes(ctx: SimContext) -> np.ndarray:
+    return np.flatnonzero(ctx.active)
+
+
+def _sim_load(ctx: SimContext, call) -> None:
+    """Each active thread issues one copy. At completion the box lands in shared memory of
+    every destination CTA (out-of-bound elements as zeros), swizzled on absolute addresses,
+    and each destination's mbarrier at ``bar`` gets complete_tx of the whole box's bytes."""
+    tmap = ctx.tensor_map(0)
+    plan, array = tmap.plan, tmap.array
+    rank = call.attr("rank")
+    dst, bar = ctx.value(1).astype(np.int64), ctx.value(2).astype(np.int64)
+    coords = np.stack([ctx.value(3 + i).astype(np.int64) for i in range(rank)])
+    masks = ctx.value(3 + rank).astype(np.int64) if call.attr("multicast") else None
+    esize = plan.dtype.bits // 8
+    for lane in _lanes(ctx):
+        flat, inside, offs = box_elements(plan, coords[:, lane])
+        targets = (
+            [r for r in range(ctx.cluster_size) if (int(masks[lane]) >> r) & 1]
+            if masks is not None
+            else [None]
+        )
+        addrs = swizzle_address(int(dst[lane]) + offs, plan.swizzle)
+        b = int(bar[lane])
+
+        def complete(actx: SimContext, flat=flat, inside=inside, addrs=addrs, targets=targets, b=b):
+            values = np.zeros(flat.size, array.dtype)
+            values[inside] = actx.global_read(array, flat[inside])
+            data = values.view(np.uint8).reshape(flat.size, esize)
+            for r in targets:
+                actx.smem_write(addrs, data, rank=r)
+                actx.complete_tx(b, flat.size * esize, rank=r)
+
+        ctx.issue("tma", complete, "cp.async.bulk.tensor (TMA load)")
+
+
+def _sim_store(ctx: SimContext, call) -> None:
+    """Each active thread issues one copy of the box from shared memory (swizzled) to the
+    tensor, elements outside it dropped; it completes by the bulk group's wait."""
+    tmap = ctx.tensor_map(0)
+    plan, array = tmap.plan, tmap.array
+    rank = call.attr("rank")
+    src = ctx.value(1).astype(np.int64)
+    coords = np.stack([ctx.value(2 + i).astype(np.int64) for i in range(rank)])
+    esize = plan.dtype.bits // 8
+    for lane in _lanes(ctx):
+        flat, inside, offs = box_elements(plan, coords[:, lane])
+        addrs = swizzle_address(int(src[lane]) + offs, plan.swizzle)
+
+        def complete(actx: SimContext, flat=flat, inside=inside, addrs=addrs):
+            data = actx.smem_read(addrs, esize)
+            values = np.ascontiguousarray(data).view(array.dtype).reshape(-1)
+            actx.global_write(array, flat[inside], values[inside])
+
+        ctx.issue("bulk", complete, "cp.async.bulk.tensor (TMA store)")
 
 
 def _coords(coords) -> tuple:
@@ -45,6 +139,7 @@ def _lower_load(call, gen) -> str:
     feature="tma",
     instruction="cp.async.bulk.tensor (TMA load)",
     lower=_lower_load,
+    sim=_sim_load,
 )
 def tma_load(tmap: TensorMapVar, dst, bar, coords, multicast_mask=None):
     """``cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx::bytes``."""
@@ -78,6 +173,7 @@ def _lower_store(call, gen) -> str:
     feature="tma",
     instruction="cp.async.bulk.tensor (TMA store)",
     lower=_lower_store,
+    sim=_sim_store,
 )
 def tma_store(tmap: TensorMapVar, src, coords):
     if not isinstance(tmap, TensorMapVar):
@@ -116,6 +212,7 @@ def tma_store_tile(tmap: TensorMapVar, buf: Buffer, row, col, *lead) -> None:
     feature="tma",
     instruction="cp.async.bulk.commit_group",
     ptx="cp.async.bulk.commit_group;",
+    sim=lambda ctx, call: ctx.commit_group("bulk"),
 )
 def bulk_commit_group():
     return (), ()
@@ -126,6 +223,7 @@ def bulk_commit_group():
     feature="tma",
     instruction="cp.async.bulk.wait_group.read",
     lower=lambda call, gen: asm(f"cp.async.bulk.wait_group.read {call.attr('n')};"),
+    sim=lambda ctx, call: ctx.wait_group("bulk", call.attr("n")),
 )
 def bulk_wait_group_read(n: int = 0):
     return (), (("n", pending_groups(n, "cp.async.bulk.wait_group.read")),)
@@ -136,6 +234,7 @@ def bulk_wait_group_read(n: int = 0):
     feature="tma",
     instruction="cp.async.bulk.wait_group",
     lower=lambda call, gen: asm(f"cp.async.bulk.wait_group {call.attr('n')};"),
+    sim=lambda ctx, call: ctx.wait_group("bulk", call.attr("n")),
 )
 def bulk_wait_group(n: int = 0):
     """At most ``n`` bulk groups pending, their writes to global memory done (not only read)."""

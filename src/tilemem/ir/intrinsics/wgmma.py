@@ -1,9 +1,20 @@
 """Hopper warpgroup MMA (PTX ISA 9.0: "wgmma.mma_async", "wgmma.fence", "wgmma.commit_group",
-"wgmma.wait_group")."""
+"wgmma.wait_group").
+
+Simulation: ``mma_async`` is an asynchronous operation of the issuing warp on the "wgmma"
+queue. When it completes (no later than the ``wait_group`` that orders it) it decodes the
+two descriptors the kernel computed, reads A and B from shared memory through them, and
+adds this warp's 16 rows of A @ B to its accumulator registers in the PTX fragment layout
+(fp32 accumulation, int32 for s8/u8). Each of the warpgroup's four warps does its own rows.
+"""
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...dtype import as_dtype
+from ...layout.decode import decode_wgmma_descriptor, operand_values
+from ...layout.fragments import wgmma_accumulator
 from ...layout.operand import wgmma_descriptor_high
 from ...pool import Buffer
 from ..builder import LocalArray, current
@@ -37,12 +48,22 @@ def wgmma_desc(buf: Buffer, *coords, major: str = "K") -> Expr:
     return shared_descriptor(buf, coords, wgmma_descriptor_high, major)
 
 
-@intrinsic("ptx.wgmma.fence", feature="wgmma", ptx="wgmma.fence.sync.aligned;")
+def _sim_fence(ctx, call) -> None:
+    """``wgmma.fence`` orders the warp's register writes before the next wgmma reads them; in
+    the simulator register accesses are ordered by program order already."""
+
+
+@intrinsic("ptx.wgmma.fence", feature="wgmma", ptx="wgmma.fence.sync.aligned;", sim=_sim_fence)
 def wgmma_fence():
     return (), ()
 
 
-@intrinsic("ptx.wgmma.commit_group", feature="wgmma", ptx="wgmma.commit_group.sync.aligned;")
+@intrinsic(
+    "ptx.wgmma.commit_group",
+    feature="wgmma",
+    ptx="wgmma.commit_group.sync.aligned;",
+    sim=lambda ctx, call: ctx.commit_group("wgmma"),
+)
 def wgmma_commit_group():
     return (), ()
 
@@ -51,6 +72,7 @@ def wgmma_commit_group():
     "ptx.wgmma.wait_group",
     feature="wgmma",
     lower=lambda call, gen: asm(f"wgmma.wait_group.sync.aligned {call.attr('n')};"),
+    sim=lambda ctx, call: ctx.wait_group("wgmma", call.attr("n")),
 )
 def wgmma_wait_group(n: int = 0):
     return (), (("n", pending_groups(n, "wgmma.wait_group")),)
@@ -84,11 +106,51 @@ def _lower_mma_async(call, gen) -> str:
     return asm(text, outs, ins)
 
 
+_FORMATS = {"float32": "tf32"}  # tf32 operands are float32 words read without their low bits
+
+
+def _sim_mma_async(ctx, call) -> None:
+    """``D[16 q .. 16 q + 15, :] (+)= A[16 q .., :] @ B^T`` for warp ``q = warp % 4`` of the
+    warpgroup: A is 64 x K, B is N x K (K-major, or MN-major with the transpose bits)."""
+    acc = call.args[0]
+    a_desc, b_desc = ctx.uniform(1), ctx.uniform(2)
+    add = ctx.uniform(3) != 0  # scale-d: 0 overwrites the accumulators
+    n, a_type, b_type = call.attr("n"), call.attr("dtype"), call.attr("b_dtype")
+    _, k, acc_type = _WGMMA_TYPES[a_type]
+    majors = ("MN" if call.attr("trans_a") else "K", "MN" if call.attr("trans_b") else "K")
+    quarter = ctx.warp % 4
+    rows, cols = wgmma_accumulator(n)
+    rows = rows[32 * quarter : 32 * quarter + 32] - 16 * quarter
+    cols = cols[32 * quarter : 32 * quarter + 32]
+
+    def operand(actx, desc: int, mn: int, dtype: str, major: str) -> np.ndarray:
+        fmt, bits = _FORMATS.get(dtype, dtype), as_dtype(dtype).bits
+        d = decode_wgmma_descriptor(desc)
+        if major == "K":
+            return operand_values(actx.smem_read, d, mn, k, fmt, bits, "K")
+        return operand_values(actx.smem_read, d, k, mn, fmt, bits, "MN").T
+
+    def complete(actx) -> None:
+        a = operand(actx, a_desc, 64, a_type, majors[0])[16 * quarter : 16 * quarter + 16]
+        b = operand(actx, b_desc, n, b_type, majors[1])
+        if acc_type == "int32":
+            prod = a.astype(np.int64) @ b.astype(np.int64).T
+            old = actx.regs_read(acc).astype(np.int64) if add else 0
+            actx.regs_write(acc, (old + prod[rows, cols]).astype(np.int32))
+        else:
+            prod = a.astype(np.float64) @ b.astype(np.float64).T
+            old = actx.regs_read(acc).astype(np.float64) if add else 0.0
+            actx.regs_write(acc, (old + prod[rows, cols]).astype(np.float32))
+
+    ctx.issue("wgmma", complete, f"wgmma.mma_async m64n{n}k{k}")
+
+
 @intrinsic(
     "ptx.wgmma.mma_async",
     feature="wgmma",
     instruction="wgmma.mma_async",
     lower=_lower_mma_async,
+    sim=_sim_mma_async,
 )
 def wgmma_mma_async(
     acc: LocalArray,

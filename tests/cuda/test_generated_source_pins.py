@@ -1,0 +1,123 @@
+"""Generated code that would be wrong yet compile, pinned in its source text (no GPU needed):
+arithmetic keeps its operands' type, the non-cluster GEMM has no cluster barriers, and every
+mbarrier of the verify kernels is initialised by thread 0 only."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tilemem import T
+from tilemem.gemm.hopper import hopper_gemm_persistent
+from tilemem.ir.nodes import BinOp, Store
+from tilemem.verify import MODES, tma_load_kernel, tma_store_kernel, wgmma_kernel
+
+# -- arithmetic keeps its operands' type ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("dtype", "ctype"),
+    [("float32", "float"), ("int32", "int32_t"), ("float64", "double"), ("uint32", "uint32_t")],
+)
+def test_products_keep_the_operand_type(dtype, ctype):
+    def body(x, y):
+        y[0] = x[1] * x[2] + x[3]
+
+    body.__annotations__ = {"x": T.Buffer((4,), dtype), "y": T.Buffer((4,), dtype)}
+    kernel = T.kernel("sm_90a", block=32, name="fma_probe")(body)
+
+    store = kernel.ir.body
+    while not isinstance(store, Store):  # the body is the one store, maybe wrapped
+        store = store.body if hasattr(store, "body") else store.stmts[0]
+    assert isinstance(store.value, BinOp)
+    assert store.value.dtype.name == dtype  # float32 x float32 + float32 is float32
+    assert store.value.a.dtype.name == dtype
+    body = kernel.source.split("fma_probe(", 1)[1]
+    assert f"{ctype}* __restrict__ x, {ctype}* __restrict__ y" in body
+    assert "  y[0] = ((x[1] * x[2]) + x[3]);\n" in body  # no cast: the operands' own type
+    if dtype != "float64":
+        assert "double" not in body
+
+
+# -- cluster barriers only in the cluster GEMM -------------------------------------------------
+
+CLUSTER_ONLY = (
+    "barrier.cluster.arrive.release",
+    "barrier.cluster.wait.acquire",
+    "mapa.shared",
+    "multicast::cluster",
+    "%cluster_ctarank",
+)
+
+
+@pytest.fixture(scope="module")
+def gemm_sources():
+    print("generating the Hopper GEMM sources for cluster_m = 1 and 2")
+    return {cm: hopper_gemm_persistent(cm).source for cm in (1, 2)}
+
+
+@pytest.mark.parametrize("text", CLUSTER_ONLY)
+def test_the_non_cluster_gemm_has_no_cluster_instructions(gemm_sources, text):
+    assert text not in gemm_sources[1]
+    assert text in gemm_sources[2]  # the pin can fail both ways
+
+
+def test_the_cluster_gemm_arrives_and_waits_in_pairs(gemm_sources):
+    src = gemm_sources[2]
+    arrives = src.count("barrier.cluster.arrive.release")
+    assert arrives >= 1 and arrives == src.count("barrier.cluster.wait.acquire")
+
+
+# -- mbarrier init in the verify kernels: thread 0 only ----------------------------------------
+
+
+def _verify_sources():
+    for mode in MODES:
+        yield f"tma_load {mode}", tma_load_kernel(mode, 2, (2, 16, 64))[0].source
+        yield f"tma_store {mode}", tma_store_kernel(mode, 2, (2, 16, 64))[0].source
+        yield f"wgmma {mode}", wgmma_kernel(mode, 64)[0].source
+
+
+@pytest.fixture(scope="module")
+def verify_sources():
+    print("generating the verify kernels' sources")
+    return dict(_verify_sources())
+
+
+def _enclosing_ifs(source: str, at: int) -> list[str]:
+    """The `if (...) {` lines still open at offset ``at`` (brace depth, innermost last)."""
+    opened: list[tuple[int, str]] = []
+    depth = 0
+    for line in source[:at].splitlines():
+        for ch in line:
+            if ch == "{":
+                depth += 1
+            elif ch == "}":
+                depth -= 1
+                while opened and opened[-1][0] > depth:
+                    opened.pop()
+        if re.match(r"\s*if \(.*\) \{$", line):
+            opened.append((depth, line.strip()))
+    return [text for _, text in opened]
+
+
+def test_every_verify_kernel_inits_its_mbarriers_in_thread_0(verify_sources):
+    checked = 0
+    for name, src in verify_sources.items():
+        body = src.split('extern "C" __global__', 1)[1]
+        inits = [m.start() for m in re.finditer(r"mbarrier\.init\.shared", body)]
+        assert bool(inits) == (not name.startswith("tma_store")), name  # a store needs none
+        for at in inits:
+            ifs = _enclosing_ifs(body, at)
+            assert ifs and ifs[-1] == "if (((int)threadIdx.x == 0)) {", (name, ifs)
+            checked += 1
+    assert checked >= len(MODES) * 2  # the load and wgmma kernels init one barrier each
+
+
+def test_the_enclosing_if_finder_sees_a_wrong_guard():
+    # the helper itself: a guard by thread != 0 must not read as thread 0
+    text = "void k() {\n  if (((int)threadIdx.x != 0)) {\n    mbarrier.init.shared;\n  }\n}\n"
+    assert _enclosing_ifs(text, text.index("mbarrier")) == ["if (((int)threadIdx.x != 0)) {"]
+    closed = "void k() {\n  if (x) {\n  }\n  mbarrier.init.shared;\n}\n"
+    assert _enclosing_ifs(closed, closed.index("mbarrier")) == []

@@ -1,0 +1,207 @@
+"""Small kernels for the simulator tests, each with planted bugs behind flags.
+
+Lines the tests point at carry a ``# @name`` marker; :func:`line` finds them, so a test
+checks the source line a hazard names without hard-coding numbers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tilemem import T
+
+HERE = Path(__file__).resolve()
+
+
+def line(marker: str) -> str:
+    """``file:line`` of the line ending in ``# @marker`` in this file."""
+    for n, text in enumerate(HERE.read_text().splitlines(), start=1):
+        if text.rstrip().endswith(f"# @{marker}"):
+            return f"{HERE}:{n}"
+    raise KeyError(marker)
+
+
+def exchange(sync: bool = True, oob: bool = False, read_first: bool = False):
+    """Each thread writes buf[t] = 2t, then reads buf[63 - t] into out[t]."""
+
+    @T.kernel(target="sm_90a", grid=1, block=64)
+    def k(out: T.Buffer((64,), "float32")):
+        smem = T.SMEMPool(name="smem")
+        buf = smem.alloc((64,), "float32", name="buf")
+        smem.commit()
+        t = T.thread_id()
+        if read_first:
+            out[t] = buf[t]  # @early-read
+        buf[t + (1 if oob else 0)] = T.cast(t, "float32") * 2.0  # @exchange-write
+        if sync:
+            T.cuda.syncthreads()
+        out[t] = buf[63 - t]  # @exchange-read
+
+    return k
+
+
+def global_oob():
+    @T.kernel(target="sm_90a", grid=1, block=32)
+    def k(x: T.Buffer((16,), "float32")):
+        t = T.thread_id()
+        x[t] = 1.0  # @global-oob
+
+    return k
+
+
+def phased(in_phase: str):
+    """A buffer live only in the mainloop, written inside T.phase(in_phase)."""
+
+    @T.kernel(target="sm_90a", grid=1, block=32)
+    def k(out: T.Buffer((32,), "float32")):
+        smem = T.SMEMPool(name="smem", phases=("mainloop", "epilogue"))
+        stage = smem.alloc((32,), "float32", name="stage", live="mainloop")
+        tile = smem.alloc((32,), "float32", name="tile", live="epilogue")
+        smem.commit()
+        t = T.thread_id()
+        with T.phase(in_phase):
+            stage[t] = 1.0  # @phased-write
+        with T.phase("epilogue"):
+            tile[t] = 2.0
+            out[t] = tile[t]
+
+    return k
+
+
+def tma_roundtrip(
+    dtype: str = "float32",
+    swizzle: str = "128B",
+    rows: int = 64,
+    cols: int = 32,
+    tx: int | None = None,
+    wait: bool = True,
+    parity: int = 0,
+    fence: bool = True,
+    arrivals: int = 1,
+):
+    """TMA-load an (rows, cols) tile at (row0, col0), add 1 in shared memory, TMA-store it back
+    to ``out`` at the same place. Returns the kernel and its tile buffer (for tile_map)."""
+    holder = {}
+    nbytes = rows * cols * (4 if dtype == "float32" else 2)
+
+    @T.kernel(target="sm_90a", grid=1, block=128)
+    def k(tma_in: T.TensorMap, tma_out: T.TensorMap, row0: T.int32, col0: T.int32):
+        smem = T.SMEMPool(name="smem")
+        a = smem.alloc_mma((rows, cols), dtype, swizzle, name="tile")
+        bar = smem.alloc((1,), "uint64", name="full")
+        smem.commit()
+        holder["tile"] = a
+        t = T.thread_id()
+        with T.If(t == 0):
+            T.ptx.mbarrier.init((bar, 0), arrivals)  # @init
+            T.ptx.fence.mbarrier_init()
+        T.cuda.syncthreads()
+        with T.If(t == 0):
+            T.ptx.mbarrier.arrive_expect_tx((bar, 0), nbytes if tx is None else tx)
+            T.ptx.tma.load_tile(tma_in, a, (bar, 0), row0, col0)  # @tma-load
+        if wait:
+            T.ptx.mbarrier.wait((bar, 0), parity)  # @wait
+        with T.If(t < rows):
+            for j in T.serial(cols, name="j"):
+                a[t, j] = a[t, j] + 1.0  # @bump
+        if fence:
+            T.ptx.fence.proxy_async_shared_cta()
+        T.cuda.syncthreads()
+        with T.If(t == 0):
+            T.ptx.tma.store_tile(tma_out, a, row0, col0)  # @tma-store
+            T.ptx.tma.commit_group()
+            T.ptx.tma.wait_group(0)
+
+    return k, holder["tile"]
+
+
+def never_arrives():
+    @T.kernel(target="sm_90a", grid=1, block=64)
+    def k(out: T.Buffer((64,), "float32")):
+        smem = T.SMEMPool(name="smem")
+        bar = smem.alloc((1,), "uint64", name="ready")
+        smem.commit()
+        with T.If(T.thread_id() == 0):
+            T.ptx.mbarrier.init((bar, 0), 1)
+        T.cuda.syncthreads()
+        with T.If(T.warp_id() == 1):
+            T.ptx.mbarrier.wait((bar, 0), 0)  # @stuck
+        out[T.thread_id()] = 1.0
+
+    return k
+
+
+def tmem_user(
+    cols: int = 128,
+    dealloc_warp: int | None = None,
+    cluster: int | None = None,
+    store_col: int = 0,
+    deallocate: bool = True,
+    pad_smem: int = 0,
+):
+    """Warp 0 allocates ``cols`` TMEM columns; every warp stores its lane quarter's first
+    column, waits, loads it back into ``out``; then (cluster: after a cluster barrier) the
+    pool is freed. Lets the tests break the TMEM protocol one rule at a time."""
+
+    @T.kernel(target="sm_100a", grid=cluster or 1, block=128, cluster=cluster)
+    def k(out: T.Buffer(("n",), "float32")):
+        smem = T.SMEMPool(name="smem")
+        tmem = T.TMEMPool(smem, cols, alloc_warp=0, dealloc_warp=dealloc_warp, name="tmem")
+        acc = tmem.alloc((128, 32), "float32", datapath="D", name="acc")
+        if pad_smem:  # fewer CTAs fit an SM by shared memory: the planner's residency rule
+            smem.alloc((pad_smem,), "uint8", name="pad")
+        smem.commit()
+        tmem.commit()  # @tmem-alloc
+        T.tmem_base(tmem)
+        regs = T.alloc_local(1, "float32", name="regs")
+        quarter = T.warp_id() % 4
+        regs[0] = T.cast(T.thread_id(), "float32")
+        where = T.tmem_addr(acc, lane=quarter * 32, col=store_col)
+        T.ptx.tcgen05.st(where, regs, num=1)  # @tmem-st
+        T.ptx.tcgen05.wait_st()
+        T.ptx.tcgen05.ld(regs, T.tmem_addr(acc, lane=quarter * 32), num=1)
+        T.ptx.tcgen05.wait_ld()
+        out[T.block_id() * 128 + T.thread_id()] = regs[0]
+        if cluster:
+            T.ptx.cluster.sync()  # @cluster-sync
+        T.ptx.tcgen05.fence_before_thread_sync()
+        T.cuda.syncthreads()
+        if deallocate:
+            tmem.dealloc()  # @tmem-dealloc
+
+    return k
+
+
+def staged_store(wait_before_reuse: bool = True, threads_in_barrier: int = 64, init: bool = True):
+    """Threads fill ``tile``, thread 0 TMA-stores it, then the tile is refilled for a second
+    store. Without ``wait_group_read`` the refill races with the first store's read."""
+    holder = {}
+
+    @T.kernel(target="sm_90a", grid=1, block=64)
+    def k(tma_out: T.TensorMap):
+        smem = T.SMEMPool(name="smem")
+        tile = smem.alloc_mma((16, 32), "float32", "128B", name="tile")
+        bar = smem.alloc((1,), "uint64", name="done")
+        smem.commit()
+        holder["tile"] = tile
+        t = T.thread_id()
+        with T.If(T.all_of(t == 0, init)):
+            T.ptx.mbarrier.init((bar, 0), 1)
+        T.cuda.syncthreads()
+        for rep in range(2):
+            with T.If(t < 16):
+                for j in T.serial(32, name="j"):
+                    tile[t, j] = T.cast(t * 32 + j + rep, "float32")  # @fill
+            T.ptx.fence.proxy_async_shared_cta()
+            T.cuda.named_barrier(1, threads_in_barrier)  # @named
+            with T.If(t == 0):
+                T.ptx.tma.store(tma_out, tile, [rep * 32, 0])  # @store
+                T.ptx.tma.commit_group()
+                if wait_before_reuse:
+                    T.ptx.tma.wait_group_read(0)
+            T.cuda.syncthreads()
+        with T.If(t == 0):
+            T.ptx.mbarrier.arrive((bar, 0))  # @arrive
+            T.ptx.tma.wait_group(0)
+
+    return k, holder["tile"]

@@ -1,0 +1,233 @@
+"""tilemem.sim on small kernels: values against numpy, and one planted bug per hazard kind,
+each checked for its kind, buffer and the source lines of the accesses."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tilemem.sim as sim
+from tilemem.cuda.tma import tile_map
+from tilemem.errors import HazardError, IRError, SimError
+from tilemem.ir.intrinsics import INTRINSICS
+from tilemem.ir.intrinsics.tma import swizzle_address
+from tilemem.layout.smem import SwizzleMode
+
+from . import simkernels as kernels
+from .simkernels import line
+
+MODES = sim.SCHEDULES
+
+
+def sources(h) -> set:
+    return {a.source for a in h.accesses}
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_synchronised_exchange_is_clean_and_right(mode, seed):
+    out = np.zeros(64, np.float32)
+    result = sim.run(kernels.exchange(), out, schedule=mode, seed=seed)
+    assert result.ok, result.hazards
+    # out[t] = buf[63 - t] = 2 (63 - t), worked by hand
+    assert np.array_equal(out, 2.0 * (63 - np.arange(64, dtype=np.float32)))
+    assert result.instructions["cuda.syncthreads"] == 2  # one per warp
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_missing_syncthreads_is_a_race_naming_both_lines(mode):
+    result = sim.run(kernels.exchange(sync=False), np.zeros(64, np.float32), schedule=mode)
+    races = result.of_kind("race")
+    assert races and all(h.buffer == "buf" and h.space == "shared" for h in races)
+    assert any(sources(h) == {line("exchange-write"), line("exchange-read")} for h in races)
+    with pytest.raises(HazardError, match="race"):
+        result.raise_for_hazards()
+
+
+def test_uninitialized_read():
+    k = kernels.exchange(read_first=True)
+    result = sim.run(k, np.zeros(64, np.float32), schedule="in-order")
+    (h,) = result.of_kind("uninitialized")
+    assert h.buffer == "buf" and sources(h) == {line("early-read")}
+    # warp 0 runs first in order and reads buf[0..31] before any write: bytes 0..127
+    assert h.where.startswith("bytes 0..127")
+
+
+def test_out_of_bounds_shared_and_global():
+    result = sim.run(kernels.exchange(oob=True), np.zeros(64, np.float32))
+    (h,) = result.of_kind("out-of-bounds")
+    # thread 63 stores buf[64]: bytes 256..259 of a 256-byte buffer
+    assert h.buffer == "buf" and h.where == "bytes 256..259"
+    assert sources(h) == {line("exchange-write")}
+    result = sim.run(kernels.global_oob(), np.zeros(16, np.float32))
+    (h,) = result.of_kind("out-of-bounds")
+    assert h.space == "global" and h.buffer == "x" and h.where == "elements 16..31"
+    assert sources(h) == {line("global-oob")}
+
+
+def test_lifetime_inside_a_phase():
+    k = kernels.phased("mainloop")
+    out = np.zeros(32, np.float32)
+    assert sim.run(k, out).ok
+    assert np.array_equal(out, np.full(32, 2.0, np.float32))
+    k = kernels.phased("epilogue")
+    (h,) = sim.run(k, out).of_kind("lifetime")
+    assert h.buffer == "stage" and sources(h) == {line("phased-write")}
+    assert h.accesses[0].phase == "epilogue"
+
+
+def test_phase_names_come_from_the_pools():
+    with pytest.raises(IRError, match=r"phases \['mainloop', 'epilogue'\]"):
+        kernels.phased("prologue")
+
+
+def _roundtrip(k, buf, a, row0=0, col0=0, **kw):
+    out = np.zeros_like(a)
+    result = sim.run(k, tile_map(a, buf), tile_map(out, buf), row0, col0, **kw)
+    return result, out
+
+
+@pytest.mark.parametrize("swizzle", ["128B", "64B", "32B", "none"])
+@pytest.mark.parametrize("mode", MODES)
+def test_tma_roundtrip_through_swizzled_tiles(swizzle, mode):
+    cols = {"128B": 32, "64B": 16, "32B": 8, "none": 32}[swizzle]
+    k, buf = kernels.tma_roundtrip(swizzle=swizzle, cols=cols)
+    a = np.arange(64 * cols, dtype=np.float32).reshape(64, cols)
+    result, out = _roundtrip(k, buf, a, schedule=mode, seed=3)
+    assert result.ok, result.hazards
+    assert np.array_equal(out, a + 1)
+
+
+def test_tma_fills_outside_with_zeros_and_clips_stores():
+    k, buf = kernels.tma_roundtrip(rows=64, cols=32)
+    a = np.arange(96 * 64, dtype=np.float32).reshape(96, 64)
+    out = np.full_like(a, -1.0)
+    # the tile at rows 64..127, cols 48..79 of a 96 x 64 tensor: rows >= 96 and cols >= 64 lie
+    # outside, so the load reads zeros there and the store drops them
+    result = sim.run(k, tile_map(a, buf), tile_map(out, buf), 64, 48)
+    assert result.ok, result.hazards
+    expect = np.full_like(a, -1.0)
+    expect[64:96, 48:64] = a[64:96, 48:64] + 1
+    assert np.array_equal(out, expect)
+
+
+def test_tma_writes_swizzled_bytes_on_absolute_addresses():
+    """The 128B swizzle XORs address bits 4-6 with bits 7-9: row r of a 128-byte-wide tile has
+    its 16-byte chunks permuted by r % 8 (CUTLASS Swizzle<3,4,3>)."""
+    # row 1, chunk 0 (bytes 128..143 of the box) lands at chunk 1 of row 1: byte 144
+    assert swizzle_address(np.array([1024 + 128]), SwizzleMode.SWIZZLE_128B_ATOM)[0] == 1024 + 144
+    # row 9 is row 1 of the next 1024-byte period: same permutation
+    assert (
+        swizzle_address(np.array([1024 + 9 * 128 + 32]), SwizzleMode.SWIZZLE_128B_ATOM)[0]
+        == 1024 + 9 * 128 + 48
+    )
+
+
+def test_missing_proxy_fence():
+    k, buf = kernels.tma_roundtrip(fence=False)
+    a = np.ones((64, 32), np.float32)
+    result, _ = _roundtrip(k, buf, a)
+    (h,) = result.of_kind("proxy")
+    assert h.buffer == "tile" and sources(h) == {line("tma-store"), line("bump")}
+
+
+def test_expect_tx_bytes_off_never_balance():
+    k, buf = kernels.tma_roundtrip(tx=4096)  # the tile is 64 x 32 x 4 = 8192 bytes
+    result, _ = _roundtrip(k, buf, np.ones((64, 32), np.float32), schedule="adversarial")
+    (h,) = result.of_kind("mbarrier")
+    assert "tx-count -4096" in h.message and "full[0]" in h.message
+
+
+def test_arrivals_that_never_balance():
+    k, buf = kernels.tma_roundtrip(arrivals=2, wait=False, fence=True)
+    result, _ = _roundtrip(k, buf, np.ones((64, 32), np.float32))
+    h = result.of_kind("mbarrier")
+    assert h and h[0].buffer == "full[0]" and "1 of 2 arrivals pending" in h[0].message
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_wrong_parity_wait_reads_before_the_load(mode):
+    k, buf = kernels.tma_roundtrip(parity=1)
+    result, _ = _roundtrip(k, buf, np.ones((64, 32), np.float32), schedule=mode)
+    # either the wait passes at once and the tile is read before the load lands, or (the load
+    # already done) it waits for a phase nobody completes
+    early = result.of_kind("race") + result.of_kind("uninitialized")
+    assert all(h.buffer == "tile" for h in early)
+    stuck = [h for h in result.of_kind("deadlock") if "parity(1) on full[0]" in h.message]
+    assert any(line("bump") in sources(h) for h in early) or (
+        stuck and line("wait") in sources(stuck[0])
+    )
+
+
+def test_missing_wait_races_with_the_tma_load():
+    k, buf = kernels.tma_roundtrip(wait=False)
+    result, _ = _roundtrip(k, buf, np.ones((64, 32), np.float32), schedule="adversarial")
+    races = [h for h in result.of_kind("race") if line("tma-load") in sources(h)]
+    assert races and races[0].buffer == "tile" and line("bump") in sources(races[0])
+
+
+def test_deadlock_names_the_waiting_warp():
+    result = sim.run(kernels.never_arrives(), np.zeros(64, np.float32))
+    (h,) = result.of_kind("deadlock")
+    assert "warp 1 waits: mbarrier.try_wait.parity(0) on ready[0]" in h.message
+    assert sources(h) == {line("stuck")}
+
+
+def test_same_seed_same_result():
+    runs = [
+        sim.run(kernels.exchange(sync=False), np.zeros(64, np.float32), seed=5) for _ in range(2)
+    ]
+    assert runs[0].hazards == runs[1].hazards and runs[0].instructions == runs[1].instructions
+
+
+def test_an_intrinsic_without_semantics_is_a_sim_error(monkeypatch):
+    spec = INTRINSICS["cuda.syncthreads"]
+    monkeypatch.setitem(
+        INTRINSICS, "cuda.syncthreads", type(spec)(**{**spec.__dict__, "sim": None})
+    )
+    with pytest.raises(SimError, match=r"cuda\.syncthreads"):
+        sim.run(kernels.exchange(), np.zeros(64, np.float32))
+
+
+def test_bad_arguments_are_refused():
+    k = kernels.exchange()
+    with pytest.raises(SimError, match="takes 1 arguments"):
+        sim.run(k)
+    with pytest.raises(SimError, match="schedule"):
+        sim.run(k, np.zeros(64, np.float32), schedule="fifo")
+    with pytest.raises(SimError, match="expected shape"):
+        sim.run(k, np.zeros(65, np.float32))
+
+
+def _staged(**kw):
+    k, tile = kernels.staged_store(**kw)
+    out = np.zeros((16, 64), np.float32)
+    return sim.run(k, tile_map(out, tile), schedule="adversarial"), out
+
+
+def test_staged_stores_are_clean_and_right():
+    result, out = _staged()
+    assert result.ok, result.hazards
+    rows, cols = np.indices((16, 32))
+    # store rep r of tile[t, j] = 32 t + j + r at columns 32 r .. 32 r + 31
+    assert np.array_equal(out, np.hstack([32 * rows + cols, 32 * rows + cols + 1]))
+
+
+def test_refill_before_the_store_read_it():
+    result, _ = _staged(wait_before_reuse=False)
+    races = [h for h in result.of_kind("race") if h.buffer == "tile"]
+    assert races and any(sources(h) == {line("fill"), line("store")} for h in races)
+
+
+def test_named_barrier_short_of_warps_deadlocks():
+    # bar.sync 1 expects 3 warps (96 threads) from a 2-warp block
+    result, _ = _staged(threads_in_barrier=96)
+    (h,) = result.of_kind("deadlock")
+    assert "bar.sync 1: 2 of 3 warps arrived" in h.message
+    assert line("named") in sources(h)
+
+
+def test_arrive_on_an_uninitialised_mbarrier():
+    result, _ = _staged(init=False)
+    (h,) = result.of_kind("mbarrier")
+    assert h.buffer == "done[0]" and sources(h) == {line("arrive")}
