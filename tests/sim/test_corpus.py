@@ -14,7 +14,7 @@ Corpus entries elsewhere (kind):
     (race); named barrier short of warps (deadlock); arrive on an uninitialised mbarrier
     (mbarrier).
   test_tmem_protocol.py: dealloc by another warp; columns held at exit + no relinquish
-    (tmem-protocol, 2); store outside the allocation (out-of-bounds); over-subscribed TMEM
+    (tmem-protocol); store outside the allocation (out-of-bounds); over-subscribed TMEM
     cluster with sms=2 (deadlock).
   test_mutants_gemm.py: Hopper GEMM without fence.proxy.async (proxy); without wgmma
     wait_group, epilogue over a stage still read (race); wait_group(1) after the next TMA load
@@ -26,7 +26,8 @@ Corpus entries elsewhere (kind):
     before the last ld (tmem-protocol / race).
   test_tcgen05_attention.py: wrong LBO on the MN-major V descriptor (wrong result); P stored
     over S before S is read (race).
-That is 33 (the held-at-exit kernel counted twice: it plants two protocol faults).
+That is 32 distinct mutated kernels (the held-at-exit kernel, which also never relinquishes,
+counted once); with the 14 here, 46.
 
 Entries here (kind):
   1. expect-tx bytes too many: the phase never completes (mbarrier / deadlock)
@@ -40,20 +41,27 @@ Entries here (kind):
   9. Blackwell GEMM without the accumulator commit: the epilogue waits forever (deadlock)
   10. Blackwell GEMM A descriptor start address one 16-byte step off (wrong result)
   11. attention epilogue not waiting for O: O written over Q while Q is in use (race)
+  12. the dealloc warp never relinquishes the allocation permit (tmem-protocol, at the alloc)
+  13. Hopper GEMM epilogue marked as the mainloop: C_epilogue written outside its phase
+      (lifetime)
+  14. Hopper GEMM wgmma B descriptor with 64B instead of 128B swizzle bits (wrong result)
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import warnings
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 
 import tilemem.sim as sim
-from tilemem import T, kernels
+from tilemem import T, examples, kernels
 from tilemem.cuda.tma import tile_map
 from tilemem.errors import TilememWarning
+from tilemem.ir.nodes import UINT64, Const
 
 from . import simkernels
 from .simkernels import line
@@ -61,6 +69,7 @@ from .test_mutants_gemm import KERNELS_PY, _hopper_example, _line_after, _skip_c
 from .test_tcgen05_attention import run_attention
 from .test_tcgen05_kernels import _xor_desc, run_gemm
 
+BF16 = ml_dtypes.bfloat16
 SIMKERNELS_PY = Path(simkernels.__file__).resolve()
 
 
@@ -235,3 +244,58 @@ def test_attention_epilogue_writes_o_over_q_in_use(monkeypatch):
     mma_q = f"{KERNELS_PY}:{_line_after(KERNELS_PY, 'def attention_fwd', 'tcgen05.mma(')}"
     assert any(sources(h) == {write, mma_q} for h in over_q)
     assert not np.array_equal(o, ref)
+
+
+def test_no_relinquish(monkeypatch):
+    """The dealloc warp frees its columns but never relinquishes the allocation permit."""
+    protocol = importlib.import_module("tilemem.ir.intrinsics.tcgen05")
+    k = _tmem_user(monkeypatch, protocol, "tcgen05_relinquish", lambda **kw: None)
+    result = sim.run(k, np.zeros(128, np.float32), schedule="in-order")
+    (h,) = result.of_kind("tmem-protocol")
+    assert "never issued tcgen05.relinquish_alloc_permit" in h.message
+    assert h.space == "tmem" and sources(h) == {line("tmem-alloc")}
+
+
+def test_hopper_epilogue_packed_inside_the_mainloop(monkeypatch):
+    """The epilogue's region marked as the mainloop: C_epilogue (over A's stages) is written
+    in a phase where only the stages are live."""
+    original = T.phase
+    monkeypatch.setattr(T, "phase", lambda name: original("mainloop"))
+    program = kernels.hopper_gemm()
+    _ = program.ir
+    monkeypatch.undo()
+    monkeypatch.setattr(kernels, "hopper_gemm", lambda: program)
+    hazards = _hopper_example(schedule="in-order", k_tiles=1).of_kind("lifetime")
+    write = f"{KERNELS_PY}:{_line_after(KERNELS_PY, 'def hopper_gemm', 'c[row, col] = acc')}"
+    assert hazards and all(h.buffer == "C_epilogue" for h in hazards)
+    assert sources(hazards[0]) == {write} and hazards[0].accesses[0].phase == "mainloop"
+
+
+def test_hopper_wgmma_b_descriptor_swizzle_bits(monkeypatch):
+    """wgmma's B descriptor with layout type 1 (128B swizzle) turned into 2 (64B swizzle): B is
+    read through the wrong permutation, so C differs from the reference."""
+    original = T.ptx.wgmma.desc
+
+    def desc(buf, *args, **kwargs):
+        right = original(buf, *args, **kwargs)
+        return right ^ Const(3 << 62, UINT64) if buf.name == "B" else right
+
+    monkeypatch.setattr(T.ptx.wgmma, "desc", desc)
+    program = kernels.hopper_gemm()
+    _ = program.ir
+    monkeypatch.undo()
+    monkeypatch.setattr(kernels, "hopper_gemm", lambda: program)
+    smem = examples.hopper_gemm_bf16(4, target="sm_90a")
+    rng = np.random.default_rng(0)
+    a = rng.integers(-3, 4, (128, 64)).astype(BF16)
+    b = rng.integers(-3, 4, (256, 64)).astype(BF16)
+    c = np.zeros((128, 256), BF16)
+    maps = (
+        tile_map(a, smem.buffer("A")),
+        tile_map(b, smem.buffer("B")),
+        tile_map(c, smem.buffer("C_epilogue")),
+    )
+    sim.run(program, *maps, 1, schedule="in-order")
+    # small integers: every fp32 sum is exact, so the right kernel matches bit for bit
+    ref = (a.astype(np.float64) @ b.astype(np.float64).T).astype(np.float32).astype(BF16)
+    assert not np.array_equal(c.astype(np.float32), ref.astype(np.float32))
