@@ -161,7 +161,7 @@ def tmem_user(
         T.ptx.tcgen05.wait_st()
         T.ptx.tcgen05.ld(regs, T.tmem_addr(acc, lane=quarter * 32), num=1)
         T.ptx.tcgen05.wait_ld()
-        out[T.block_id() * 128 + T.thread_id()] = regs[0]
+        out[T.block_id() * 128 + T.thread_id()] = regs[0]  # @tmem-read
         if cluster:
             T.ptx.cluster.sync()  # @cluster-sync
         T.ptx.tcgen05.fence_before_thread_sync()

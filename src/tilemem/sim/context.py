@@ -285,6 +285,7 @@ class Context:
         sm.owner[start : start + ncols] = cta.linear
         sm.allocs[start] = (ncols, cta, self.w.index)
         cta.tmem_used = True
+        cta.alloc_rec = self.rec()
         self.smem_write(np.array([slot]), np.array([start], np.uint32).view(np.uint8).reshape(1, 4))
         return start
 

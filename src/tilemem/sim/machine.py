@@ -204,6 +204,7 @@ class CTA:
         self.relinquished = False
         self.freed: list[tuple] = []  # (start, ncols) this CTA deallocated
         self.tmem_used = False
+        self.alloc_rec = -1  # record of its last tcgen05.alloc (names it in exit reports)
         self.finished = False
         self.deadlocked = False
 

@@ -268,6 +268,7 @@ def _cta_exit(machine: Machine, cta: CTA) -> None:
             "tmem-protocol",
             f"CTA {cta.block} allocated TMEM but never issued tcgen05.relinquish_alloc_permit; "
             "relinquish once its allocations are done so co-resident CTAs can allocate",
+            (cta.alloc_rec,),
             space="tmem",
         )
     for addr, mb in cta.mbarriers.items():

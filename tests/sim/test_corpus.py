@@ -1,0 +1,301 @@
+"""The planted-bug corpus, continued: mutants not covered by the other simulator tests.
+
+Each entry is a kernel with one planted bug (a flag of a small kernel in ``simkernels.py`` or
+one kernel-language call replaced while a built-in kernel is built), and the test checks the
+hazard kind, the buffer and the user's source line (or, for descriptor bits, that the numpy
+reference catches the wrong result).
+
+Corpus entries elsewhere (kind):
+  test_core.py: missing syncthreads (race); read before write (uninitialized); shared index
+    off by one, global index past the end (out-of-bounds, 2); write outside its phase
+    (lifetime); missing fence.proxy.async before a TMA store (proxy); expect-tx too few
+    (mbarrier); arrivals short (mbarrier); wrong-parity wait (race / deadlock); missing
+    mbarrier wait (race); wait nobody arrives at (deadlock); refill before bulk wait_group.read
+    (race); named barrier short of warps (deadlock); arrive on an uninitialised mbarrier
+    (mbarrier).
+  test_tmem_protocol.py: dealloc by another warp; columns held at exit + no relinquish
+    (tmem-protocol); store outside the allocation (out-of-bounds); over-subscribed TMEM
+    cluster with sms=2 (deadlock).
+  test_mutants_gemm.py: Hopper GEMM without fence.proxy.async (proxy); without wgmma
+    wait_group, epilogue over a stage still read (race); wait_group(1) after the next TMA load
+    into the stage (race); persistent cluster GEMM without the cluster barrier before a peer's
+    multicast (mbarrier / race).
+  test_tcgen05_kernels.py: Blackwell GEMM A descriptor SBO, base offset, swizzle bits (wrong
+    result, 3); instruction descriptor N, B major (wrong result / uninitialized, 2); ld from
+    the wrong lane quarter (out-of-bounds); registers read before wait::ld (race); dealloc
+    before the last ld (tmem-protocol / race).
+  test_tcgen05_attention.py: wrong LBO on the MN-major V descriptor (wrong result); P stored
+    over S before S is read (race).
+That is 32 distinct mutated kernels (the held-at-exit kernel, which also never relinquishes,
+counted once); with the 14 here, 46.
+
+Entries here (kind):
+  1. expect-tx bytes too many: the phase never completes (mbarrier / deadlock)
+  2. two arrivals expected, one made, then waited on (deadlock)
+  3. staged TMA stores without fence.proxy.async (proxy)
+  4. tcgen05.st then tcgen05.ld without wait::st (race, TMEM)
+  5. tcgen05.ld without wait::ld, registers read (race, registers)
+  6. dealloc without the barrier after the other warps' TMEM accesses (tmem-protocol / race)
+  7. Hopper GEMM consumers waiting with the wrong parity (race / uninitialized)
+  8. Hopper GEMM consumers not waiting for the full barrier (race / uninitialized)
+  9. Blackwell GEMM without the accumulator commit: the epilogue waits forever (deadlock)
+  10. Blackwell GEMM A descriptor start address one 16-byte step off (wrong result)
+  11. attention epilogue not waiting for O: O written over Q while Q is in use (race)
+  12. the dealloc warp never relinquishes the allocation permit (tmem-protocol, at the alloc)
+  13. Hopper GEMM epilogue marked as the mainloop: C_epilogue written outside its phase
+      (lifetime)
+  14. Hopper GEMM wgmma B descriptor with 64B instead of 128B swizzle bits (wrong result)
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import warnings
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+
+import tilemem.sim as sim
+from tilemem import T, examples, kernels
+from tilemem.cuda.tma import tile_map
+from tilemem.errors import TilememWarning
+from tilemem.ir.nodes import UINT64, Const
+
+from . import simkernels
+from .simkernels import line
+from .test_mutants_gemm import KERNELS_PY, _hopper_example, _line_after, _skip_call_at
+from .test_tcgen05_attention import run_attention
+from .test_tcgen05_kernels import _xor_desc, run_gemm
+
+BF16 = ml_dtypes.bfloat16
+SIMKERNELS_PY = Path(simkernels.__file__).resolve()
+
+
+def sources(h) -> set:
+    return {a.source for a in h.accesses}
+
+
+def _roundtrip(**flags):
+    k, buf = simkernels.tma_roundtrip(**flags)
+    a = np.ones((64, 32), np.float32)
+    return sim.run(k, tile_map(a, buf), tile_map(np.zeros_like(a), buf), 0, 0, schedule="in-order")
+
+
+def test_expect_tx_too_many_bytes_never_completes():
+    result = _roundtrip(tx=16384)  # the tile is 64 x 32 x 4 = 8192 bytes
+    found = result.of_kind("mbarrier") + result.of_kind("deadlock")
+    assert found and any("full[0]" in h.message or h.buffer == "full[0]" for h in found)
+    assert any(line("wait") in sources(h) for h in found)
+
+
+def test_one_arrival_short_then_waited_on():
+    result = _roundtrip(arrivals=2)
+    (h,) = result.of_kind("deadlock")
+    assert "parity(0) on full[0]" in h.message and line("wait") in sources(h)
+
+
+def test_staged_stores_without_the_proxy_fence(monkeypatch):
+    monkeypatch.setattr(T.ptx.fence, "proxy_async_shared_cta", lambda: None)
+    k, tile = simkernels.staged_store()
+    monkeypatch.undo()
+    result = sim.run(k, tile_map(np.zeros((16, 64), np.float32), tile), schedule="in-order")
+    hazards = result.of_kind("proxy")
+    assert hazards and all(h.buffer == "tile" for h in hazards)
+    assert sources(hazards[0]) == {line("fill"), line("store")}
+
+
+def _tmem_user(monkeypatch, owner, name, fn):
+    monkeypatch.setattr(owner, name, fn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TilememWarning)
+        k = simkernels.tmem_user()
+        _ = k.ir
+    monkeypatch.undo()
+    return k
+
+
+def test_tmem_load_without_wait_st(monkeypatch):
+    """(Under "adversarial" the store lands after the load: an "uninitialized" read.)"""
+    k = _tmem_user(monkeypatch, T.ptx.tcgen05, "wait_st", lambda: None)
+    result = sim.run(k, np.zeros(128, np.float32), schedule="in-order")
+    races = [h for h in result.of_kind("race") if h.space == "tmem"]
+    assert races and all(h.buffer == "acc" for h in races)
+    assert any(line("tmem-st") in sources(h) for h in races)
+
+
+def test_tmem_registers_read_without_wait_ld(monkeypatch):
+    """(Under "adversarial" the load completes only after the dealloc: "tmem-protocol".)"""
+    k = _tmem_user(monkeypatch, T.ptx.tcgen05, "wait_ld", lambda: None)
+    result = sim.run(k, np.zeros(128, np.float32), schedule="in-order")
+    races = [h for h in result.of_kind("race") if h.space == "registers"]
+    assert races and all(h.buffer == "regs" for h in races)
+    assert any(line("tmem-read") in sources(h) for h in races)
+
+
+def test_dealloc_without_the_barrier_after_the_loads(monkeypatch):
+    """Only the barrier before ``tmem.dealloc()`` removed: warp 0 may free the columns while
+    the other warps still load from them."""
+    anchor = "def tmem_user"
+    _skip_call_at(
+        monkeypatch,
+        T.cuda,
+        "syncthreads",
+        SIMKERNELS_PY,
+        _line_after(SIMKERNELS_PY, anchor, "T.cuda.syncthreads()"),
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TilememWarning)
+        k = simkernels.tmem_user()
+        _ = k.ir
+    monkeypatch.undo()
+    result = sim.run(k, np.zeros(128, np.float32), schedule="in-order")
+    found = [h for h in result.hazards if h.kind in ("tmem-protocol", "race") and h.space == "tmem"]
+    assert found and any(line("tmem-dealloc") in sources(h) for h in found)
+
+
+def _flip_parity(monkeypatch, path: Path, lineno: int):
+    """``mbarrier.wait(bar, parity)`` called from ``path:lineno`` waits for the other parity."""
+    original = T.ptx.mbarrier.wait
+
+    def wait(bar, parity):
+        caller = inspect.stack()[1]
+        if Path(caller.filename).resolve() == path and caller.lineno == lineno:
+            return original(bar, parity ^ 1)
+        return original(bar, parity)
+
+    monkeypatch.setattr(T.ptx.mbarrier, "wait", wait)
+
+
+def _consumer_wait_line() -> int:
+    return _line_after(KERNELS_PY, "def hopper_gemm", "T.ptx.mbarrier.wait((full, s), phase)")
+
+
+def _operand_hazards(result):
+    return [
+        h
+        for h in result.hazards
+        if h.kind in ("race", "uninitialized") and h.buffer in ("A", "B") and h.space == "shared"
+    ]
+
+
+def test_hopper_gemm_consumer_waits_with_the_wrong_parity(monkeypatch):
+    _flip_parity(monkeypatch, KERNELS_PY, _consumer_wait_line())
+    result = _hopper_example(schedule="adversarial", k_tiles=1)
+    found = _operand_hazards(result)
+    assert found and any(a.op.startswith("wgmma") for h in found for a in h.accesses)
+
+
+def test_hopper_gemm_consumer_does_not_wait_for_the_load(monkeypatch):
+    _skip_call_at(monkeypatch, T.ptx.mbarrier, "wait", KERNELS_PY, _consumer_wait_line())
+    result = _hopper_example(schedule="adversarial", k_tiles=1)
+    found = _operand_hazards(result)
+    assert found and any(a.op.startswith("wgmma") for h in found for a in h.accesses)
+
+
+def _blackwell(monkeypatch, owner, name, fn):
+    monkeypatch.setattr(owner, name, fn)
+    program = kernels.blackwell_gemm()
+    _ = program.ir
+    monkeypatch.undo()
+    return program
+
+
+def test_blackwell_gemm_without_the_accumulator_commit(monkeypatch):
+    original = T.ptx.tcgen05.commit
+
+    def commit(bar, *args, **kwargs):
+        if bar[0].name == "acc_full_bar":
+            return None
+        return original(bar, *args, **kwargs)
+
+    program = _blackwell(monkeypatch, T.ptx.tcgen05, "commit", commit)
+    result, _, _ = run_gemm(program, schedule="in-order")
+    stuck = result.of_kind("deadlock")
+    drain = _line_after(KERNELS_PY, "def _drain_accumulator", "T.ptx.mbarrier.wait((acc_full")
+    assert stuck and f"{KERNELS_PY}:{drain}" in sources(stuck[0])
+
+
+def test_blackwell_gemm_a_descriptor_start_address_off_by_16_bytes(monkeypatch):
+    program = _blackwell(monkeypatch, T.ptx.tcgen05, "desc", _xor_desc(1))  # bits 0-13: addr >> 4
+    _, c, ref = run_gemm(program, schedule="in-order")
+    assert not np.array_equal(c, ref)
+
+
+def test_attention_epilogue_writes_o_over_q_in_use(monkeypatch):
+    """The epilogue not waiting for ``o_full``: it packs O_epilogue (over Q) while the MMAs of
+    S = Q K^T may still read Q."""
+    anchor = 'with T.phase("epilogue"), T.If(warp >= 12)'
+    _skip_call_at(
+        monkeypatch,
+        T.ptx.mbarrier,
+        "wait",
+        KERNELS_PY,
+        _line_after(KERNELS_PY, anchor, "mbarrier.wait("),
+    )
+    program = kernels.attention_fwd()
+    _ = program.ir
+    monkeypatch.undo()
+    result, o, ref = run_attention(program, schedule="in-order")
+    write = f"{KERNELS_PY}:{_line_after(KERNELS_PY, anchor, 'o_smem[quarter * 32')}"
+    over_q = [h for h in result.of_kind("race") if h.buffer in ("Q", "O_epilogue")]
+    assert over_q and any(write in sources(h) for h in over_q)
+    mma_q = f"{KERNELS_PY}:{_line_after(KERNELS_PY, 'def attention_fwd', 'tcgen05.mma(')}"
+    assert any(sources(h) == {write, mma_q} for h in over_q)
+    assert not np.array_equal(o, ref)
+
+
+def test_no_relinquish(monkeypatch):
+    """The dealloc warp frees its columns but never relinquishes the allocation permit."""
+    protocol = importlib.import_module("tilemem.ir.intrinsics.tcgen05")
+    k = _tmem_user(monkeypatch, protocol, "tcgen05_relinquish", lambda **kw: None)
+    result = sim.run(k, np.zeros(128, np.float32), schedule="in-order")
+    (h,) = result.of_kind("tmem-protocol")
+    assert "never issued tcgen05.relinquish_alloc_permit" in h.message
+    assert h.space == "tmem" and sources(h) == {line("tmem-alloc")}
+
+
+def test_hopper_epilogue_packed_inside_the_mainloop(monkeypatch):
+    """The epilogue's region marked as the mainloop: C_epilogue (over A's stages) is written
+    in a phase where only the stages are live."""
+    original = T.phase
+    monkeypatch.setattr(T, "phase", lambda name: original("mainloop"))
+    program = kernels.hopper_gemm()
+    _ = program.ir
+    monkeypatch.undo()
+    monkeypatch.setattr(kernels, "hopper_gemm", lambda: program)
+    hazards = _hopper_example(schedule="in-order", k_tiles=1).of_kind("lifetime")
+    write = f"{KERNELS_PY}:{_line_after(KERNELS_PY, 'def hopper_gemm', 'c[row, col] = acc')}"
+    assert hazards and all(h.buffer == "C_epilogue" for h in hazards)
+    assert sources(hazards[0]) == {write} and hazards[0].accesses[0].phase == "mainloop"
+
+
+def test_hopper_wgmma_b_descriptor_swizzle_bits(monkeypatch):
+    """wgmma's B descriptor with layout type 1 (128B swizzle) turned into 2 (64B swizzle): B is
+    read through the wrong permutation, so C differs from the reference."""
+    original = T.ptx.wgmma.desc
+
+    def desc(buf, *args, **kwargs):
+        right = original(buf, *args, **kwargs)
+        return right ^ Const(3 << 62, UINT64) if buf.name == "B" else right
+
+    monkeypatch.setattr(T.ptx.wgmma, "desc", desc)
+    program = kernels.hopper_gemm()
+    _ = program.ir
+    monkeypatch.undo()
+    monkeypatch.setattr(kernels, "hopper_gemm", lambda: program)
+    smem = examples.hopper_gemm_bf16(4, target="sm_90a")
+    rng = np.random.default_rng(0)
+    a = rng.integers(-3, 4, (128, 64)).astype(BF16)
+    b = rng.integers(-3, 4, (256, 64)).astype(BF16)
+    c = np.zeros((128, 256), BF16)
+    maps = (
+        tile_map(a, smem.buffer("A")),
+        tile_map(b, smem.buffer("B")),
+        tile_map(c, smem.buffer("C_epilogue")),
+    )
+    sim.run(program, *maps, 1, schedule="in-order")
+    # small integers: every fp32 sum is exact, so the right kernel matches bit for bit
+    ref = (a.astype(np.float64) @ b.astype(np.float64).T).astype(np.float32).astype(BF16)
+    assert not np.array_equal(c.astype(np.float32), ref.astype(np.float32))
