@@ -351,11 +351,11 @@ def _partners(entries: Iterable[PlanEntry]) -> dict[str, set[str]]:
     spans = sorted(entries, key=lambda e: (e.offset, e.end))
     out: dict[str, set[str]] = {e.name: set() for e in spans}
     for n, a in enumerate(spans):
-        for b in spans[n + 1 :]:
-            if b.offset >= a.end:
-                break
-            out[a.name].add(b.name)
-            out[b.name].add(a.name)
+        k = n + 1
+        while k < len(spans) and spans[k].offset < a.end:
+            out[a.name].add(spans[k].name)
+            out[spans[k].name].add(a.name)
+            k += 1
     return out
 
 
