@@ -27,10 +27,13 @@ class _Facts:
 
 
 # CUtensorMapDataType: UINT8 0, UINT16 1, UINT32 2, INT32 3, UINT64 4, INT64 5, FLOAT16 6,
-# FLOAT32 7, FLOAT64 8, BFLOAT16 9 (cuda.h). TMA copies bits, so 8-bit floats and int8 move
-# as UINT8 and int16 as UINT16. Generated kernels include no CUDA headers (NVRTC from pip
-# ships none), so 16- and 8-bit floats are storage types defined in the kernel prelude
-# (cuda/prelude.py); sub-byte types name a packed byte.
+# FLOAT32 7, FLOAT64 8, BFLOAT16 9, FLOAT32_FTZ 10, TFLOAT32 11, TFLOAT32_FTZ 12,
+# 16U4_ALIGN8B 13, 16U4_ALIGN16B 14, 16U6_ALIGN16B 15 (cuda.h). TMA copies bits, so 8-bit floats
+# and int8 move as UINT8 and int16 as UINT16. e2m1 moves as 16U4_ALIGN8B: 4-bit elements packed
+# two per byte with no gaps in shared memory, what tcgen05.mma kind::mxf4nvf4 reads (ALIGN16B
+# pads every 8 bytes to 16, the layout kind::f8f6f4 reads). Generated kernels include no CUDA
+# headers (NVRTC from pip ships none), so 16- and 8-bit floats are storage types defined in
+# the kernel prelude (cuda/prelude.py); sub-byte types name a packed byte.
 _TYPES: dict[str, _Facts] = {
     "bool": _Facts(8, "bool", 0, "bool"),
     "int8": _Facts(8, "int8_t", 0, "int8"),
@@ -50,7 +53,7 @@ _TYPES: dict[str, _Facts] = {
     "float8_e8m0fnu": _Facts(8, "tm_fp8_e8m0", 0),
     "float6_e2m3fn": _Facts(6, "tm_fp6x4_e2m3"),
     "float6_e3m2fn": _Facts(6, "tm_fp6x4_e3m2"),
-    "float4_e2m1fn": _Facts(4, "tm_fp4x2_e2m1"),
+    "float4_e2m1fn": _Facts(4, "tm_fp4x2_e2m1", 13),
 }
 
 

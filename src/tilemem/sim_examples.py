@@ -38,14 +38,18 @@ class ExampleRun:
     within_tolerance: bool
 
 
-def _bf16():
+def _ml_dtypes():
     try:
         import ml_dtypes  # optional: the `sim` extra
     except ImportError:
         raise SimError(
-            "the examples' bf16 data needs ml_dtypes: pip install 'tilemem[sim]'"
+            "the examples' bf16 and fp4 data needs ml_dtypes: pip install 'tilemem[sim]'"
         ) from None
-    return ml_dtypes.bfloat16
+    return ml_dtypes
+
+
+def _bf16():
+    return _ml_dtypes().bfloat16
 
 
 def _operands(m: int, n: int, k: int, seed: int):
@@ -145,11 +149,55 @@ def _attention_fwd(seed: int, schedule: str) -> ExampleRun:
     return _within("attention-fwd", (256, 256, 128), result, o, ref, "O = bf16(Q K^T / 8) V", 0.05)
 
 
+def _sf_atom_order(sf: np.ndarray) -> np.ndarray:
+    """Scale factors ``sf[row, k / 16]`` laid out as ``kernels.nvfp4_gemm`` loads them: in
+    each 128-row block and 16-factor K tile, global row ``32 * step + lane`` carries the 4
+    factors of MMA step ``step`` for rows ``lane``, ``lane + 32``, ``+ 64``, ``+ 96`` of the
+    block (one 16-byte tcgen05.cp 32x128b row per TMEM lane)."""
+    out = np.empty_like(sf)
+    rows, cols = np.indices(sf.shape)
+    block, lane = rows - rows % 128, rows % 32
+    step, quarter = (rows % 128) // 32, (cols % 16) // 4
+    k_tile, i = cols - cols % 16, cols % 4
+    out[block + 32 * quarter + lane, k_tile + 4 * step + i] = sf
+    return out
+
+
+def _nvfp4_gemm(seed: int, schedule: str) -> ExampleRun:
+    """One 128 x 256 tile, K = 512 (two K tiles) of e2m1 values (TMA packs them two per byte),
+    one UE4M3 factor (0.5, 1 or 2) per 16 elements. Every product is a multiple of 2^-4
+    below 144, so the fp32 sums are exact and only C's bf16 rounding differs from numpy's
+    float32 product."""
+    md = _ml_dtypes()
+    m, n, k = 128, 256, 512
+    rng = np.random.default_rng(seed)
+    a = rng.choice(np.arange(-12, 13) / 2, (m, k)).astype(md.float4_e2m1fn)
+    b = rng.choice(np.arange(-12, 13) / 2, (n, k)).astype(md.float4_e2m1fn)
+    sfa = rng.choice(np.array([0.5, 1, 2]), (m, k // 16)).astype(md.float8_e4m3fn)
+    sfb = rng.choice(np.array([0.5, 1, 2]), (n, k // 16)).astype(md.float8_e4m3fn)
+    c = np.zeros((m, n), md.bfloat16)
+    smem = examples.blockscaled_nvfp4_gemm(4, target="sm_100a")
+    maps = (
+        tile_map(a, smem.buffer("A")),
+        tile_map(b, smem.buffer("B")),
+        tile_map(_sf_atom_order(sfa), smem.buffer("SFA_smem")),
+        tile_map(_sf_atom_order(sfb), smem.buffer("SFB_smem")),
+        tile_map(c, smem.buffer("C_epilogue")),
+    )
+    result = run(kernels.nvfp4_gemm(), *maps, 2, seed=seed, schedule=schedule)
+    scaled_a = a.astype(np.float32) * np.repeat(sfa.astype(np.float32), 16, axis=1)
+    scaled_b = b.astype(np.float32) * np.repeat(sfb.astype(np.float32), 16, axis=1)
+    ref = scaled_a @ scaled_b.T
+    what = "C = (A * SFA) @ (B * SFB)^T"
+    return _within("nvfp4-gemm", (m, n, k), result, c, ref, what, 0.0)
+
+
 EXAMPLES: dict[str, Callable[[int, str], ExampleRun]] = {
     "hopper-gemm": _hopper_gemm,
     "hopper-gemm-persistent": _persistent,
     "blackwell-gemm": _blackwell_gemm,
     "attention-fwd": _attention_fwd,
+    "nvfp4-gemm": _nvfp4_gemm,
 }
 
 

@@ -2,11 +2,19 @@
 
 import struct
 
+import numpy as np
 import pytest
 
 from tilemem import SMEMPool
 from tilemem.cuda.launch import LaunchError, scalar_argument
-from tilemem.cuda.tma import TensorMapPlan, TMAError, check_plan, plan_tile_map
+from tilemem.cuda.tma import (
+    HostTensorMap,
+    TensorMapPlan,
+    TMAError,
+    check_plan,
+    plan_tile_map,
+    tile_map,
+)
 from tilemem.dtype import DataType
 from tilemem.layout import TileLayout
 from tilemem.layout.smem import SwizzleMode
@@ -72,8 +80,37 @@ def test_each_tma_rule_has_a_clear_error(change, fact):
 
 
 def test_tile_map_rejects_unsupported_dtypes_and_tmem():
-    with pytest.raises(TMAError, match="no element type for float4_e2m1fn"):
-        plan_tile_map(tile((64, 256), "float4_e2m1fn", "128B"), 0, 64, 256)
+    fp6 = SMEMPool().alloc((64, 128), "float6_e2m3fn", align=128)
+    with pytest.raises(TMAError, match="no element type for float6_e2m3fn"):
+        plan_tile_map(fp6, 0, 64, 128)
+
+
+def test_fp4_tiles_move_packed_two_elements_per_byte():
+    # 16U4_ALIGN8B: no gaps, so one 128-byte swizzle row holds 256 e2m1 elements; a 64 x 256
+    # tile is one 256 x 64 box of 64 * 256 / 2 = 8192 bytes; 4096 columns are 2048-byte rows
+    buf = tile((2, 64, 256), "float4_e2m1fn", "128B")
+    plan = plan_tile_map(buf, 0x1000, 1024, 4096)
+    assert plan.box == (256, 64) and plan.boxes_per_tile == 1
+    assert plan.global_strides == (2048,) and plan.box_bytes == 8192
+    assert plan.box_bytes * 2 == buf.nbytes
+    # without swizzle: one 16-byte core-matrix column is 32 elements
+    assert plan_tile_map(tile((64, 256), "float4_e2m1fn", "none"), 0, 64, 256).box == (32, 64)
+    with pytest.raises(TMAError, match="do not fill whole bytes"):
+        plan_tile_map(buf, 0x1000, 64, 4095)
+
+
+def test_fp4_host_arrays_are_ml_dtypes_elements_or_packed_bytes():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    buf = tile((64, 256), "float4_e2m1fn", "128B")
+    unpacked = tile_map(np.zeros((64, 512), ml_dtypes.float4_e2m1fn), buf)
+    packed = tile_map(np.zeros((64, 256), np.uint8), buf)
+    assert isinstance(unpacked, HostTensorMap) and isinstance(packed, HostTensorMap)
+    assert not unpacked.packed and packed.packed
+    # both describe a 64 x 512 e2m1 matrix of 256-byte rows (what the hardware reads)
+    assert unpacked.plan.global_dims == packed.plan.global_dims == (512, 64)
+    assert unpacked.plan.global_strides == packed.plan.global_strides == (256,)
+    with pytest.raises(TMAError, match="uint8 bytes of packed pairs"):
+        tile_map(np.zeros((64, 512), np.int8), buf)
 
 
 def test_a_row_major_buffer_maps_to_one_box_as_wide_as_its_rows():
@@ -119,7 +156,7 @@ def test_a_scalar_that_does_not_fit_is_a_launch_error():
 
 def test_tma_element_codes_are_cuda_h_enumerators():
     # CUtensorMapDataType in cuda.h: UINT8 0, UINT16 1, UINT32 2, INT32 3, UINT64 4, INT64 5,
-    # FLOAT16 6, FLOAT32 7, FLOAT64 8, BFLOAT16 9
+    # FLOAT16 6, FLOAT32 7, FLOAT64 8, BFLOAT16 9, ..., 16U4_ALIGN8B 13
     codes = {n: DataType(n).tma_code for n in ("uint8", "uint16", "uint32", "int32", "uint64")}
     assert codes == {"uint8": 0, "uint16": 1, "uint32": 2, "int32": 3, "uint64": 4}
     assert [DataType(n).tma_code for n in ("int64", "float16", "float32", "float64")] == [
@@ -128,4 +165,5 @@ def test_tma_element_codes_are_cuda_h_enumerators():
         7,
         8,
     ]
-    assert DataType("bfloat16").tma_code == 9 and DataType("float4_e2m1fn").tma_code is None
+    assert DataType("bfloat16").tma_code == 9 and DataType("float4_e2m1fn").tma_code == 13
+    assert DataType("float6_e2m3fn").tma_code is None

@@ -87,6 +87,15 @@ def test_swizzled_boxes_must_start_on_the_swizzle_period():
         tma_fill(layout, "bfloat16", (64, 64), byte_offset=512)
 
 
-def test_sub_byte_elements_are_refused():
-    with pytest.raises(TMAError, match="4-bit elements: copy it as uint8"):
-        tma_fill(TileLayout.row_major((8, 64)), "float4_e2m1fn", (8, 64))
+def test_sub_byte_elements_other_than_packed_fp4_are_refused():
+    with pytest.raises(TMAError, match="6-bit elements: copy it as uint8"):
+        tma_fill(TileLayout.row_major((8, 64)), "float6_e2m3fn", (8, 64))
+
+
+def test_fp4_rows_are_half_as_many_bytes():
+    # 64 e2m1 packed two per byte (16U4_ALIGN8B) = 32-byte rows: one 64 x 8 box
+    fill = tma_fill(TileLayout.row_major((8, 64)), "float4_e2m1fn", (8, 64))
+    assert fill.box == (64, 8) and fill.boxes == 1
+    # 48 e2m1 = 24 bytes: no 16-byte multiple box fits the rows
+    with pytest.raises(TMAError, match="cannot fill"):
+        tma_fill(TileLayout.row_major((8, 48)), "float4_e2m1fn", (8, 48))

@@ -66,6 +66,11 @@ def plan_tile_map(
     dtype = buf.dtype
     if dtype.tma_code is None:
         raise TMAError(f"TMA has no element type for {dtype.name}; copy it as uint8")
+    if dtype.bits < 8 and cols % (8 // dtype.bits):
+        raise TMAError(
+            f"{buf.name}: {cols} columns of {dtype.name} do not fill whole bytes; pad the rows "
+            f"to a multiple of {8 // dtype.bits} elements"
+        )
     if len(buf.shape) < 2:
         raise TMAError(
             f"{buf.name}: a tile map needs a buffer of shape (..., R, K), got {buf.shape}"
@@ -157,27 +162,55 @@ class EncodedTensorMap:
 @dataclass(frozen=True)
 class HostTensorMap:
     """A tensor map over a host numpy array: what ``tilemem.sim`` reads (the checked plan and
-    the array). Nothing is encoded; a GPU launch needs a map of a device tensor."""
+    the array). Nothing is encoded; a GPU launch needs a map of a device tensor.
+
+    ``packed``: the array holds two 4-bit elements per byte (uint8, element ``2j`` in the low
+    nibble of byte ``j``, as in shared memory); otherwise one element per array item."""
 
     plan: TensorMapPlan
     array: np.ndarray
+    packed: bool = False
+
+
+def _host_columns(tensor: np.ndarray, buf: Buffer) -> tuple[int, bool]:
+    """The tensor's columns in ``buf``'s elements and whether its bytes pack two 4-bit elements.
+
+    4-bit buffers take ``float4_e2m1fn`` arrays (ml_dtypes, one element per byte) or uint8
+    arrays of packed pairs (half as many columns); other buffers take arrays of their width."""
+    cols = tensor.shape[1]
+    if buf.dtype.bits == 4:
+        if tensor.dtype == np.uint8:
+            return 2 * cols, True
+        if tensor.dtype.name == buf.dtype.name:
+            return cols, False
+        raise TMAError(
+            f"{buf.name} holds {buf.dtype.name} but the array has {tensor.dtype} elements: pass "
+            f"ml_dtypes.{buf.dtype.name} data (one element per byte) or uint8 bytes of packed "
+            "pairs (element 2j in the low nibble of byte j, half the columns)"
+        )
+    if tensor.dtype.itemsize * 8 != buf.dtype.bits:
+        raise TMAError(
+            f"{buf.name} holds {buf.dtype.name} ({buf.dtype.bits} bits) but the array has "
+            f"{tensor.dtype} elements: pass {buf.dtype.name} data (ml_dtypes) or its bits"
+        )
+    return cols, False
 
 
 def tile_map(tensor, buf: Buffer, l2_promotion: int = 0) -> EncodedTensorMap | HostTensorMap:
     """A tensor map copying tiles of ``buf`` to/from the 2-D row-major ``tensor``: encoded for
-    the driver for a device tensor, a :class:`HostTensorMap` for a numpy array."""
+    the driver for a device tensor, a :class:`HostTensorMap` for a numpy array.
+
+    A 4-bit buffer (e2m1) maps packed data: a device tensor of shape ``(rows, cols / 2)``
+    bytes, or a host array as :func:`_host_columns` says."""
     shape = array_shape(tensor)
     if shape is None or len(shape) != 2:
         raise TMAError(f"tile_map takes a 2-D row-major tensor, got shape {shape}")
     if isinstance(tensor, np.ndarray):
         if not tensor.flags.c_contiguous:
             raise TMAError("tile_map takes a C-contiguous (row-major) numpy array")
-        if tensor.dtype.itemsize * 8 != buf.dtype.bits:
-            raise TMAError(
-                f"{buf.name} holds {buf.dtype.name} ({buf.dtype.bits} bits) but the array has "
-                f"{tensor.dtype} elements: pass {buf.dtype.name} data (ml_dtypes) or its bits"
-            )
-        plan = plan_tile_map(buf, tensor.ctypes.data, shape[0], shape[1])
-        return HostTensorMap(plan, tensor)
-    plan = plan_tile_map(buf, device_pointer(tensor), shape[0], shape[1])
+        cols, packed = _host_columns(tensor, buf)
+        plan = plan_tile_map(buf, tensor.ctypes.data, shape[0], cols)
+        return HostTensorMap(plan, tensor, packed)
+    cols = shape[1] * 2 if buf.dtype.bits == 4 else shape[1]
+    plan = plan_tile_map(buf, device_pointer(tensor), shape[0], cols)
     return EncodedTensorMap(plan, l2_promotion)

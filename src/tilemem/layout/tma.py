@@ -16,7 +16,8 @@ and every box starts at a multiple of the swizzle period (128 bytes without
 swizzle). The widths tried are the whole row ``K`` (row-major buffers), one
 swizzle row (swizzled MMA operands) and one 16-byte core-matrix column
 (``SWIZZLE_NONE`` MMA operands); the layout decides which, checked element by
-element. Anything else is refused with :class:`~tilemem.errors.TMAError`.
+element. 4-bit elements (e2m1) count as half bytes, packed two per byte as the tensor map's
+16U4_ALIGN8B type lands them. Anything else is refused with :class:`~tilemem.errors.TMAError`.
 """
 
 from __future__ import annotations
@@ -52,9 +53,9 @@ class TMAFill:
         return (self.box_cols, self.rows)
 
 
-def _candidate_widths(mode: SwizzleMode, cols: int, esize: int) -> list[int]:
+def _candidate_widths(mode: SwizzleMode, cols: int, bits: int) -> list[int]:
     # swizzled: one swizzle row; unswizzled: the whole row, then one core-matrix column
-    widths = [mode.row_bytes // esize] if mode else [cols, 16 // esize]
+    widths = [mode.row_bytes * 8 // bits] if mode else [cols, 128 // bits]
     return [c for c in dict.fromkeys(widths) if cols % c == 0]
 
 
@@ -88,23 +89,24 @@ def tma_fill(
     what = f"{'x'.join(map(str, shape))} {dtype.name} buffer"
     if len(shape) < 2:
         raise TMAError(f"TMA copies tiles of shape (..., R, K); a {what} has no rows")
-    if dtype.bits % 8:
+    if dtype.bits % 8 and dtype.bits != 4:
         raise TMAError(
-            f"TMA moves whole bytes; a {what} has {dtype.bits}-bit elements: copy it as uint8"
+            f"TMA moves whole bytes or packed 4-bit elements; a {what} has {dtype.bits}-bit "
+            "elements: copy it as uint8"
         )
     if "m" not in layout.axes:
         raise TMAError(f"TMA fills shared memory; the {what}'s layout has no 'm' axis")
-    esize = dtype.bits // 8
+    bits = dtype.bits
     *lead, rows, cols = shape
     actual = layout.positions()["m"].reshape(math.prod(lead), rows, cols)
     mode = layout_swizzle_mode(layout)
     swizzled = swizzle_for(dtype, mode) if mode != SwizzleMode.SWIZZLE_NONE else None
-    for width in _candidate_widths(mode, cols, esize):
-        if width * esize % 16 or not _fills(actual, width, swizzled):
+    for width in _candidate_widths(mode, cols, bits):
+        if width * bits % 128 or not _fills(actual, width, swizzled):
             continue
         fill = TMAFill(width, rows, cols // width, mode)
         _check_box(fill, what)
-        _check_starts(actual, fill, esize, byte_offset, what)
+        _check_starts(actual, fill, bits, byte_offset, what)
         return fill
     raise TMAError(
         f"TMA cannot fill the {what}: its layout is neither row-major with 16-byte multiple "
@@ -124,9 +126,9 @@ def _check_box(fill: TMAFill, what: str) -> None:
             )
 
 
-def _check_starts(actual, fill: TMAFill, esize: int, byte_offset: int | None, what: str) -> None:
+def _check_starts(actual, fill: TMAFill, bits: int, byte_offset: int | None, what: str) -> None:
     align = fill.swizzle.period_bytes if fill.swizzle else NO_SWIZZLE_ALIGN
-    starts = actual[:, 0, :: fill.box_cols].ravel() * esize + (byte_offset or 0)
+    starts = actual[:, 0, :: fill.box_cols].ravel() * bits // 8 + (byte_offset or 0)
     bad = starts[starts % align != 0]
     if bad.size:
         where = "" if byte_offset is None else f" (the buffer starts at byte {byte_offset})"

@@ -36,20 +36,63 @@ def swizzle_address(addr: np.ndarray, mode: SwizzleMode) -> np.ndarray:
 def box_elements(plan, coords) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For each element of the box at ``coords`` (innermost first), in shared-memory order
     (the box is dense, innermost dimension fastest): its flat index in the global array, whether
-    it lies inside the tensor, and its byte offset in the box."""
+    it lies inside the tensor, and its byte offset in the box (``index * bits // 8``: two 4-bit
+    elements share a byte, packed with no gaps as CU_TENSOR_MAP_DATA_TYPE_16U4_ALIGN8B does)."""
     box = np.asarray(plan.box, np.int64)
     dims = np.asarray(plan.global_dims, np.int64)
-    esize = plan.dtype.bits // 8
+    bits = plan.dtype.bits
     grid = np.indices(tuple(box[::-1])).reshape(len(box), -1)[::-1]  # inner dimension first
     g = np.asarray(coords, np.int64)[:, None] + grid
     inside = np.asarray(((g >= 0) & (g < dims[:, None])).all(axis=0))
-    strides = np.asarray([1, *(s // esize for s in plan.global_strides)], np.int64)
+    strides = np.asarray([1, *(s * 8 // bits for s in plan.global_strides)], np.int64)
     flat = (g * strides[:, None]).sum(axis=0)
-    return flat, inside, np.arange(g.shape[1], dtype=np.int64) * esize
+    return flat, inside, np.arange(g.shape[1], dtype=np.int64) * bits // 8
 
 
 def _lanes(ctx: SimContext) -> np.ndarray:
     return np.flatnonzero(ctx.active)
+
+
+def _read_box(actx: SimContext, tmap, flat: np.ndarray, inside: np.ndarray) -> np.ndarray:
+    """The box's bytes in shared-memory order, shape (bytes, element bytes): zeros outside the
+    tensor; 4-bit elements packed in pairs (element 2j in the low nibble of byte j)."""
+    array = tmap.array
+    if tmap.plan.dtype.bits != 4:
+        values = np.zeros(flat.size, array.dtype)
+        values[inside] = actx.global_read(array, flat[inside])
+        return values.view(np.uint8).reshape(flat.size, -1)
+    codes = np.zeros(flat.size, np.uint8)
+    if tmap.packed:
+        f = flat[inside]
+        codes[inside] = (actx.global_read(array, f // 2) >> (4 * (f % 2))) & 0xF
+    else:
+        codes[inside] = actx.global_read(array, flat[inside]).view(np.uint8) & 0xF
+    return (codes[0::2] | (codes[1::2] << 4)).reshape(-1, 1)
+
+
+def _write_box(actx: SimContext, tmap, flat, inside, data: np.ndarray) -> None:
+    """Store the box's bytes ``data`` (shared-memory order) to the elements inside the tensor."""
+    array = tmap.array
+    if tmap.plan.dtype.bits != 4:
+        values = np.ascontiguousarray(data).view(array.dtype).reshape(-1)
+        actx.global_write(array, flat[inside], values[inside])
+        return
+    raw = np.ascontiguousarray(data).reshape(-1)
+    codes = np.stack([raw & 0xF, raw >> 4], axis=1).reshape(-1)[inside]
+    f = flat[inside]
+    if not tmap.packed:
+        actx.global_write(array, f, codes.view(array.dtype))
+        return
+    byte, slot = np.unique(f // 2, return_inverse=True)
+    shift = (4 * (f % 2)).astype(np.uint8)
+    covered = np.zeros(byte.size, np.uint8)
+    value = np.zeros(byte.size, np.uint8)
+    np.bitwise_or.at(covered, slot, (0xF << shift).astype(np.uint8))
+    np.bitwise_or.at(value, slot, (codes << shift).astype(np.uint8))
+    partial = covered != 0xFF  # a byte with one nibble outside the tensor keeps that nibble
+    if partial.any():
+        value[partial] |= actx.global_read(array, byte[partial]) & ~covered[partial]
+    actx.global_write(array, byte, value)
 
 
 def _sim_load(ctx: SimContext, call) -> None:
@@ -57,12 +100,11 @@ def _sim_load(ctx: SimContext, call) -> None:
     every destination CTA (out-of-bound elements as zeros), swizzled on absolute addresses,
     and each destination's mbarrier at ``bar`` gets complete_tx of the whole box's bytes."""
     tmap = ctx.tensor_map(0)
-    plan, array = tmap.plan, tmap.array
+    plan = tmap.plan
     rank = call.attr("rank")
     dst, bar = ctx.value(1).astype(np.int64), ctx.value(2).astype(np.int64)
     coords = np.stack([ctx.value(3 + i).astype(np.int64) for i in range(rank)])
     masks = ctx.value(3 + rank).astype(np.int64) if call.attr("multicast") else None
-    esize = plan.dtype.bits // 8
     for lane in _lanes(ctx):
         flat, inside, offs = box_elements(plan, coords[:, lane])
         targets = (
@@ -70,37 +112,41 @@ def _sim_load(ctx: SimContext, call) -> None:
             if masks is not None
             else [None]
         )
-        addrs = swizzle_address(int(dst[lane]) + offs, plan.swizzle)
+        addrs = swizzle_address(int(dst[lane]) + _byte_starts(offs), plan.swizzle)
         b = int(bar[lane])
 
         def complete(actx: SimContext, flat=flat, inside=inside, addrs=addrs, targets=targets, b=b):
-            values = np.zeros(flat.size, array.dtype)
-            values[inside] = actx.global_read(array, flat[inside])
-            data = values.view(np.uint8).reshape(flat.size, esize)
+            data = _read_box(actx, tmap, flat, inside)
             for r in targets:
                 actx.smem_write(addrs, data, rank=r)
-                actx.complete_tx(b, flat.size * esize, rank=r)
+                actx.complete_tx(b, data.size, rank=r)
 
         ctx.issue("tma", complete, "cp.async.bulk.tensor (TMA load)")
+
+
+def _byte_starts(offs: np.ndarray) -> np.ndarray:
+    """The first byte offset of each element group sharing a byte (every element for whole-byte
+    types, every other one for 4-bit types)."""
+    if offs.size > 1 and offs[1] == offs[0]:
+        return offs[0::2]
+    return offs
 
 
 def _sim_store(ctx: SimContext, call) -> None:
     """Each active thread issues one copy of the box from shared memory (swizzled) to the
     tensor, elements outside it dropped; it completes by the bulk group's wait."""
     tmap = ctx.tensor_map(0)
-    plan, array = tmap.plan, tmap.array
+    plan = tmap.plan
     rank = call.attr("rank")
     src = ctx.value(1).astype(np.int64)
     coords = np.stack([ctx.value(2 + i).astype(np.int64) for i in range(rank)])
-    esize = plan.dtype.bits // 8
+    esize = max(plan.dtype.bits // 8, 1)
     for lane in _lanes(ctx):
         flat, inside, offs = box_elements(plan, coords[:, lane])
-        addrs = swizzle_address(int(src[lane]) + offs, plan.swizzle)
+        addrs = swizzle_address(int(src[lane]) + _byte_starts(offs), plan.swizzle)
 
         def complete(actx: SimContext, flat=flat, inside=inside, addrs=addrs):
-            data = actx.smem_read(addrs, esize)
-            values = np.ascontiguousarray(data).view(array.dtype).reshape(-1)
-            actx.global_write(array, flat[inside], values[inside])
+            _write_box(actx, tmap, flat, inside, actx.smem_read(addrs, esize))
 
         ctx.issue("bulk", complete, "cp.async.bulk.tensor (TMA store)")
 
