@@ -2,6 +2,8 @@
 
 import pytest
 
+from tilemem.errors import GemmShapeError
+
 pytestmark = pytest.mark.gpu
 
 
@@ -41,6 +43,12 @@ def test_persistent_gemm_matches_fp32_reference(torch, gemm, m, n, k, ctas):
     a = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)
     b = torch.randn(n, k, device="cuda", generator=gen).to(torch.bfloat16)
     c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    if ctas is not None and ctas < gemm.cluster_m:
+        # a cap below one cluster is refused (the grid would still take a whole cluster);
+        # the smallest grid of this cluster shape runs instead
+        with pytest.raises(GemmShapeError, match=f"ctas={ctas} is below one cluster"):
+            gemm.prepare(a, b, c, ctas=ctas)
+        ctas = gemm.cluster_m
     gemm.prepare(a, b, c, ctas=ctas)()
     torch.cuda.synchronize()
     ref = a.float() @ b.float().T
