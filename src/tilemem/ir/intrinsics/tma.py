@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...layout import decode
 from ...layout.smem import SwizzleMode
 from ...layout.tma import TMAFill, tma_fill
 from ...pool import SMEM, Buffer
@@ -15,22 +16,21 @@ from .thread import shared_operand
 
 # -- semantics (PTX ISA 9.0, "Tensor Copy": box, out-of-bound fill, swizzle modes) ----------
 
-_SWIZZLE_BITS = {
-    SwizzleMode.SWIZZLE_NONE: 0,
-    SwizzleMode.SWIZZLE_32B_ATOM: 1,
-    SwizzleMode.SWIZZLE_64B_ATOM: 2,
-    SwizzleMode.SWIZZLE_128B_ATOM: 3,
+# the 16-byte-chunk swizzles TMA applies, by the buffer's mode (layout/decode.py owns the formula)
+_SWIZZLE_NAMES = {
+    SwizzleMode.SWIZZLE_NONE: "none",
+    SwizzleMode.SWIZZLE_32B_ATOM: "32B",
+    SwizzleMode.SWIZZLE_64B_ATOM: "64B",
+    SwizzleMode.SWIZZLE_128B_ATOM: "128B",
 }
 
 
 def swizzle_address(addr: np.ndarray, mode: SwizzleMode) -> np.ndarray:
     """The shared address TMA uses for byte ``addr`` of a box: ``Swizzle<B, 4, 3>`` on the
     absolute address, i.e. bits [4, 4+B) XOR bits [7, 7+B) with B = 1, 2, 3 for the 32, 64
-    and 128-byte modes (16-byte chunks permuted within each 128 x 2^B-byte period)."""
-    bits = _SWIZZLE_BITS[mode]
-    if not bits:
-        return addr
-    return addr ^ (((addr >> 7) & ((1 << bits) - 1)) << 4)
+    and 128-byte modes (16-byte chunks permuted within each 128 x 2^B-byte period): the same
+    rule the MMA descriptors' swizzles follow (:func:`tilemem.layout.decode.swizzle_address`)."""
+    return decode.swizzle_address(addr, _SWIZZLE_NAMES[mode])
 
 
 def box_elements(plan, coords) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
