@@ -28,6 +28,7 @@ from ..pool import Buffer
 from ..scopes import TMEM
 from . import require
 from .pycute import TMEM_LANE_SHIFT, modes
+from .source import layout_and_dtype
 
 # tilemem dtype name -> CuTe DSL numeric type name (cutlass.<name>); others are stored as bytes
 CUTE_TYPES = {
@@ -63,16 +64,6 @@ def cute_type(dtype: DataType | str):
     return getattr(cutlass, name)
 
 
-def _layout_of(buffer: Buffer | Layout, dtype: DataType | str | None) -> tuple[Layout, DataType]:
-    if isinstance(buffer, Buffer):
-        return buffer.layout, buffer.dtype
-    if isinstance(buffer, Layout) and dtype is not None:
-        return buffer, as_dtype(dtype)
-    raise LayoutError(
-        f"pass a tilemem Buffer, or a Layout with dtype=, got {type(buffer).__name__}"
-    )
-
-
 def byte_swizzle_base(per_element: int, bits: int) -> int:
     """The swizzle's base bit on byte addresses: element bit ``pe`` of an element of ``bits``
     bits is byte-address bit ``pe + log2(bits) - 3``."""
@@ -93,7 +84,7 @@ def smem_layout(buffer: Buffer | Layout, dtype: DataType | str | None = None):
     ``ComposedLayout`` with ``Swizzle<L, 4, 3>`` on byte addresses.
     """
     cute = require("cutlass.cute")
-    layout, dtype = _layout_of(buffer, dtype)
+    layout, dtype = layout_and_dtype(buffer, dtype)
     if isinstance(layout, ComposeLayout):
         swz = layout.swizzle
         shape, stride = modes(layout.tile, {"m": 1})
@@ -120,7 +111,7 @@ def tmem_layout(buffer: Buffer | Layout, dtype: DataType | str | None = None):
     ``cute.make_tensor(tmem_ptr + col_offset * 32 // bits, tmem_layout(buf))``.
     """
     cute = require("cutlass.cute")
-    layout, dtype = _layout_of(buffer, dtype)
+    layout, dtype = layout_and_dtype(buffer, dtype)
     if not isinstance(layout, TileLayout) or not set(layout.axes) <= {"TLane", "TCol"}:
         raise LayoutError(f"tmem_layout takes a TMEM layout (TLane, TCol), got {layout!r}")
     if (32 << TMEM_LANE_SHIFT) % dtype.bits:

@@ -48,18 +48,9 @@ from ..pool import Buffer
 from ..scopes import SMEM, TMEM
 from ..validate import check_name
 from . import require
+from .source import layout_and_dtype
 
 GLUON = "triton.experimental.gluon"
-
-
-def _layout_of(buffer: Buffer | Layout, dtype: DataType | str | None) -> tuple[Layout, DataType]:
-    if isinstance(buffer, Buffer):
-        return buffer.layout, buffer.dtype
-    if isinstance(buffer, Layout) and dtype is not None:
-        return buffer, as_dtype(dtype)
-    raise LayoutError(
-        f"pass a tilemem Buffer, or a Layout with dtype=, got {type(buffer).__name__}"
-    )
 
 
 def _language():
@@ -139,7 +130,7 @@ def _tmem_candidates(shape: tuple[int, ...], dtype: DataType) -> list[tuple[Tile
 
 def to_gluon(buffer: Buffer | Layout, dtype: DataType | str | None = None):
     """The Gluon layout of a tilemem buffer (or of a layout with its ``dtype``)."""
-    layout, dtype = _layout_of(buffer, dtype)
+    layout, dtype = layout_and_dtype(buffer, dtype)
     ttgl = _language()
     if set(layout.axes) <= {"TLane", "TCol"}:
         if isinstance(layout, TileLayout):
