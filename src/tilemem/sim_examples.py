@@ -71,17 +71,23 @@ def _within(name, shape, result, out, ref, what: str, atol: float) -> ExampleRun
     return ExampleRun(name, shape, result, what, float(err.max()), ok)
 
 
-def _hopper_gemm(seed: int, schedule: str) -> ExampleRun:
-    """One 128 x 256 tile, K = 128 (two K tiles through the 4-stage ring)."""
-    smem = examples.hopper_gemm_bf16(4, target="sm_90a")
+def _one_tile_gemm(name: str, smem, program, seed: int, schedule: str) -> ExampleRun:
+    """One 128 x 256 tile, K = 128 (two K tiles through the 4-stage ring) of a built-in GEMM
+    kernel whose A, B and C_epilogue buffers ``smem`` places."""
     a, b, c = _operands(128, 256, 128, seed)
     maps = (
         tile_map(a, smem.buffer("A")),
         tile_map(b, smem.buffer("B")),
         tile_map(c, smem.buffer("C_epilogue")),
     )
-    result = run(kernels.hopper_gemm(), *maps, 2, seed=seed, schedule=schedule)
-    return _compare("hopper-gemm", (128, 256, 128), result, a, b, c)
+    result = run(program, *maps, 2, seed=seed, schedule=schedule)
+    return _compare(name, (128, 256, 128), result, a, b, c)
+
+
+def _hopper_gemm(seed: int, schedule: str) -> ExampleRun:
+    """The Hopper example: TMA producer, two wgmma consumer warpgroups."""
+    smem = examples.hopper_gemm_bf16(4, target="sm_90a")
+    return _one_tile_gemm("hopper-gemm", smem, kernels.hopper_gemm(), seed, schedule)
 
 
 def _persistent(seed: int, schedule: str, cluster_m: int = 2) -> ExampleRun:
@@ -110,16 +116,9 @@ def _persistent(seed: int, schedule: str, cluster_m: int = 2) -> ExampleRun:
 
 
 def _blackwell_gemm(seed: int, schedule: str) -> ExampleRun:
-    """One 128 x 256 tile, K = 128, through tcgen05.mma into TMEM."""
+    """The Blackwell example: through tcgen05.mma into TMEM."""
     smem = examples.blackwell_gemm_bf16(4, target="sm_100a")
-    a, b, c = _operands(128, 256, 128, seed)
-    maps = (
-        tile_map(a, smem.buffer("A")),
-        tile_map(b, smem.buffer("B")),
-        tile_map(c, smem.buffer("C_epilogue")),
-    )
-    result = run(kernels.blackwell_gemm(), *maps, 2, seed=seed, schedule=schedule)
-    return _compare("blackwell-gemm", (128, 256, 128), result, a, b, c)
+    return _one_tile_gemm("blackwell-gemm", smem, kernels.blackwell_gemm(), seed, schedule)
 
 
 def _attention_fwd(seed: int, schedule: str) -> ExampleRun:
