@@ -333,31 +333,31 @@ class Machine:
         return out
 
     def _check(self, shadow, idx, gid, vc, write, rec, space, name, where) -> None:
-        ww = shadow.unordered_writes(idx, vc)
-        if ww.any():
-            first = idx[ww]
-            other = int(shadow.wrec[first[0]])
-            self.report(
-                "race",
+        cells = "cells" if space == "tmem" else "bytes"
+        conflicts = [
+            (
+                shadow.unordered_writes(idx, vc),
+                shadow.wrec,
                 f"{'write' if write else 'read'} of {space} {name} is not ordered after an "
-                f"earlier write of the same {'cells' if space == 'tmem' else 'bytes'}; "
-                f"{FIXES['race']}",
-                (rec, other),
-                space=space,
-                buffer=name,
-                where=where(first),
+                f"earlier write of the same {cells}",
             )
+        ]
         if write:
-            rw = shadow.unordered_reads(idx, vc)
-            if rw.any():
-                first = idx[rw]
-                other = int(shadow.rrec[first[0]])
+            conflicts.append(
+                (
+                    shadow.unordered_reads(idx, vc),
+                    shadow.rrec,
+                    f"write of {space} {name} is not ordered after an earlier read of the same "
+                    f"{cells} (the reader may still see the new data)",
+                )
+            )
+        for unordered, records, what in conflicts:
+            if unordered.any():
+                first = idx[unordered]
                 self.report(
                     "race",
-                    f"write of {space} {name} is not ordered after an earlier read of the same "
-                    f"{'cells' if space == 'tmem' else 'bytes'} (the reader may still see the new "
-                    f"data); {FIXES['race']}",
-                    (rec, other),
+                    f"{what}; {FIXES['race']}",
+                    (rec, int(records[first[0]])),
                     space=space,
                     buffer=name,
                     where=where(first),
