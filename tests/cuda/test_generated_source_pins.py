@@ -121,3 +121,75 @@ def test_the_enclosing_if_finder_sees_a_wrong_guard():
     assert _enclosing_ifs(text, text.index("mbarrier")) == ["if (((int)threadIdx.x != 0)) {"]
     closed = "void k() {\n  if (x) {\n  }\n  mbarrier.init.shared;\n}\n"
     assert _enclosing_ifs(closed, closed.index("mbarrier")) == []
+
+
+def _thread0_blocks(body: str) -> list[list[str]]:
+    """The statements of each top-level ``if (threadIdx.x == 0)`` block, in order, the asm
+    text of an ``asm volatile("...")`` statement reduced to its instruction."""
+    blocks, current = [], None
+    for line in body.splitlines():
+        text = line.strip()
+        if text == "if (((int)threadIdx.x == 0)) {" and line.startswith("  if"):
+            current = []
+        elif current is not None and text == "}" and line.startswith("  }"):
+            blocks.append(current)
+            current = None
+        elif current is not None:
+            match = re.match(r'asm volatile\("(\{\\n\.reg \.b64 st;\\n)?([^ ;"]+)', text)
+            current.append(match.group(2) if match else text)
+    return blocks
+
+
+def _after_blocks(body: str) -> list[str]:
+    """The statement right after each top-level ``if (threadIdx.x == 0)`` block."""
+    lines = body.splitlines()
+    return [
+        lines[i + 1].strip() for i, line in enumerate(lines) if line == "  }" and i + 1 < len(lines)
+    ]
+
+
+@pytest.mark.parametrize("kind", ["tma_load", "wgmma"])
+def test_verify_barrier_is_initialised_fenced_then_synced(verify_sources, kind):
+    # PTX ISA, "mbarrier.init" and "fence.mbarrier_init": one thread initialises the
+    # barrier for one arrival (thread 0's arrive.expect_tx), fence.mbarrier_init.release
+    # .cluster makes the init visible to the TMA unit's complete_tx, and a CTA barrier
+    # orders it before any other thread waits on it
+    for mode in MODES:
+        body = verify_sources[f"{kind} {mode}"].split('extern "C" __global__', 1)[1]
+        first = _thread0_blocks(body)[0]
+        assert first == ["mbarrier.init.shared::cta.b64", "fence.mbarrier_init.release.cluster"]
+        assert '"r"((uint32_t)(1))' in body.split("fence.mbarrier_init", 1)[0]
+        assert _after_blocks(body)[0] == "__syncthreads();"
+        assert body.count("mbarrier.init") == 1 and "// bar: 1 uint64," in body
+
+
+def test_verify_store_is_fenced_before_tma_and_waited_before_exit(verify_sources):
+    # PTX ISA, "cp.async.bulk.tensor" and "fence.proxy.async": the threads' generic-proxy
+    # writes reach the TMA (async proxy) only after fence.proxy.async and a CTA barrier; the
+    # shared memory a store reads must stay valid until its bulk group has been read, so the
+    # thread that committed it waits for 0 outstanding groups before the CTA exits
+    for mode in MODES:
+        body = verify_sources[f"tma_store {mode}"].split('extern "C" __global__', 1)[1]
+        (block,) = _thread0_blocks(body)
+        # (2, 16, 64) uint16 = 2 stages of 128-byte rows, a box as wide as the mode's row
+        # (16, 32, 64, 128 bytes for none, 32B, 64B, 128B): 128 / width boxes a stage
+        boxes = 2 * (128 // (16 << MODES.index(mode)))
+        stores = ["cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"] * boxes
+        assert block == [*stores, "cp.async.bulk.commit_group", "cp.async.bulk.wait_group.read"]
+        assert "cp.async.bulk.wait_group.read 0;" in body
+        before = body.split("if (((int)threadIdx.x == 0)) {", 1)[0]
+        assert before.rstrip().endswith(
+            'asm volatile("fence.proxy.async.shared::cta;" :  :  : "memory");\n  __syncthreads();'
+        )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_raw_view_of_a_loaded_tile_is_the_tile_word_for_word(verify_sources, mode):
+    # tma_load copies the tile out as 32-bit words: a 2 x 16 x 64 uint16 tile is 4096 bytes,
+    # 1024 words, viewed from the tile's own first byte
+    body = verify_sources[f"tma_load {mode}"]
+    offset = re.search(r"uint16_t\* tile = reinterpret_cast<uint16_t\*>\(smem \+ (\d+)\);", body)
+    assert offset is not None
+    assert "// raw: 1024 uint32, row-major, 4096 bytes, align 4" in body
+    assert f"uint32_t* raw = reinterpret_cast<uint32_t*>(smem + {offset.group(1)});" in body
+    assert "if ((idx < 1024)) {" in body and "out[idx] = raw[idx];" in body
