@@ -126,7 +126,8 @@ def test_the_enclosing_if_finder_sees_a_wrong_guard():
 def _thread0_blocks(body: str) -> list[list[str]]:
     """The statements of each top-level ``if (threadIdx.x == 0)`` block, in order, the asm
     text of an ``asm volatile("...")`` statement reduced to its instruction."""
-    blocks, current = [], None
+    blocks: list[list[str]] = []
+    current: list[str] | None = None
     for line in body.splitlines():
         text = line.strip()
         if text == "if (((int)threadIdx.x == 0)) {" and line.startswith("  if"):
