@@ -181,3 +181,47 @@ def test_example_kernels_launch_their_warp_roles(name, threads):
     # the epilogue warpgroup (4 x 128); one CTA each in these one-tile examples
     header = f"// grid (1, 1, 1), block ({threads}, 1, 1),"
     assert header in _source(name)
+
+
+# -- ring slots and their parities ------------------------------------------------------------
+
+
+def _lets(source: str, name: str) -> list[str]:
+    """The expressions of every ``int32_t NAME = ...;`` and ``NAME_<n>`` in the source."""
+    return re.findall(rf"int32_t {name}(?:_\d+)? = (.*);", source)
+
+
+def _over_counter(expr: str, steps: int) -> list[int]:
+    """``expr`` (in one loop counter) evaluated at counter 0, 1, ..., steps - 1."""
+    (counter,) = set(re.findall(r"\b[a-z_]+(?:_\d+)?\b", expr)) - {"int"}
+    return [evaluate(expr, **{counter: i}) for i in range(steps)]
+
+
+@pytest.mark.parametrize(
+    ("name", "stages", "rings"),
+    [
+        ("hopper-gemm", 4, 2),
+        ("blackwell-gemm", 4, 2),
+        ("nvfp4-gemm", 4, 2),
+        ("attention-fwd", 3, 2),
+    ],
+)
+def test_ring_slot_and_parity_of_every_k_step(name, stages, rings):
+    # step i uses slot i mod stages; an mbarrier's phase completes once per pass over the
+    # ring, so the parity to wait for is the pass number mod 2 (PTX ISA, mbarrier phases);
+    # both the producer's and the consumer's loop compute them
+    src = _source(name)
+    slots, parities = _lets(src, "stage"), _lets(src, "phase")
+    assert len(slots) == len(parities) == rings
+    steps = 4 * stages  # four passes: parity 0, 1, 0, 1
+    for expr in slots:
+        assert _over_counter(expr, steps) == [i % stages for i in range(steps)]
+    for expr in parities:
+        assert _over_counter(expr, steps) == [(i // stages) % 2 for i in range(steps)]
+
+
+def test_nvfp4_scale_factors_alternate_between_two_tmem_column_sets():
+    # alloc_sf double-buffers the factors in TMEM: K tile kt copies into set kt mod 2 while
+    # the MMAs of tile kt - 1 may still read the other
+    (expr,) = _lets(_source("nvfp4-gemm"), "sf_stage")
+    assert _over_counter(expr, 6) == [0, 1, 0, 1, 0, 1]
