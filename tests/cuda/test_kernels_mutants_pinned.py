@@ -13,6 +13,7 @@ import functools
 import re
 
 import pytest
+from csource import asm_ops, evaluate, lets
 
 from tilemem.kernels import KERNELS
 
@@ -21,45 +22,6 @@ from tilemem.kernels import KERNELS
 def _source(name: str) -> str:
     print(f"building the {name} example kernel")
     return KERNELS[name]().source
-
-
-def _operands(rest: str) -> list[str]:
-    """``"r"(a), "l"(&b)`` -> ``["a", "&b"]``: split at top-level commas, constraints dropped."""
-    out, depth, start = [], 0, 0
-    for i, ch in enumerate(rest + ","):
-        if ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            operand = rest[start:i].strip()
-            if operand:
-                match = re.fullmatch(r'"[a-z=+]+"\((.*)\)', operand)
-                assert match, operand
-                out.append(match.group(1))
-            start = i + 1
-    return out
-
-
-def asm_ops(source: str, prefix: str) -> list[list[str]]:
-    """Input operands of every ``asm volatile`` whose instruction starts with ``prefix``,
-    in source order."""
-    found = []
-    for line in source.splitlines():
-        match = re.match(r'\s*asm volatile\("([^"]*)"\s*:\s*:\s*(.*?)\s*:\s*"memory"\);$', line)
-        if match and match.group(1).startswith(prefix):
-            found.append(_operands(match.group(2)))
-    return found
-
-
-def evaluate(expr: str, **env: int) -> int:
-    """A C integer expression of the generated code, evaluated with ``env`` (blockIdx.x as
-    ``bx``, blockIdx.y as ``by``, loop counters by name); operands here are non-negative,
-    so C's ``/`` is Python's ``//``."""
-    text = re.sub(r"\((?:int|int32_t|uint32_t)\)", "", expr)
-    text = text.replace("blockIdx.x", "bx").replace("blockIdx.y", "by")
-    text = re.sub(r"(\d+)u\b", r"\1", text).replace("/", "//")
-    return int(eval(text, {}, dict(env)))  # the generated expression, no names beyond env
 
 
 def barrier_counts(source: str) -> dict[str, list[int]]:
@@ -186,11 +148,6 @@ def test_example_kernels_launch_their_warp_roles(name, threads):
 # -- ring slots and their parities ------------------------------------------------------------
 
 
-def _lets(source: str, name: str) -> list[str]:
-    """The expressions of every ``int32_t NAME = ...;`` and ``NAME_<n>`` in the source."""
-    return re.findall(rf"int32_t {name}(?:_\d+)? = (.*);", source)
-
-
 def _over_counter(expr: str, steps: int) -> list[int]:
     """``expr`` (in one loop counter) evaluated at counter 0, 1, ..., steps - 1."""
     (counter,) = set(re.findall(r"\b[a-z_]+(?:_\d+)?\b", expr)) - {"int"}
@@ -211,7 +168,7 @@ def test_ring_slot_and_parity_of_every_k_step(name, stages, rings):
     # ring, so the parity to wait for is the pass number mod 2 (PTX ISA, mbarrier phases);
     # both the producer's and the consumer's loop compute them
     src = _source(name)
-    slots, parities = _lets(src, "stage"), _lets(src, "phase")
+    slots, parities = lets(src, "stage"), lets(src, "phase")
     assert len(slots) == len(parities) == rings
     steps = 4 * stages  # four passes: parity 0, 1, 0, 1
     for expr in slots:
@@ -223,5 +180,5 @@ def test_ring_slot_and_parity_of_every_k_step(name, stages, rings):
 def test_nvfp4_scale_factors_alternate_between_two_tmem_column_sets():
     # alloc_sf double-buffers the factors in TMEM: K tile kt copies into set kt mod 2 while
     # the MMAs of tile kt - 1 may still read the other
-    (expr,) = _lets(_source("nvfp4-gemm"), "sf_stage")
+    (expr,) = lets(_source("nvfp4-gemm"), "sf_stage")
     assert _over_counter(expr, 6) == [0, 1, 0, 1, 0, 1]
