@@ -204,6 +204,7 @@ def test_row_elems_is_one_box_row():
 
 LOAD_CASES = [
     (ROW_MAJOR, 1, (64, 64)),
+    (ROW_MAJOR, 4, (6, 16)),  # 96 words: the last pass of the 128 copying threads is partial
     (ROW_MAJOR, 4, (2, 2, 16, 16)),
     ("none", 2, (3, 32, 32)),
     ("32B", 4, (64, 16)),
@@ -239,6 +240,7 @@ def test_tma_load_kernel_puts_every_byte_where_the_layout_says(mode, esize, shap
     ("mode", "esize", "shape"),
     [
         (ROW_MAJOR, 2, (64, 32)),
+        (ROW_MAJOR, 4, (6, 16)),  # 96 elements: the last pass of the 128 threads is partial
         ("none", 4, (2, 32, 16)),
         ("64B", 1, (2, 32, 128)),
         ("128B", 2, (64, 128)),
@@ -255,6 +257,9 @@ def test_tma_store_kernel_writes_the_tile_back_in_logical_order(mode, esize, sha
     dst = np.zeros_like(src)
     sim.run(kernel, tile_map(dst, tile), src, schedule="adversarial").raise_for_hazards()
     assert np.array_equal(dst, src)
+    # the tile sits after 24 bytes of other buffers, as in a real kernel: 128-byte aligned
+    # (a plain tile, as TMA needs) or 1024 (an MMA tile's swizzle period)
+    assert tile.byte_offset == (128 if mode == ROW_MAJOR else 1024)
 
 
 def test_tma_store_kernel_takes_at_most_one_stage_dimension():
