@@ -10,7 +10,6 @@ expected value is worked out by hand from the kernel's design in a comment.
 
 from __future__ import annotations
 
-import functools
 from types import SimpleNamespace
 
 import pytest
@@ -22,8 +21,9 @@ from tilemem.gemm import plan as gemm_plan
 from tilemem.gemm.hopper import hopper_gemm_persistent, launch_config
 
 
-@functools.lru_cache
 def _source(cluster_m: int = 1, dtype: str = "bfloat16", tile_n: int = 256) -> str:
+    # built for each test (milliseconds), never cached across tests: mutation testing picks
+    # the tests that run a builder's lines, and a test reading an earlier test's build runs none
     print(f"building the persistent GEMM: cluster_m={cluster_m}, {dtype}, tile_n={tile_n}")
     return hopper_gemm_persistent(cluster_m, dtype, tile_n).source
 

@@ -51,8 +51,10 @@ CLUSTER_ONLY = (
 )
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def gemm_sources():
+    # built for each test (milliseconds), never cached across tests: mutation testing picks
+    # the tests that run a builder's lines, and a test reading an earlier test's build runs none
     print("generating the Hopper GEMM sources for cluster_m = 1 and 2")
     return {cm: hopper_gemm_persistent(cm).source for cm in (1, 2)}
 
@@ -79,7 +81,7 @@ def _verify_sources():
         yield f"wgmma {mode}", wgmma_kernel(mode, 64)[0].source
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def verify_sources():
     print("generating the verify kernels' sources")
     return dict(_verify_sources())

@@ -9,7 +9,6 @@ is worked out from the kernel's design in a comment.
 
 from __future__ import annotations
 
-import functools
 import re
 
 import pytest
@@ -18,8 +17,9 @@ from csource import asm_ops, evaluate, lets
 from tilemem.kernels import KERNELS
 
 
-@functools.lru_cache
 def _source(name: str) -> str:
+    # built for each test (milliseconds), never cached across tests: mutation testing picks
+    # the tests that run a builder's lines, and a test reading an earlier test's build runs none
     print(f"building the {name} example kernel")
     return KERNELS[name]().source
 

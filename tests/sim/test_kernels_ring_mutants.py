@@ -10,8 +10,6 @@ fp32, so C must equal numpy's product rounded once to bf16.
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pytest
 
@@ -24,7 +22,6 @@ BF16 = ml_dtypes.bfloat16
 K_TILES = 5  # one more than the 4 stages
 
 
-@functools.lru_cache
 def _build(name: str):
     print(f"building the {name} example kernel")
     if name == "hopper-gemm":
