@@ -196,3 +196,27 @@ def test_the_raw_view_of_a_loaded_tile_is_the_tile_word_for_word(verify_sources,
     assert "// raw: 1024 uint32, row-major, 4096 bytes, align 4" in body
     assert f"uint32_t* raw = reinterpret_cast<uint32_t*>(smem + {offset.group(1)});" in body
     assert "if ((idx < 1024)) {" in body and "out[idx] = raw[idx];" in body
+
+
+@pytest.mark.parametrize("n", [64, 128, 256])
+def test_verify_wgmma_zeroes_every_accumulator_then_fences(n):
+    # m64nNk16 with an f32 D: N / 2 registers a thread (PTX ISA, "wgmma register fragments"),
+    # all zeroed since every wgmma accumulates; wgmma.fence orders those register writes
+    # before the first wgmma.mma_async reads them (PTX ISA, "wgmma.fence"); K = 64 takes
+    # four k16 steps, committed as one group and waited for to completion (0 pending)
+    body = wgmma_kernel("128B", n)[0].source.split("tm_mbarrier_wait(tm_smem_addr", 1)[1]
+    half = n // 2
+    zero = f"float acc[{half}];\n  #pragma unroll\n  for (int r = 0; r < {half}; ++r) {{\n"
+    assert zero + "    acc[r] = 0.0f;\n  }\n" in body
+    after = body.split("acc[r] = 0.0f;\n  }\n", 1)[1]
+    steps = re.findall(
+        r'asm volatile\("(?:\{\\n\.reg \.pred p;\\nsetp\.ne\.b32 p, %\d+, 0;\\n)?([^ ;"\\]+)', after
+    )
+    mma = f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16"
+    assert steps[:7] == [
+        "wgmma.fence.sync.aligned",
+        *[mma] * 4,
+        "wgmma.commit_group.sync.aligned",
+        "wgmma.wait_group.sync.aligned",
+    ]
+    assert "wgmma.wait_group.sync.aligned 0;" in after

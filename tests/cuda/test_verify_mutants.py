@@ -284,11 +284,12 @@ def test_wgmma_kernel_matches_numpy(mode):
 def test_wgmma_kernel_over_a_longer_k_tile():
     from tilemem.cuda.tma import tile_map
 
-    # K = 128: eight k16 steps, each one descriptor 16 elements further along K
-    kernel, a_buf, b_buf = wgmma_kernel("128B", 64, k_tile=128)
+    # K = 256: sixteen k16 steps, each one descriptor 16 elements further along K (four
+    # 128-byte swizzle atoms along K)
+    kernel, a_buf, b_buf = wgmma_kernel("128B", 64, k_tile=256)
     rng = np.random.default_rng(6)
-    a = rng.integers(-4, 5, (64, 128)).astype(ml_dtypes.bfloat16)
-    b = rng.integers(-4, 5, (64, 128)).astype(ml_dtypes.bfloat16)
+    a = rng.integers(-2, 3, (64, 256)).astype(ml_dtypes.bfloat16)
+    b = rng.integers(-2, 3, (64, 256)).astype(ml_dtypes.bfloat16)
     d = np.full((64, 64), np.nan, np.float32)
     sim.run(kernel, tile_map(a, a_buf), tile_map(b, b_buf), d).raise_for_hazards()
     assert np.array_equal(d, a.astype(np.float64) @ b.astype(np.float64).T)
