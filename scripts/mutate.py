@@ -19,9 +19,11 @@ where an equivalent survivor is a change no caller can observe (listed with its 
 
 Without ``--tests`` a module of ``src/tilemem/<layer>/`` is tested by ``tests/<layer>/`` (plan
 modules also by ``tests/pool/``) and ``tests/test_bad_inputs.py``; outside ``layout/`` the slow
-TIRx oracle tests (``*oracle*``) are left out. Each mutant runs only the tests that execute one
-of its lines in the unmutated run (traced once per module); a mutant no test reaches is
-reported as ``uncovered`` and counts as surviving.
+TIRx oracle tests (``*oracle*``) are left out. ``ir/``, ``cuda/``, ``gemm/`` and the top-level
+``planfile``, ``cli``, ``kernels`` and ``verify`` modules have their own lists (``_KERNEL_SIDE``).
+Each mutant runs the test files with a test that executes one of its lines in the unmutated
+run (traced once per test selection), and the tests that start tilemem in a subprocess; a
+mutant no test reaches is reported as ``uncovered`` and counts as surviving.
 """
 
 from __future__ import annotations
@@ -604,20 +606,25 @@ class Coverage:
         return 10 + 2 * sum(self.seconds.get(t, 1.0) for t in tests)
 
     def tests_for(self, mutant: Mutant) -> list[str]:
-        """The test ids that run a line of ``mutant``, in run order; none when no test runs it.
+        """The tests of every file with a test that runs a line of ``mutant``, in run order;
+        none when no test runs it.
 
-        A line run only at import (a module constant, a default argument) can change what any
-        test sees: the whole selection. A line run at import and by tests: those tests (each
-        of them imports the module, so a change at import shows there too). The tests that
-        start tilemem in a subprocess come after the in-process ones, for every mutant.
+        Whole files, not single tests: a file that builds a kernel once (a cached helper, a
+        module-scoped fixture) runs the module's lines in its first test only, and its other
+        tests check the cached result. A line run only at import (a module constant, a default
+        argument) can change what any test sees: the whole selection. A line run at import
+        and by tests: those tests' files (each of them imports the module, so a change at
+        import shows there too). The tests that start tilemem in a subprocess come after the
+        others, for every mutant.
         """
         ids: set[str] = set()
         for line in range(mutant.line, mutant.end_line + 1):
             ids |= self.hits.get(line, set())
         if ids == {""}:
             return list(self.selection)
-        direct = [t for t in self.order if t in ids]
-        return direct + [t for t in self.order if t in self.spawners and t not in ids]
+        files = {t.split("::")[0] for t in ids if t}
+        direct = [t for t in self.order if t.split("::")[0] in files]
+        return direct + [t for t in self.order if t in self.spawners and t not in direct]
 
 
 def _verdict(code: int) -> str:
@@ -642,6 +649,7 @@ _KERNEL_SIDE = {
         "cuda/test_generated_source_pins.py",
         "**/test_gemm*mutants*.py",
         "sim/test_gemm_sim.py",
+        "sim/test_gemm_shapes.py",
         "sim/test_mutants_gemm.py",
         "plan/test_capacity.py",
         "test_cli.py",
@@ -656,7 +664,11 @@ _KERNEL_SIDE = {
         "cuda/test_verify_kernels.py",
         "cuda/test_example_kernels.py",
         "sim/test_core.py",
+        "sim/test_gemm_sim.py",
         "sim/test_tcgen05_kernels.py",
+        "sim/test_nvfp4_sim.py",
+        "sim/test_tcgen05_attention.py",
+        "sim/test_mutants_gemm.py",
         "sim/test_tmem_protocol.py",
         "pool/test_kernel_mode.py",
         "test_cli_hostile.py",
