@@ -736,10 +736,16 @@ def read_equivalent(path: Path | None) -> dict[tuple[str, str, str], str]:
         if not raw.strip() or raw.lstrip().startswith("#"):
             continue
         parts = [p.strip() for p in raw.split(" | ")]
-        if len(parts) != 4:
+        # the change is the part that ends in its column: a source line may hold " | " too
+        at = [i for i, p in enumerate(parts) if i > 1 and _CHANGE_AT.search(p)]
+        if len(parts) < 4 or not at:
             raise SystemExit(f"{path}: expected 'module | source line | change | reason': {raw}")
-        found[(parts[0], parts[1], parts[2])] = parts[3]
+        i = at[0]
+        found[(parts[0], " | ".join(parts[1:i]), parts[i])] = " | ".join(parts[i + 1 :])
     return found
+
+
+_CHANGE_AT = re.compile(r"@ col \d+\+\d+$")
 
 
 def modules_from(paths: list[str]) -> list[Path]:
