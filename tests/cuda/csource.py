@@ -63,3 +63,36 @@ def run_lets(source: str, env: dict[str, int]) -> dict[str, int]:
         except (NameError, SyntaxError, TypeError):
             continue
     return env
+
+
+def _mnemonic(asm: str) -> str:
+    """The instruction of an inline-PTX string, past its register declarations and the
+    ``setp`` that computes a predicate operand."""
+    for raw in asm.replace("\\n", "\n").replace("{", "").split("\n"):
+        part = raw.strip()
+        if part and not part.startswith((".reg", "setp.")) and part != "}":
+            return part.split()[0].rstrip(";")
+    return ""
+
+
+def statements(source: str) -> list[str]:
+    """The kernel body's synchronising statements in source order: each inline-PTX
+    instruction by its mnemonic, ``wait <barrier>`` for an mbarrier wait, ``__syncthreads``,
+    and ``if`` / ``}`` for the blocks around them."""
+    body = source.split('extern "C" __global__', 1)[1]
+    out = []
+    for line in body.splitlines()[1:]:
+        text = line.strip()
+        asm = re.match(r'asm volatile\("((?:[^"\\]|\\.)*)"', text)
+        if asm:
+            out.append(_mnemonic(asm.group(1)))
+        elif text.startswith("tm_mbarrier_wait("):
+            barrier = re.search(r"\(uint8_t\*\)(\w+)", text)
+            out.append(f"wait {barrier.group(1) if barrier else '?'}")
+        elif text == "__syncthreads();":
+            out.append("__syncthreads")
+        elif text.startswith("if ("):
+            out.append("if")
+        elif text == "}":
+            out.append("}")
+    return out

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from csource import asm_ops, evaluate, lets
+from csource import asm_ops, evaluate, lets, statements
 
 from tilemem.kernels import KERNELS
 
@@ -182,3 +182,90 @@ def test_nvfp4_scale_factors_alternate_between_two_tmem_column_sets():
     # the MMAs of tile kt - 1 may still read the other
     (expr,) = lets(_source("nvfp4-gemm"), "sf_stage")
     assert _over_counter(expr, 6) == [0, 1, 0, 1, 0, 1]
+
+
+# -- ordering: barrier init, tcgen05 fences, wgmma fences ------------------------------------
+
+INIT = "mbarrier.init.shared::cta.b64"
+AFTER_SYNC = "tcgen05.fence::after_thread_sync"
+
+
+@pytest.mark.parametrize(
+    ("name", "barriers"),
+    [("hopper-gemm", 8), ("blackwell-gemm", 12), ("nvfp4-gemm", 9), ("attention-fwd", 14)],
+)
+def test_barriers_are_initialised_fenced_and_synced_before_use(name, barriers):
+    # PTX ISA, "mbarrier.init" / "fence.mbarrier_init": one thread initialises every barrier,
+    # fence.mbarrier_init.release.cluster makes the inits visible to the TMA unit's and
+    # tcgen05.commit's arrivals, and a CTA barrier orders them before any thread's wait
+    stmts = statements(_source(name))
+    first = stmts.index(INIT)
+    assert stmts[first - 1] == "if"
+    block = stmts[first : first + barriers + 3]
+    assert block == [INIT] * barriers + [
+        "fence.mbarrier_init.release.cluster",
+        "}",
+        "__syncthreads",
+    ]
+    assert stmts.count(INIT) == barriers
+
+
+@pytest.mark.parametrize(
+    ("name", "fenced"),
+    [
+        ("blackwell-gemm", {"full_bar": 1, "acc_full_bar": 1}),
+        ("nvfp4-gemm", {"full_bar": 1, "acc_full_bar": 1}),
+        ("attention-fwd", {"kv_full_bar": 1, "s_full_bar": 2, "p_full_bar": 2, "o_full_bar": 1}),
+    ],
+)
+def test_tcgen05_work_after_a_wait_is_fenced(name, fenced):
+    # PTX ISA, "tcgen05.fence": tcgen05 operations that follow a thread synchronisation (an
+    # mbarrier wait on TMA data or on a tcgen05.commit) need tcgen05.fence::after_thread_sync
+    # between the wait and them; the producer's waits for a free stage issue only TMA
+    stmts = statements(_source(name))
+    waits: dict[str, int] = {}
+    for i, stmt in enumerate(stmts):
+        barrier = stmt.removeprefix("wait ")
+        if stmt.startswith("wait ") and barrier in fenced:
+            assert stmts[i + 1] == AFTER_SYNC, (barrier, stmts[i : i + 3])
+            waits[barrier] = waits.get(barrier, 0) + 1
+    assert waits == fenced  # each wait site appears in the source that many times
+
+
+@pytest.mark.parametrize("name", ["blackwell-gemm", "nvfp4-gemm", "attention-fwd"])
+def test_tmem_is_freed_after_every_warps_tcgen05_work(name):
+    # PTX ISA, "tcgen05.dealloc" and "tcgen05.fence": the warps' tcgen05 operations are
+    # ordered before the CTA barrier by tcgen05.fence::before_thread_sync; only then does the
+    # allocating warp give the columns back
+    stmts = statements(_source(name))
+    last = len(stmts) - 1 - stmts[::-1].index("tcgen05.fence::before_thread_sync")
+    assert stmts[last + 1 : last + 3] == ["__syncthreads", "if"]
+    assert stmts[last + 3 : last + 5] == [
+        "tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned",
+        "tcgen05.dealloc.cta_group::1.sync.aligned.b32",
+    ]
+
+
+def test_hopper_example_consumer_k_tile():
+    # the 128 accumulators of m64n256 (N / 2 a thread, PTX ISA "wgmma register fragments")
+    # start at zero; per K tile: wait for the stage, wgmma.fence (orders the register
+    # writes before wgmma reads them), four k16 wgmma over the 64-wide K tile, commit, wait
+    # for all (0 pending) before the stage is given back; the epilogue starts after a CTA
+    # barrier, as it reuses the stages' bytes
+    src = _source("hopper-gemm")
+    assert "float acc[128];\n" in src
+    assert "for (int r = 0; r < 128; ++r) {\n      acc[r] = 0.0f;\n" in src
+    stmts = statements(src)
+    k_tile = stmts.index("wait full_bar")
+    mma = "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"
+    assert stmts[k_tile : k_tile + 10] == [
+        "wait full_bar",
+        "wgmma.fence.sync.aligned",
+        *[mma] * 4,
+        "wgmma.commit_group.sync.aligned",
+        "wgmma.wait_group.sync.aligned",
+        "if",
+        "mbarrier.arrive.shared::cta.b64",
+    ]
+    assert "wgmma.wait_group.sync.aligned 0;" in src
+    assert stmts[k_tile + 10 : k_tile + 14] == ["}", "}", "}", "__syncthreads"]
