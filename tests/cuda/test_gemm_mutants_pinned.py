@@ -13,7 +13,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
-from csource import asm_ops, evaluate, run_lets
+from csource import asm_ops, evaluate, run_lets, statements
 
 from tilemem.errors import GemmShapeError
 from tilemem.gemm import hopper
@@ -182,6 +182,27 @@ def test_c_slices_of_each_consumer():
         env = {"warpgroup": warpgroup, "m_unit_1": 5, "n_tile_1": 7}
         coords = [tuple(evaluate(c, **env) for c in op[2:4]) for op in stores]
         assert coords == [(7 * 256 + 64 * j, 5 * 128 + 64 * (warpgroup - 1)) for j in range(4)]
+
+
+@pytest.mark.parametrize("cluster_m", [1, 2])
+def test_barriers_are_initialised_fenced_and_synced_before_use(cluster_m):
+    # PTX ISA, "mbarrier.init" / "fence.mbarrier_init": thread 0 initialises the 4 stages'
+    # two barriers, fence.mbarrier_init.release.cluster makes the inits visible to TMA and to
+    # the cluster's peers, then the block (cluster_m 1) or the whole cluster (barrier.cluster
+    # arrive.release / wait.acquire) syncs before any thread or peer arrives on them
+    stmts = statements(_source(cluster_m))
+    first = stmts.index("mbarrier.init.shared::cta.b64")
+    sync = (
+        ["__syncthreads"]
+        if cluster_m == 1
+        else [
+            "barrier.cluster.arrive.release",
+            "barrier.cluster.wait.acquire",
+        ]
+    )
+    block = ["mbarrier.init.shared::cta.b64"] * 8 + ["fence.mbarrier_init.release.cluster", "}"]
+    assert stmts[first - 1 : first + 10 + len(sync)] == ["if", *block, *sync]
+    assert "if (((int)threadIdx.x == 0)) {" in _source(cluster_m).split("mbarrier.init", 1)[0]
 
 
 # -- the host side ----------------------------------------------------------------------------
