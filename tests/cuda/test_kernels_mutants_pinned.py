@@ -208,6 +208,9 @@ def test_barriers_are_initialised_fenced_and_synced_before_use(name, barriers):
         "__syncthreads",
     ]
     assert stmts.count(INIT) == barriers
+    # by thread 0, as _init_barriers says: the line before the first init opens its block
+    head = _source(name).split(INIT, 1)[0].splitlines()
+    assert head[-2].strip() == "if (((int)threadIdx.x == 0)) {"
 
 
 @pytest.mark.parametrize(
