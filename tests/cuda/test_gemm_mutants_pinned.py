@@ -95,6 +95,13 @@ def test_cluster_pairs_take_adjacent_m_tiles_of_one_n_tile():
     }
 
 
+def test_an_even_number_of_m_tiles_makes_whole_pairs():
+    # 4 M tiles in pairs: ceil(4 / 2) = 2 M units, one N tile; one cluster (2 CTAs) takes
+    # both units: rank r computes M tiles r and 2 + r, and nothing past M
+    got = _cta_tiles(_source(2), 2, grid=2, m_tiles=4, n_tiles=1, group_m=8)
+    assert got == {0: [(0, 0), (2, 0)], 1: [(1, 0), (3, 0)]}
+
+
 def test_ring_slot_and_parity_run_on_across_tiles():
     # the ring is not reset between a CTA's tiles: K step kt of its t-th tile is step
     # t * k_tiles + kt overall, slot (that) mod 4 and parity (that / 4) mod 2, for the
