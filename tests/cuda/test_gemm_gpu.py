@@ -98,3 +98,32 @@ def test_shape_policy_picks_and_runs_the_240_wide_tile_on_the_ragged_shape(torch
     err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
     assert bool(torch.isfinite(c).all()) and err < 1e-2, err
     assert [(g.tile_n, g.cluster_m) for g in gemm.gemms.values()] == [(240, 2)]
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "k"),
+    [
+        (1, 9, 7),  # every rule broken: A, B and C all staged
+        (3, 40, 36),
+        (16, 4096, 4096),  # an inference step: A and C staged, B read in place
+        (64, 1000, 520),
+        (65, 1032, 130),
+        (300, 9, 1000),  # N staged only
+        (1000, 1032, 71),  # K staged only: A and B copied, C written in place
+    ],
+)
+def test_any_shape_runs_through_staged_operands(torch, m, n, k):
+    from tilemem.gemm.hopper import AutoGemm
+
+    gen = torch.Generator(device="cuda").manual_seed(m + n + k)
+    for dtype in (torch.bfloat16, torch.float8_e4m3fn):
+        a = torch.randn(m, k, device="cuda", generator=gen).to(dtype)
+        b = torch.randn(n, k, device="cuda", generator=gen).to(dtype)
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+        gemm = AutoGemm(group_m=8, dtype=str(dtype).removeprefix("torch."))
+        stream = torch.cuda.current_stream().cuda_stream
+        gemm.prepare(a, b, c)(stream)
+        torch.cuda.synchronize()
+        ref = a.float() @ b.float().T
+        err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
+        assert bool(torch.isfinite(c).all()) and err < 1e-2, (dtype, err)

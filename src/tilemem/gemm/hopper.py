@@ -17,8 +17,9 @@ tiles of its cluster (``Schedule``):
 - the epilogue rounds to bf16, writes 64-column slices (48 for the 240-wide tile) with
   ``stmatrix`` into the consumer's two staging tiles and TMA-stores them; meanwhile the
   producer is already filling the ring for the next tile. TMA zero-fills loads and clips
-  stores outside the matrices, so M, N and K need not be multiples of the tile (rows must
-  stay 16-byte aligned).
+  stores outside the matrices, so M, N and K need not be multiples of the tile. Shapes whose
+  rows are not 16-byte aligned, or smaller than one TMA box, run on padded workspace copies
+  (``gemm/shapes.py``).
 
 Tile order (``tile_coords``): tiles are taken in groups of ``group_m`` rows of M tiles, every N
 tile of a group before the next group, so the CTAs that run together reuse A and B from L2.
@@ -28,12 +29,13 @@ prints it.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from .. import lang as T
-from ..cuda.device import array_interface, check, driver
+from ..cuda.device import array_interface, check, device_pointer, driver
 from ..cuda.kernel import KernelProgram
 from ..cuda.launch import Launcher
 from ..cuda.tma import tile_map
@@ -41,6 +43,7 @@ from ..dtype import as_dtype
 from ..errors import GemmShapeError
 from ..intmath import ceil_div
 from . import plan as gemm_plan
+from . import shapes
 from .plan import (
     CONSUMERS,
     EPILOGUE_BUFFERS,
@@ -333,8 +336,38 @@ class HopperGemm:
 
     def prepare(self, a, b, c, ctas: int | None = None) -> Callable[..., None]:
         """Check and map the operands; ``ctas`` caps the persistent grid (default: one per SM)
-        and must hold at least one cluster."""
+        and must hold at least one cluster. Any ``M, N, K >= 1`` runs: a shape the kernel's TMA
+        boxes and row pitches do not take goes through padded workspace copies
+        (:mod:`~.shapes`, which also states their cost)."""
         _check_ctas(ctas, self.cluster_m)
+        m, k, n = _check_layout(a, b, c, self.dtype)
+        stage = shapes.staging(m, n, k, self.dtype, self.tile_n)
+        if not stage.needed:
+            return self._launch(a, b, c, ctas)
+        work = {
+            name: _DeviceMatrix(
+                rows, cols, "bfloat16" if name == "C" else self.dtype, self.program.name
+            )
+            for name, (rows, cols) in stage.workspace_shapes().items()
+        }
+        kernel = self._launch(work.get("A", a), work.get("B", b), work.get("C", c), ctas)
+        copies = (("A", stage.a, a), ("B", stage.b, b))
+        ins = [_copy2d(cp, src, work[name]) for name, cp, src in copies if cp is not None]
+        out = _copy2d(stage.c, work["C"], c) if stage.c is not None else None
+
+        def launch(stream=None) -> None:
+            handle = _stream_handle(stream, self.launcher)
+            for copy in ins:
+                copy(handle)
+            kernel(handle)
+            if out is not None:
+                out(handle)
+
+        launch.workspace = work  # type: ignore[attr-defined]  # lives as long as the launch
+        return launch
+
+    def _launch(self, a, b, c, ctas: int | None) -> Callable[..., None]:
+        """The kernel's launch on operands it takes as they are."""
         m, k, n = _check_operands(a, b, c, self.dtype, self.tile_n)
         maps = (
             tile_map(a, self.plan.buffer("A"), self.l2_promotion),
@@ -427,7 +460,7 @@ class AutoGemm:
         return self.gemms[key]
 
     def prepare(self, a, b, c, ctas: int | None = None) -> Callable[..., None]:
-        m, _, n = _check_operands(a, b, c, self.dtype, min(gemm_plan.TILE_NS))
+        m, _, n = _check_layout(a, b, c, self.dtype)
         return self.gemm_for(m, n).prepare(a, b, c, ctas)
 
     def __call__(self, a, b, c, stream=None) -> None:
@@ -480,9 +513,9 @@ def dtype_name(x) -> str:
     return str(getattr(x, "dtype", "")).removeprefix("torch.")
 
 
-def _check_operands(a, b, c, dtype: str = "bfloat16", tile_n: int = TILE_N) -> tuple[int, int, int]:
-    """(M, K, N) after the rules: 2-D and row-major, A and B of ``dtype`` and C bfloat16, B's K
-    equals A's, C is M x N, rows 16-byte aligned, each matrix at least one TMA box."""
+def _check_layout(a, b, c, dtype: str = "bfloat16") -> tuple[int, int, int]:
+    """(M, K, N) after the rules every shape follows: 2-D and row-major, A and B of ``dtype``
+    and C bfloat16, B's K equals A's, C is M x N, and M, N, K >= 1."""
     shapes = [tuple(int(s) for s in getattr(x, "shape", ())) for x in (a, b, c)]
     if any(len(s) != 2 for s in shapes):
         raise GemmShapeError(f"A, B and C must be 2-D, got shapes {shapes}")
@@ -492,6 +525,11 @@ def _check_operands(a, b, c, dtype: str = "bfloat16", tile_n: int = TILE_N) -> t
             f"C = A @ B^T needs A (M, K), B (N, K), C (M, N); got A {shapes[0]}, B {shapes[1]}, "
             f"C {shapes[2]}"
         )
+    if min(m, n, k) < 1:
+        raise GemmShapeError(
+            f"M, N, K = {m}, {n}, {k}: the GEMM takes M, N, K >= 1 (an empty product has nothing "
+            "to compute; skip the call)"
+        )
     for name, x, want in zip("ABC", (a, b, c), (dtype, dtype, "bfloat16")):
         if dtype_name(x) != want:
             raise GemmShapeError(f"{name} must be {want}, got {getattr(x, 'dtype', None)}")
@@ -500,6 +538,13 @@ def _check_operands(a, b, c, dtype: str = "bfloat16", tile_n: int = TILE_N) -> t
                 f"{name} must be dense row-major (its tensor map assumes it): pass "
                 f"{name.lower()}.contiguous(), or for B = W^T pass W itself"
             )
+    return m, k, n
+
+
+def _check_operands(a, b, c, dtype: str = "bfloat16", tile_n: int = TILE_N) -> tuple[int, int, int]:
+    """(M, K, N) of operands the kernel takes as they are: :func:`_check_layout`, rows 16-byte
+    aligned, each matrix at least one TMA box (:mod:`~.shapes` stages the others)."""
+    m, k, n = _check_layout(a, b, c, dtype)
     k_align = 16 * 8 // as_dtype(dtype).bits
     if k % k_align or n % 8:
         raise GemmShapeError(
@@ -513,3 +558,52 @@ def _check_operands(a, b, c, dtype: str = "bfloat16", tile_n: int = TILE_N) -> t
             f"K >= {tk} (one TMA box each); use torch.matmul for smaller products"
         )
     return m, k, n
+
+
+class _DeviceMatrix:
+    """A zero-filled, dense row-major ``rows x cols`` device matrix of ``elem``-byte elements
+    (``cuMemAlloc``, ``cuMemsetD8``), freed with the object: a staging workspace. It carries
+    the ``__cuda_array_interface__`` and ``dtype`` name the GEMM's checks and tensor maps read."""
+
+    def __init__(self, rows: int, cols: int, dtype: str, kernel: str):
+        drv = driver()
+        self.shape, self.dtype, self.kernel = (rows, cols), dtype, kernel
+        nbytes = rows * cols * as_dtype(dtype).bits // 8
+        self.ptr = int(check(drv.cuMemAlloc(nbytes), f"cuMemAlloc({nbytes})", kernel))
+        check(drv.cuMemsetD8(self.ptr, 0, nbytes), "cuMemsetD8 of the workspace", kernel)
+        check(drv.cuCtxSynchronize(), "zeroing the workspace", kernel)  # before any stream uses it
+        typestr = f"|V{as_dtype(dtype).bits // 8}"
+        self.__cuda_array_interface__ = {
+            "shape": (rows, cols),
+            "typestr": typestr,
+            "data": (self.ptr, False),
+            "strides": None,
+            "version": 3,
+        }
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # at interpreter exit the driver may be gone
+            driver().cuMemFree(self.ptr)
+
+
+def _copy2d(copy: shapes.Copy2D, src, dst) -> Callable[[int], None]:
+    """``copy`` between two device matrices as one ``cuMemcpy2DAsync`` on a stream handle."""
+    drv = driver()
+    params = drv.CUDA_MEMCPY2D()
+    device = drv.CUmemorytype.CU_MEMORYTYPE_DEVICE
+    params.srcMemoryType, params.dstMemoryType = device, device
+    params.srcDevice, params.dstDevice = device_pointer(src), device_pointer(dst)
+    params.srcPitch, params.dstPitch = copy.src_pitch, copy.dst_pitch
+    params.WidthInBytes, params.Height = copy.width, copy.rows
+
+    def run(stream: int) -> None:
+        check(drv.cuMemcpy2DAsync(params, drv.CUstream(stream)), "staging copy", "HopperGemm")
+
+    return run
+
+
+def _stream_handle(stream, launcher: Launcher) -> int:
+    """The raw handle of ``stream`` (a ``cuda.core`` Stream, anything with ``handle``, or an
+    int), the launcher's default stream for None."""
+    stream = stream if stream is not None else launcher.device.default_stream
+    return int(stream.handle) if hasattr(stream, "handle") else int(stream)

@@ -1,0 +1,144 @@
+"""Any GEMM shape: the staging of ``gemm/shapes.py`` (padded workspace copies for shapes the
+TMA boxes and row pitches do not take), checked by hand, and run end to end in the simulator
+(operands staged with the same copy descriptors the GPU path gives ``cuMemcpy2DAsync``, the
+persistent kernel simulated on the workspaces, C copied back) against numpy's fp32 product.
+
+Tolerance as in test_gemm_sim.py: bf16 rounding of C (2^-8 relative) plus fp32 reordering.
+C starts as NaN, so an element the copies or the kernel miss fails the check.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+import tilemem.sim as sim
+from tilemem.cuda.tma import tile_map
+from tilemem.errors import GemmShapeError
+from tilemem.gemm import plan as gemm_plan
+from tilemem.gemm import shapes
+from tilemem.gemm.hopper import _check_layout, _check_operands, hopper_gemm_persistent
+from tilemem.intmath import ceil_div
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+
+
+def test_small_ragged_shape_stages_every_operand():
+    # M = 1 < 128 rows of A's box; K = 7 bf16 = 14-byte rows, padded to 8 (16 bytes) then to
+    # one 64-element K tile; N = 9 -> 16 (16-byte rows), then to the 128-wide tile.
+    st = shapes.staging(1, 9, 7, "bfloat16", 128)
+    assert (st.mp, st.np_, st.kp) == (128, 128, 64)
+    assert st.a == shapes.Copy2D(rows=1, width=14, src_pitch=14, dst_pitch=128)
+    assert st.b == shapes.Copy2D(rows=9, width=14, src_pitch=14, dst_pitch=128)
+    assert st.c == shapes.Copy2D(rows=1, width=18, src_pitch=256, dst_pitch=18)
+    # 128 x 64 + 128 x 64 bf16 (16 KiB each) + 128 x 128 bf16 C (32 KiB)
+    assert st.workspace_bytes == 16384 + 16384 + 32768
+
+
+def test_small_m_stages_a_and_c_but_not_b():
+    # Llama-3 8B's o projection at 16 tokens: only M breaks a rule
+    st = shapes.staging(16, 4096, 4096, "bfloat16", 256)
+    assert st.b is None and st.needed
+    assert st.workspace_shapes() == {"A": (128, 4096), "C": (128, 4096)}
+    assert st.a == shapes.Copy2D(rows=16, width=8192, src_pitch=8192, dst_pitch=8192)
+
+
+def test_fp8_k_pads_to_16_elements_and_one_128_wide_k_tile():
+    # e4m3: 1 byte an element, so 16-byte rows need K % 16 == 0; a K tile is 128 elements
+    assert shapes.staging(300, 264, 200, "float8_e4m3fn", 256).kp == 208
+    st = shapes.staging(300, 264, 36, "float8_e4m3fn", 256)
+    assert st.kp == 128 and st.c is None
+    assert st.a == shapes.Copy2D(rows=300, width=36, src_pitch=36, dst_pitch=128)
+
+
+def test_shapes_the_kernel_takes_need_no_staging():
+    st = shapes.staging(4999, 3000, 2040, "bfloat16", 240)
+    assert not st.needed and st.workspace_bytes == 0
+    assert _check_operands(*(_tensor(*s) for s in ((4999, 2040), (3000, 2040), (4999, 3000))))
+
+
+@pytest.mark.parametrize(("m", "n", "k"), [(0, 8, 8), (8, 0, 8), (8, 8, 0)])
+def test_empty_products_are_refused(m, n, k):
+    with pytest.raises(GemmShapeError, match=r"M, N, K >= 1"):
+        shapes.staging(m, n, k, "bfloat16", 256)
+    with pytest.raises(GemmShapeError, match=r"M, N, K >= 1"):
+        _check_layout(_tensor(m, k), _tensor(n, k), _tensor(m, n))
+
+
+def test_wrong_operands_are_still_refused_whatever_the_shape():
+    with pytest.raises(GemmShapeError, match=r"A \(M, K\), B \(N, K\), C \(M, N\)"):
+        _check_layout(_tensor(3, 7), _tensor(9, 8), _tensor(3, 9))
+    with pytest.raises(GemmShapeError, match=r"B must be bfloat16, got torch.float16"):
+        _check_layout(_tensor(3, 7), _tensor(9, 7, dtype="torch.float16"), _tensor(3, 9))
+    with pytest.raises(GemmShapeError, match=r"must be 2-D"):
+        _check_layout(_tensor(3, 7, 1), _tensor(9, 7), _tensor(3, 9))
+    assert _check_layout(_tensor(3, 7), _tensor(9, 7), _tensor(3, 9)) == (3, 7, 9)
+
+
+def test_copy_host_moves_rows_between_pitches():
+    src = np.arange(12, dtype=np.uint8).reshape(3, 4)
+    dst = np.full((3, 6), 255, np.uint8)
+    shapes.copy_host(shapes.Copy2D(rows=2, width=3, src_pitch=4, dst_pitch=6), src, dst)
+    want = np.array([[0, 1, 2, 255, 255, 255], [4, 5, 6, 255, 255, 255], [255] * 6], np.uint8)
+    np.testing.assert_array_equal(dst, want)
+
+
+def _tensor(*shape, dtype="torch.bfloat16"):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(shape=shape, dtype=dtype)
+
+
+@functools.lru_cache
+def _program():
+    print("building the persistent GEMM (128 x 256, no cluster)")
+    return hopper_gemm_persistent(cluster_m=1)
+
+
+def _gemm_any_shape(a, b, c, seed: int):
+    """C = A @ B^T through the staging of shapes.py and the simulated kernel (128 x 256)."""
+    (m, k), n = a.shape, b.shape[0]
+    st = shapes.staging(m, n, k, "bfloat16", 256)
+    work = {name: np.zeros(s, ml_dtypes.bfloat16) for name, s in st.workspace_shapes().items()}
+    for name, copy, x in (("A", st.a, a), ("B", st.b, b)):
+        if copy is not None:
+            shapes.copy_host(copy, x, work[name])
+    ka, kb, kc = work.get("A", a), work.get("B", b), work.get("C", c)
+    plan = gemm_plan.hopper_gemm_persistent_plan("bfloat16", "sm_90a", 256)
+    maps = (
+        tile_map(ka, plan.buffer("A")),
+        tile_map(kb, gemm_plan.b_share(1, "bfloat16", tile_n=256)),
+        tile_map(kc, plan.buffer("C_stage")),
+    )
+    tiles = (ceil_div(st.mp, 128), ceil_div(st.np_, 256), ceil_div(st.kp, 64))
+    grid = (min(2, tiles[0] * tiles[1]),)
+    result = sim.run(_program(), *maps, *tiles, 8, grid=grid, schedule="random", seed=seed)
+    assert result.ok, result.hazards
+    if st.c is not None:
+        shapes.copy_host(st.c, work["C"], c)
+    return st
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "k"),
+    [
+        (1, 9, 7),  # every rule broken at once
+        (3, 40, 36),  # K not a multiple of 8 and below one K tile; N below the tile
+        (64, 256, 64),  # only M below the 128-row tile
+        (65, 264, 130),  # M small; K = 130 -> 136: two K tiles, the second partial
+        (130, 9, 64),  # two M tiles on the workspace, N = 9 -> 256
+    ],
+)
+def test_any_shape_matches_numpy_in_the_simulator(m, n, k):
+    rng = np.random.default_rng(m * 1000 + n + k)
+    a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
+    c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
+    st = _gemm_any_shape(a, b, c, seed=m)
+    assert st.needed
+    ref = a.astype(np.float32) @ b.astype(np.float32).T
+    err = np.abs(c.astype(np.float32) - ref)
+    assert np.isfinite(c.astype(np.float32)).all()
+    assert (err <= 2.0**-8 * np.abs(ref) + 1e-3).all(), err.max()
