@@ -19,7 +19,14 @@ from tilemem.cuda.tma import tile_map
 from tilemem.errors import GemmShapeError
 from tilemem.gemm import plan as gemm_plan
 from tilemem.gemm import shapes
-from tilemem.gemm.hopper import _check_layout, _check_operands, hopper_gemm_persistent
+from tilemem.gemm.hopper import (
+    _check_layout,
+    _check_operands,
+    _check_splits,
+    hopper_gemm_persistent,
+    split_count,
+    splitk_reduce,
+)
 from tilemem.intmath import ceil_div
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
@@ -138,6 +145,85 @@ def test_any_shape_matches_numpy_in_the_simulator(m, n, k):
     c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
     st = _gemm_any_shape(a, b, c, seed=m)
     assert st.needed
+    ref = a.astype(np.float32) @ b.astype(np.float32).T
+    err = np.abs(c.astype(np.float32) - ref)
+    assert np.isfinite(c.astype(np.float32)).all()
+    assert (err <= 2.0**-8 * np.abs(ref) + 1e-3).all(), err.max()
+
+
+def test_split_count_fills_the_sms_with_k_ranges_only_where_tiles_are_few():
+    # 16 x 4096 x 4096 on 128 x 128 tiles: 1 x 32 tiles, 64 K tiles. 4 ranges give 128 CTAs
+    # (5 would need 160 > 132; 5 does not divide 64 anyway); partial sums 8 * 4 * 16 * 4096 =
+    # 2 MiB against (16 + 4096) * 4096 * 2 = 32 MiB of operands.
+    assert split_count(16, 4096, 4096, 128, 132) == 4
+    # 16 x 6144: 48 tiles; 2 ranges give 96 CTAs, 3 would need 144
+    assert split_count(16, 6144, 4096, 128, 132) == 2
+    # 1024^3: 8 x 8 = 64 tiles, 16 K tiles; 2 ranges fit (128 CTAs) but their partial sums,
+    # 8 * 2 * 1024 * 1024 = 16 MiB, are 4 times the 4 MiB of operands: no split
+    assert split_count(1024, 1024, 1024, 128, 132) == 1
+    # 132 tiles already fill the SMs
+    assert split_count(128, 132 * 128, 8192, 128, 132) == 1
+    # K = 448 bf16 is 7 K tiles: no divisor s >= 2 leaves 4 tiles a range
+    assert split_count(16, 4096, 448, 128, 132) == 1
+
+
+@pytest.mark.parametrize("splits", [0, 3, 2.0, None])
+def test_splits_must_divide_the_k_tiles(splits):
+    with pytest.raises(GemmShapeError, match=r"dividing the 8 K tiles"):
+        _check_splits(splits, 8)
+
+
+def test_split_k_runs_ctas_alone():
+    with pytest.raises(GemmShapeError, match=r"split-K runs CTAs alone"):
+        hopper_gemm_persistent(cluster_m=2, split_k=True)
+
+
+@functools.lru_cache
+def _split_programs():
+    print("building the split-K GEMM (128 x 128) and its reduction")
+    return hopper_gemm_persistent(tile_n=128, split_k=True), splitk_reduce()
+
+
+def _gemm_split_k(a, b, c, splits: int, seed: int) -> None:
+    """C = A @ B^T as HopperGemm's split-K path does it: A and B staged as needed, the kernel
+    writes each K range's fp32 sums to the workspace, the reduction adds them into C."""
+    kernel, reduce = _split_programs()
+    (m, k), n = a.shape, b.shape[0]
+    st = shapes.staging(m, n, k, "bfloat16", 128)
+    work = {name: np.zeros(s, ml_dtypes.bfloat16) for name, s in st.workspace_shapes().items()}
+    for name, copy, x in (("A", st.a, a), ("B", st.b, b)):
+        if copy is not None:
+            shapes.copy_host(copy, x, work[name])
+    plan = gemm_plan.hopper_gemm_persistent_plan("bfloat16", "sm_90a", 128)
+    maps = (
+        tile_map(work.get("A", a), plan.buffer("A")),
+        tile_map(work.get("B", b), gemm_plan.b_share(1, "bfloat16", tile_n=128)),
+    )
+    k_tiles = ceil_div(st.kp, 64)
+    _check_splits(splits, k_tiles)
+    tiles = (ceil_div(st.mp, 128), ceil_div(st.np_, 128), k_tiles // splits)
+    partial = np.full((splits * m, tiles[1] * 128), np.nan, np.float32)  # every read written
+    grid = (min(3, tiles[0] * tiles[1] * splits),)
+    result = sim.run(kernel, *maps, *tiles, 8, splits, m, partial, grid=grid, seed=seed)
+    assert result.ok, result.hazards
+    done = sim.run(reduce, partial, c, splits, grid=(ceil_div(m * n, 256),))
+    assert done.ok, done.hazards
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "k", "splits"),
+    [
+        (3, 40, 520, 3),  # 9 K tiles (the last partial) in 3 ranges; A and B staged
+        (130, 136, 256, 4),  # nothing staged; 2 x 2 tiles x 4 ranges of one K tile: 16 units
+        (64, 9, 72, 2),  # two K tiles, the second 8 wide; N = 9 -> 128
+    ],
+)
+def test_split_k_matches_numpy_in_the_simulator(m, n, k, splits):
+    rng = np.random.default_rng(m + n + k)
+    a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
+    c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
+    _gemm_split_k(a, b, c, splits, seed=splits)
     ref = a.astype(np.float32) @ b.astype(np.float32).T
     err = np.abs(c.astype(np.float32) - ref)
     assert np.isfinite(c.astype(np.float32)).all()
