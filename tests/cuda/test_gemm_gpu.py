@@ -127,3 +127,50 @@ def test_any_shape_runs_through_staged_operands(torch, m, n, k):
         ref = a.float() @ b.float().T
         err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
         assert bool(torch.isfinite(c).all()) and err < 1e-2, (dtype, err)
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "k", "splits"),
+    [
+        (16, 4096, 4096, 4),  # an inference step: 32 tiles x 4 ranges
+        (3, 40, 520, 3),  # staged A and B; C written by the reduction at N = 40
+        (300, 1000, 1024, 8),  # 3 x 8 tiles x 8 ranges > 132 SMs: units wrap around
+        (130, 9, 640, 5),
+    ],
+)
+def test_split_k_gives_the_fp32_product(torch, m, n, k, splits):
+    from tilemem.gemm.hopper import HopperGemm
+
+    gen = torch.Generator(device="cuda").manual_seed(m + n + k + splits)
+    for dtype, name in ((torch.bfloat16, "bfloat16"), (torch.float8_e4m3fn, "float8_e4m3fn")):
+        a = torch.randn(m, k, device="cuda", generator=gen).to(dtype)
+        b = torch.randn(n, k, device="cuda", generator=gen).to(dtype)
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+        gemm = HopperGemm(group_m=8, cluster_m=1, dtype=name, tile_n=128, split_k=True)
+        tiles_k = -(-k // (64 if name == "bfloat16" else 128))
+        if tiles_k % splits:
+            with pytest.raises(GemmShapeError, match="dividing the"):
+                gemm.prepare(a, b, c, splits=splits)
+            continue
+        gemm.prepare(a, b, c, splits=splits)()
+        torch.cuda.synchronize()
+        ref = a.float() @ b.float().T
+        err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
+        assert bool(torch.isfinite(c).all()) and err < 1e-2, (name, err)
+
+
+def test_auto_gemm_splits_k_for_a_decode_step(torch):
+    from tilemem.gemm.hopper import AutoGemm
+
+    m, n, k = 16, 4096, 4096
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    a = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)
+    b = torch.randn(n, k, device="cuda", generator=gen).to(torch.bfloat16)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    gemm = AutoGemm()
+    gemm(a, b, c)
+    torch.cuda.synchronize()
+    ref = a.float() @ b.float().T
+    err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
+    assert bool(torch.isfinite(c).all()) and err < 1e-2, err
+    assert gemm.config(m, n, k) == (128, 1, 4)  # 32 tiles x 4 K ranges on 132 SMs
