@@ -280,7 +280,9 @@ def main() -> None:
         "--profile", metavar="M,N,K,CLUSTER,TILE_N", help="only run tilemem 3 times (for ncu)"
     )
     parser.add_argument(
-        "--shapes", default="all", choices=("all", "square", "ragged", "small", "inference")
+        "--shapes",
+        default="all",
+        help="comma-separated sets: all, square, ragged, small, inference",
     )
     args = parser.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -334,7 +336,11 @@ def main() -> None:
             f"{g.max_clusters} of {name(g)}" for g in gemms if isinstance(g, HopperGemm)
         )
         print(f"{dtype}: clusters resident at once: {resident}")
-        shapes = (sets if dtype == "bfloat16" else fp8_sets)[args.shapes]
+        chosen = sets if dtype == "bfloat16" else fp8_sets
+        unknown = [x for x in args.shapes.split(",") if x not in chosen]
+        if unknown:
+            sys.exit(f"unknown shape sets {unknown}: pick from {sorted(chosen)}")
+        shapes = [shape for x in args.shapes.split(",") for shape in chosen[x]]
         report(gemms, shapes, args.rounds)
     print(f"clocks after (sm, max sm, mem MHz): {_smi('clocks.sm,clocks.max.sm,clocks.mem')}")
 
