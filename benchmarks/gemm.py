@@ -214,7 +214,7 @@ def name(gemm: Gemm) -> str:
     """Column name: ``tilemem`` for the per-shape policy, ``WIDTHxCLUSTER`` for a fixed one."""
     if isinstance(gemm, AutoGemm):
         return "tilemem"
-    return f"{gemm.tile_n}x{gemm.cluster_m}"
+    return f"{gemm.tile_n}x{gemm.cluster_m}" + ("k" if gemm.split_k else "")
 
 
 def report(gemms: list[Gemm], shapes, rounds: int) -> None:
@@ -272,7 +272,8 @@ def main() -> None:
     parser.add_argument(  # 4x1 measured slower: 30 of them fit at once, 120 CTAs of 132
         "--variants",
         default="256x1,256x2,192x2",
-        help="fixed tilemem configurations TILE_NxCLUSTER_M beside the per-shape policy",
+        help="fixed tilemem configurations TILE_NxCLUSTER_M beside the per-shape policy; a "
+        "trailing k (64x1k) is the split-K kernel with split_count's ranges",
     )
     parser.add_argument("--dtypes", default="bfloat16,float8_e4m3fn", help="input types")
     parser.add_argument("--sanitize", action="store_true")
@@ -287,12 +288,17 @@ def main() -> None:
     args = parser.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.zeros(1, device="cuda")  # torch's context first: the launcher then finds it current
-    configs = [tuple(int(x) for x in v.split("x")) for v in args.variants.split(",") if v]
+    configs = [
+        (*(int(x) for x in v.removesuffix("k").split("x")), v.endswith("k"))
+        for v in args.variants.split(",")
+        if v
+    ]
     dtypes = args.dtypes.split(",")
 
     def variants(dtype: str) -> list[Gemm]:
         fixed: list[Gemm] = [
-            HopperGemm(args.group_m, cm, dtype, args.l2_promotion, tile_n) for tile_n, cm in configs
+            HopperGemm(args.group_m, cm, dtype, args.l2_promotion, tile_n, split)
+            for tile_n, cm, split in configs
         ]
         return [AutoGemm(args.group_m, dtype, args.l2_promotion), *fixed]
 

@@ -228,3 +228,32 @@ def test_split_k_matches_numpy_in_the_simulator(m, n, k, splits):
     err = np.abs(c.astype(np.float32) - ref)
     assert np.isfinite(c.astype(np.float32)).all()
     assert (err <= 2.0**-8 * np.abs(ref) + 1e-3).all(), err.max()
+
+
+@functools.lru_cache
+def _narrow_program():
+    print("building the persistent GEMM (128 x 64, no cluster)")
+    return hopper_gemm_persistent(tile_n=64)
+
+
+def test_64_wide_tile_matches_numpy_in_the_simulator():
+    # 130 x 136 x 200: 2 x 3 tiles of 128 x 64 (the last 8 columns wide), 4 K tiles (the last
+    # 8 deep) through the 8-stage ring, on 2 CTAs; nothing staged
+    m, n, k = 130, 136, 200
+    rng = np.random.default_rng(64)
+    a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
+    c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
+    plan = gemm_plan.hopper_gemm_persistent_plan("bfloat16", "sm_90a", 64)
+    assert plan.buffer("A").shape[0] == 8  # stages
+    maps = (
+        tile_map(a, plan.buffer("A")),
+        tile_map(b, gemm_plan.b_share(1, "bfloat16", tile_n=64)),
+        tile_map(c, plan.buffer("C_stage")),
+    )
+    result = sim.run(_narrow_program(), *maps, 2, 3, 4, 8, grid=(2,), schedule="random", seed=5)
+    assert result.ok, result.hazards
+    ref = a.astype(np.float32) @ b.astype(np.float32).T
+    err = np.abs(c.astype(np.float32) - ref)
+    assert np.isfinite(c.astype(np.float32)).all()
+    assert (err <= 2.0**-8 * np.abs(ref) + 1e-3).all(), err.max()

@@ -541,16 +541,20 @@ class HopperGemm:
 # column against 2.50 for 256 (+1%) and stages C in five unswizzled 48-column slices: 1.01,
 # set from that count before any run, so it wins only where it saves a whole round against
 # 256 and 192 (4999 x 3000: 13 tiles of 240 across N give 260 units, 4 rounds, where 192
-# needs 5). docs/PERFORMANCE.md "GEMM" has the runs.
-WIDTH_COST = {256: 1.0, 240: 1.01, 192: 1.03, 128: 1.40}
+# needs 5). 128 x 64 streams (2 * 64 + 2 * 64) / 64 = 4 rows per column against 3 for 128:
+# 1.40 x 4 / 3 = 1.87, rounded to 1.9 before any run; it wins where every width fits in one
+# round, so the CTAs of a small product each do half the work of 128 x 128 (1024^3: 128 tiles
+# instead of 64). docs/PERFORMANCE.md "GEMM" has the runs.
+WIDTH_COST = {256: 1.0, 240: 1.01, 192: 1.03, 128: 1.40, 64: 1.9}
 
 
 def launch_config(m: int, n: int, sms: int) -> tuple[int, int]:
     """(tile_n, cluster_m) for an ``m x n`` C on ``sms`` SMs, from the shape alone.
 
     For each width of :data:`~.plan.TILE_NS`: ``tiles = ceil(m / 128) * ceil(n / tile_n)``.
-    If they fit in one wave (``tiles <= sms``) the CTAs run alone (a cluster only adds its
-    barriers); else in 2x1 clusters that share B (half of B's L2 reads), ``sms / 2`` of them.
+    If they fit in one wave (``tiles <= sms``), or there is one row of M tiles (a pair's second
+    CTA would compute rows past M), the CTAs run alone (a cluster only adds its barriers);
+    else in 2x1 clusters that share B (half of B's L2 reads), ``sms / 2`` of them.
     A partial tile costs a whole one, so the time is ``rounds = ceil(units / slots)`` rounds
     of one tile each, and the cost ``rounds * tile_n * WIDTH_COST[tile_n]``; the cheapest
     width wins, the widest on a tie. One SM cannot hold a pair: with ``sms == 1`` CTAs run
@@ -565,7 +569,8 @@ def launch_config(m: int, n: int, sms: int) -> tuple[int, int]:
     best: tuple[float, int, int] | None = None
     for tile_n in gemm_plan.TILE_NS:
         m_tiles, n_tiles = ceil_div(m, TILE_M), ceil_div(n, tile_n)
-        cluster_m = 1 if m_tiles * n_tiles <= sms or sms < 2 else 2  # a pair needs 2 SMs
+        alone = m_tiles * n_tiles <= sms or m_tiles < 2 or sms < 2  # a pair needs 2 SMs
+        cluster_m = 1 if alone else 2
         units = ceil_div(m_tiles, cluster_m) * n_tiles
         rounds = ceil_div(units, sms // cluster_m)
         cost = rounds * tile_n * WIDTH_COST[tile_n]
