@@ -20,7 +20,8 @@ tilemem variant must stay below 1e-2 with every element written.
 "tilemem" is ``AutoGemm``: the configuration (CTA tile width, cluster or not) that
 ``launch_config`` picks from M and N before the launch, one policy for every shape. The
 other tilemem columns are fixed configurations ``WIDTHxCLUSTER`` (``--variants``), for
-comparison only. The policy's config column adds ``/kS`` where it splits K into S ranges.
+comparison only. The policy's config column adds ``/kS`` where it splits K into S ranges and
+``/aR`` where a stage loads only R rows of A (M <= R).
 Timing: each implementation is captured in a CUDA graph of
 ``reps`` back-to-back launches; every round replays the graphs (tilemem in each cluster
 shape, cuBLAS; the order rotates from round to round), each between CUDA events, after
@@ -257,11 +258,13 @@ def report(gemms: list[Gemm], shapes, rounds: int) -> None:
 
 
 def policy(gemm: Gemm, m: int, n: int, k: int) -> str:
-    """The configuration AutoGemm picks (``WIDTHxCLUSTER``, ``/kS`` for S K ranges)."""
+    """The configuration AutoGemm picks (``WIDTHxCLUSTER``, ``/kS`` for S K ranges, ``/aR``
+    for R rows of A a stage)."""
     if not isinstance(gemm, AutoGemm):
         return "-"
-    tile_n, cluster_m, splits = gemm.config(m, n, k)
-    return f"{tile_n}x{cluster_m}" + (f"/k{splits}" if splits > 1 else "")
+    tile_n, cluster_m, splits, a_rows = gemm.config(m, n, k)
+    split = f"/k{splits}" if splits > 1 else ""
+    return f"{tile_n}x{cluster_m}{split}" + (f"/a{a_rows}" if a_rows < 128 else "")
 
 
 def main() -> None:

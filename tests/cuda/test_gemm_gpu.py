@@ -173,4 +173,33 @@ def test_auto_gemm_splits_k_for_a_decode_step(torch):
     ref = a.float() @ b.float().T
     err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
     assert bool(torch.isfinite(c).all()) and err < 1e-2, err
-    assert gemm.config(m, n, k) == (128, 1, 4)  # 32 tiles x 4 K ranges on 132 SMs
+    # 64 tiles of 128 x 64 x 2 K ranges on 132 SMs, 16 rows of A a stage
+    assert gemm.config(m, n, k) == (64, 1, 2, 16)
+
+
+@pytest.mark.parametrize("a_rows", [16, 32, 64])
+def test_small_m_kernels_load_only_the_rows_of_a_they_need(torch, a_rows):
+    from tilemem.gemm.hopper import HopperGemm
+
+    gen = torch.Generator(device="cuda").manual_seed(a_rows)
+    for m in sorted({1, a_rows // 2 + 1, a_rows}):
+        for split_k in (False, True):
+            a = torch.randn(m, 1000, device="cuda", generator=gen).to(torch.bfloat16)
+            b = torch.randn(1032, 1000, device="cuda", generator=gen).to(torch.bfloat16)
+            c = torch.full((m, 1032), float("nan"), device="cuda", dtype=torch.bfloat16)
+            gemm = HopperGemm(cluster_m=1, tile_n=64, split_k=split_k, a_rows=a_rows)
+            gemm(a, b, c)
+            torch.cuda.synchronize()
+            ref = a.float() @ b.float().T
+            err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
+            assert bool(torch.isfinite(c).all()) and err < 1e-2, (m, split_k, err)
+
+
+def test_a_small_m_kernel_refuses_more_rows_than_it_loads(torch):
+    from tilemem.gemm.hopper import HopperGemm
+
+    a = torch.zeros(17, 256, device="cuda", dtype=torch.bfloat16)
+    b = torch.zeros(256, 256, device="cuda", dtype=torch.bfloat16)
+    c = torch.zeros(17, 256, device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(GemmShapeError, match=r"M = 17: this kernel loads 16 rows of A"):
+        HopperGemm(cluster_m=1, a_rows=16).prepare(a, b, c)

@@ -23,6 +23,7 @@ from tilemem.gemm.hopper import (
     _check_layout,
     _check_operands,
     _check_splits,
+    a_rows_for,
     hopper_gemm_persistent,
     split_count,
     splitk_reduce,
@@ -33,23 +34,48 @@ ml_dtypes = pytest.importorskip("ml_dtypes")
 
 
 def test_small_ragged_shape_stages_every_operand():
-    # M = 1 < 128 rows of A's box; K = 7 bf16 = 14-byte rows, padded to 8 (16 bytes) then to
-    # one 64-element K tile; N = 9 -> 16 (16-byte rows), then to the 128-wide tile.
+    # M = 1 < 128 rows of A's box and < 64 rows of C's; K = 7 bf16 = 14-byte rows, padded to
+    # 8 (16 bytes) then to one 64-element K tile; N = 9 -> 16 (16-byte rows), then to the
+    # 128-wide tile.
     st = shapes.staging(1, 9, 7, "bfloat16", 128)
-    assert (st.mp, st.np_, st.kp) == (128, 128, 64)
+    assert (st.ma, st.mc, st.np_, st.kp) == (128, 64, 128, 64)
     assert st.a == shapes.Copy2D(rows=1, width=14, src_pitch=14, dst_pitch=128)
     assert st.b == shapes.Copy2D(rows=9, width=14, src_pitch=14, dst_pitch=128)
     assert st.c == shapes.Copy2D(rows=1, width=18, src_pitch=256, dst_pitch=18)
-    # 128 x 64 + 128 x 64 bf16 (16 KiB each) + 128 x 128 bf16 C (32 KiB)
-    assert st.workspace_bytes == 16384 + 16384 + 32768
+    # A 128 x 64 + B 128 x 64 + C 64 x 128, bf16: 16 KiB each
+    assert st.workspace_bytes == 3 * 16384
 
 
 def test_small_m_stages_a_and_c_but_not_b():
     # Llama-3 8B's o projection at 16 tokens: only M breaks a rule
     st = shapes.staging(16, 4096, 4096, "bfloat16", 256)
     assert st.b is None and st.needed
-    assert st.workspace_shapes() == {"A": (128, 4096), "C": (128, 4096)}
+    assert st.workspace_shapes() == {"A": (128, 4096), "C": (64, 4096)}
     assert st.a == shapes.Copy2D(rows=16, width=8192, src_pitch=8192, dst_pitch=8192)
+    # the kernel loading 16 rows of A a stage takes A as it is; C still needs 64 rows
+    assert shapes.staging(16, 4096, 4096, "bfloat16", 256, a_rows=16).workspace_shapes() == {
+        "C": (64, 4096)
+    }
+    # 64 <= M < 128 on the 128-row kernel: A staged, C written in place (64-row boxes)
+    assert shapes.staging(100, 4096, 4096, "bfloat16", 256).workspace_shapes() == {"A": (128, 4096)}
+
+
+def test_a_rows_for_small_m_is_the_fewest_that_hold_m():
+    assert [a_rows_for(m) for m in (1, 16, 17, 32, 33, 64, 65, 128, 5000)] == [
+        16,
+        16,
+        32,
+        32,
+        64,
+        64,
+        128,
+        128,
+        128,
+    ]
+    with pytest.raises(GemmShapeError, match=r"one of \(128, 64, 32, 16\) rows of A .*, got 48"):
+        hopper_gemm_persistent(a_rows=48)
+    with pytest.raises(GemmShapeError, match=r"a_rows=16 .* runs CTAs alone"):
+        hopper_gemm_persistent(cluster_m=2, a_rows=16)
 
 
 def test_fp8_k_pads_to_16_elements_and_one_128_wide_k_tile():
@@ -99,15 +125,20 @@ def _tensor(*shape, dtype="torch.bfloat16"):
 
 
 @functools.lru_cache
-def _program():
-    print("building the persistent GEMM (128 x 256, no cluster)")
-    return hopper_gemm_persistent(cluster_m=1)
+def _program(a_rows: int = 128):
+    print(f"building the persistent GEMM (128 x 256, no cluster, {a_rows} rows of A a stage)")
+    return hopper_gemm_persistent(cluster_m=1, a_rows=a_rows)
 
 
-def _gemm_any_shape(a, b, c, seed: int):
+def _a_box(a_rows: int, tile_n: int):
+    plan = gemm_plan.hopper_gemm_persistent_plan("bfloat16", "sm_90a", tile_n)
+    return plan.buffer("A") if a_rows == 128 else gemm_plan.a_box(a_rows)
+
+
+def _gemm_any_shape(a, b, c, seed: int, a_rows: int = 128):
     """C = A @ B^T through the staging of shapes.py and the simulated kernel (128 x 256)."""
     (m, k), n = a.shape, b.shape[0]
-    st = shapes.staging(m, n, k, "bfloat16", 256)
+    st = shapes.staging(m, n, k, "bfloat16", 256, a_rows)
     work = {name: np.zeros(s, ml_dtypes.bfloat16) for name, s in st.workspace_shapes().items()}
     for name, copy, x in (("A", st.a, a), ("B", st.b, b)):
         if copy is not None:
@@ -115,13 +146,14 @@ def _gemm_any_shape(a, b, c, seed: int):
     ka, kb, kc = work.get("A", a), work.get("B", b), work.get("C", c)
     plan = gemm_plan.hopper_gemm_persistent_plan("bfloat16", "sm_90a", 256)
     maps = (
-        tile_map(ka, plan.buffer("A")),
+        tile_map(ka, _a_box(a_rows, 256)),
         tile_map(kb, gemm_plan.b_share(1, "bfloat16", tile_n=256)),
         tile_map(kc, plan.buffer("C_stage")),
     )
-    tiles = (ceil_div(st.mp, 128), ceil_div(st.np_, 256), ceil_div(st.kp, 64))
+    tiles = (ceil_div(m, 128), ceil_div(st.np_, 256), ceil_div(st.kp, 64))
     grid = (min(2, tiles[0] * tiles[1]),)
-    result = sim.run(_program(), *maps, *tiles, 8, grid=grid, schedule="random", seed=seed)
+    program = _program(a_rows)
+    result = sim.run(program, *maps, *tiles, 8, grid=grid, schedule="random", seed=seed)
     assert result.ok, result.hazards
     if st.c is not None:
         shapes.copy_host(st.c, work["C"], c)
@@ -129,21 +161,23 @@ def _gemm_any_shape(a, b, c, seed: int):
 
 
 @pytest.mark.parametrize(
-    ("m", "n", "k"),
+    ("m", "n", "k", "a_rows"),
     [
-        (1, 9, 7),  # every rule broken at once
-        (3, 40, 36),  # K not a multiple of 8 and below one K tile; N below the tile
-        (64, 256, 64),  # only M below the 128-row tile
-        (65, 264, 130),  # M small; K = 130 -> 136: two K tiles, the second partial
-        (130, 9, 64),  # two M tiles on the workspace, N = 9 -> 256
+        (1, 9, 7, 128),  # every rule broken at once
+        (3, 40, 36, 16),  # K not a multiple of 8, below one K tile; N below the tile
+        (64, 256, 64, 128),  # only M below the 128-row A box (C takes 64-row boxes)
+        (65, 264, 130, 128),  # M small; K = 130 -> 136: two K tiles, the second partial
+        (130, 9, 64, 128),  # two M tiles, N = 9 -> 256
+        (16, 256, 128, 16),  # A read in place, 16 rows a stage; C staged to 64 rows
+        (20, 264, 72, 32),  # A staged to 32 rows; two N tiles, two K tiles
     ],
 )
-def test_any_shape_matches_numpy_in_the_simulator(m, n, k):
+def test_any_shape_matches_numpy_in_the_simulator(m, n, k, a_rows):
     rng = np.random.default_rng(m * 1000 + n + k)
     a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
     b = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
     c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
-    st = _gemm_any_shape(a, b, c, seed=m)
+    st = _gemm_any_shape(a, b, c, seed=m, a_rows=a_rows)
     assert st.needed
     ref = a.astype(np.float32) @ b.astype(np.float32).T
     err = np.abs(c.astype(np.float32) - ref)
@@ -179,29 +213,28 @@ def test_split_k_runs_ctas_alone():
 
 
 @functools.lru_cache
-def _split_programs():
-    print("building the split-K GEMM (128 x 128) and its reduction")
-    return hopper_gemm_persistent(tile_n=128, split_k=True), splitk_reduce()
+def _split_programs(a_rows: int):
+    print(f"building the split-K GEMM (128 x 128, {a_rows} rows of A) and its reduction")
+    return hopper_gemm_persistent(tile_n=128, split_k=True, a_rows=a_rows), splitk_reduce()
 
 
-def _gemm_split_k(a, b, c, splits: int, seed: int) -> None:
+def _gemm_split_k(a, b, c, splits: int, seed: int, a_rows: int) -> None:
     """C = A @ B^T as HopperGemm's split-K path does it: A and B staged as needed, the kernel
     writes each K range's fp32 sums to the workspace, the reduction adds them into C."""
-    kernel, reduce = _split_programs()
+    kernel, reduce = _split_programs(a_rows)
     (m, k), n = a.shape, b.shape[0]
-    st = shapes.staging(m, n, k, "bfloat16", 128)
+    st = shapes.staging(m, n, k, "bfloat16", 128, a_rows)
     work = {name: np.zeros(s, ml_dtypes.bfloat16) for name, s in st.workspace_shapes().items()}
     for name, copy, x in (("A", st.a, a), ("B", st.b, b)):
         if copy is not None:
             shapes.copy_host(copy, x, work[name])
-    plan = gemm_plan.hopper_gemm_persistent_plan("bfloat16", "sm_90a", 128)
     maps = (
-        tile_map(work.get("A", a), plan.buffer("A")),
+        tile_map(work.get("A", a), _a_box(a_rows, 128)),
         tile_map(work.get("B", b), gemm_plan.b_share(1, "bfloat16", tile_n=128)),
     )
     k_tiles = ceil_div(st.kp, 64)
     _check_splits(splits, k_tiles)
-    tiles = (ceil_div(st.mp, 128), ceil_div(st.np_, 128), k_tiles // splits)
+    tiles = (ceil_div(m, 128), ceil_div(st.np_, 128), k_tiles // splits)
     partial = np.full((splits * m, tiles[1] * 128), np.nan, np.float32)  # every read written
     grid = (min(3, tiles[0] * tiles[1] * splits),)
     result = sim.run(kernel, *maps, *tiles, 8, splits, m, partial, grid=grid, seed=seed)
@@ -211,19 +244,20 @@ def _gemm_split_k(a, b, c, splits: int, seed: int) -> None:
 
 
 @pytest.mark.parametrize(
-    ("m", "n", "k", "splits"),
+    ("m", "n", "k", "splits", "a_rows"),
     [
-        (3, 40, 520, 3),  # 9 K tiles (the last partial) in 3 ranges; A and B staged
-        (130, 136, 256, 4),  # nothing staged; 2 x 2 tiles x 4 ranges of one K tile: 16 units
-        (64, 9, 72, 2),  # two K tiles, the second 8 wide; N = 9 -> 128
+        (3, 40, 520, 3, 128),  # 9 K tiles (the last partial) in 3 ranges; A and B staged
+        (130, 136, 256, 4, 128),  # nothing staged; 2 x 2 tiles x 4 ranges of one K tile
+        (64, 9, 72, 2, 64),  # two K tiles, the second 8 wide; N = 9 -> 128
+        (20, 136, 256, 2, 32),  # A staged to 32 rows; one consumer computes, one idles
     ],
 )
-def test_split_k_matches_numpy_in_the_simulator(m, n, k, splits):
+def test_split_k_matches_numpy_in_the_simulator(m, n, k, splits, a_rows):
     rng = np.random.default_rng(m + n + k)
     a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
     b = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
     c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
-    _gemm_split_k(a, b, c, splits, seed=splits)
+    _gemm_split_k(a, b, c, splits, seed=splits, a_rows=a_rows)
     ref = a.astype(np.float32) @ b.astype(np.float32).T
     err = np.abs(c.astype(np.float32) - ref)
     assert np.isfinite(c.astype(np.float32)).all()

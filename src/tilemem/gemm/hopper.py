@@ -131,18 +131,34 @@ def _init_barriers(full, empty, cluster_m: int) -> None:
         T.cuda.syncthreads()
 
 
+def _zero_a_rows(a, a_rows: int) -> None:
+    """Zero rows ``a_rows..63`` of every A stage (all threads, once, before the barriers'
+    sync): the first consumer's wgmma reads 64 rows but TMA fills only ``a_rows``, and the
+    rest must hold numbers (they give rows of C past M, never stored). Generic-proxy stores,
+    fenced for the async proxy that wgmma reads through."""
+    stages, cols = a.shape[0], a.shape[-1]
+    rows = TILE_M // CONSUMERS - a_rows
+    total = stages * rows * cols
+    for j in T.serial(ceil_div(total, THREADS), name="z"):
+        i = T.let("z_i", T.thread_id() + j * THREADS)
+        with T.If(i < total):
+            row = a_rows + i // cols % rows
+            a[i // (rows * cols), row, i % cols] = T.cast(0, a.dtype.name)
+    T.ptx.fence.proxy_async_shared_cta()
+
+
 def _stage_and_phase(step, stages: int):
     """Ring slot of K step ``step`` (counted over all of the CTA's tiles) and its parity."""
     return T.let("stage", step % stages), T.let("phase", (step // stages) % 2)
 
 
-def _producer(tma_a, tma_b, a, b, full, empty, sched: Schedule) -> None:
+def _producer(tma_a, tma_b, a, b, full, empty, sched: Schedule, a_rows: int = TILE_M) -> None:
     """Per K step: wait for the stage to be free everywhere it is read, arm ``full`` with the
     stage's bytes, load this CTA's A tile and its share of B. With a cluster, B's
     ``TILE_N / cluster_m`` rows of this rank are multicast into every CTA of the cluster, which
     all compute the same N tile, so each CTA's ``full`` barrier still receives a whole stage."""
     stages, tk, tile_n = a.shape[0], a.shape[-1], b.shape[1]
-    stage_bytes = (a.nbytes + b.nbytes) // stages
+    stage_bytes = (a.nbytes * a_rows // TILE_M + b.nbytes) // stages  # A: the top a_rows
     k_tiles, cluster_m = sched.k_tiles, sched.cluster_m
     b_rows = tile_n // cluster_m
     units = sched.units()
@@ -264,9 +280,36 @@ def _store_partial(acc, work, m_rows, consumer, m0, n0, split) -> None:
                     work[out, col + 8 * j + e] = acc[4 * j + 2 * half + e]
 
 
-def _consumer(tma_c, a, b, c, full, empty, consumer, sched: Schedule, partial=None) -> None:
+def _idle(full, empty, stages: int, sched: Schedule) -> None:
+    """A consumer whose rows are never loaded (the second, when a stage holds 64 rows of A or
+    fewer): it frees each stage as soon as it is full, as its wgmma would have."""
+    units = sched.units()
+    for i in T.serial(units[0], name="t"):
+        for kt in T.serial(sched.k_tiles, name="kt"):
+            s, phase = _stage_and_phase(i * sched.k_tiles + kt, stages)
+            T.ptx.mbarrier.wait((full, s), phase)
+            _release(empty, s, sched.cluster_m)
+
+
+def _consumer(
+    tma_c, a, b, c, full, empty, consumer, sched: Schedule, partial=None, a_rows: int = TILE_M
+) -> None:
     """Per unit: the mainloop, then the epilogue (bf16 C by TMA), or with split-K
-    (``partial = (work, m_rows)``) the fp32 partial sums into the workspace."""
+    (``partial = (work, m_rows)``) the fp32 partial sums into the workspace. When a stage
+    holds at most 64 rows of A (``a_rows``) only the first consumer computes; the second
+    frees the stages (:func:`_idle`)."""
+    if a_rows <= TILE_M // CONSUMERS:
+        with T.If(consumer == 0):
+            with T.Then():
+                _compute(tma_c, a, b, c, full, empty, 0, sched, partial)
+            with T.Else():
+                _idle(full, empty, a.shape[0], sched)
+        return
+    _compute(tma_c, a, b, c, full, empty, consumer, sched, partial)
+
+
+def _compute(tma_c, a, b, c, full, empty, consumer, sched: Schedule, partial=None) -> None:
+    """The consumer's units: mainloop and epilogue each (see :func:`_consumer`)."""
     tile_n = b.shape[1]
     acc = T.alloc_local(tile_n // 2, "float32", name="acc")
     units = sched.units()
@@ -287,7 +330,11 @@ def _consumer(tma_c, a, b, c, full, empty, consumer, sched: Schedule, partial=No
 
 
 def hopper_gemm_persistent(
-    cluster_m: int = 1, dtype: str = "bfloat16", tile_n: int = TILE_N, split_k: bool = False
+    cluster_m: int = 1,
+    dtype: str = "bfloat16",
+    tile_n: int = TILE_N,
+    split_k: bool = False,
+    a_rows: int = TILE_M,
 ) -> KernelProgram:
     """The kernel: ``(tma_a, tma_b, tma_c, m_tiles, n_tiles, k_tiles, group_m)``, 384 threads,
     launched with at most one CTA per SM. ``cluster_m`` = 2 or 4 groups CTAs of adjacent M
@@ -299,7 +346,11 @@ def hopper_gemm_persistent(
     ``split_k`` (CTAs alone only) builds the split-K kernel ``(tma_a, tma_b, m_tiles, n_tiles,
     k_tiles, group_m, splits, m_rows, work)``: each tile's K splits into ``splits`` ranges of
     ``k_tiles`` K tiles, each range a unit of work; its fp32 sums go to ``work`` (``splits *
-    m_rows`` rows) and :func:`splitk_reduce` adds them into C."""
+    m_rows`` rows) and :func:`splitk_reduce` adds them into C.
+
+    ``a_rows`` < 128 (:data:`~.plan.A_ROWS`, CTAs alone only) loads only that many rows of A
+    a stage, for M <= ``a_rows``: the stage's bytes shrink to what the product needs (a
+    16-token step reads 2 KiB of A a K tile, not 16), and the second consumer idles."""
     if cluster_m not in CLUSTER_SIZES:
         raise GemmShapeError(
             f"cluster_m is one of {CLUSTER_SIZES} (CTAs sharing B by multicast), got {cluster_m}"
@@ -309,17 +360,26 @@ def hopper_gemm_persistent(
             f"split-K runs CTAs alone (its units are K ranges, not M tiles sharing B), got "
             f"cluster_m={cluster_m}: use cluster_m=1"
         )
+    if a_rows != TILE_M and cluster_m != 1:
+        raise GemmShapeError(
+            f"a_rows={a_rows} (one row of M tiles) runs CTAs alone: a pair's second CTA would "
+            f"compute rows past M; got cluster_m={cluster_m}: use cluster_m=1"
+        )
     if dtype not in INPUT_TYPES:
         raise GemmShapeError(f"the GEMM takes A and B as one of {INPUT_TYPES}, got {dtype!r}")
+    gemm_plan.a_box(a_rows, dtype)  # a known row count
     gemm_plan.b_share(cluster_m, dtype, tile_n=tile_n)  # the multicast split is whole atoms
     name = "hopper_gemm_persistent" + (f"_cluster{cluster_m}" if cluster_m > 1 else "")
     name += "_e4m3" if dtype == "float8_e4m3fn" else ""
     name += f"_n{gemm_plan.check_tile_n(tile_n)}" if tile_n != TILE_N else ""
+    name += f"_a{a_rows}" if a_rows != TILE_M else ""
 
     def body(tma_a, tma_b, tma_c, m_tiles, n_tiles, k_tiles, group_m, splits=1, partial=None):
         smem = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n)
         a, b, c = smem.buffer("A"), smem.buffer("B"), smem.buffer("C_stage")
         full, empty = smem.buffer("full_bar"), smem.buffer("empty_bar")
+        if a_rows < TILE_M // CONSUMERS:
+            _zero_a_rows(a, a_rows)
         _init_barriers(full, empty, cluster_m)
         rank = T.let("cta_rank", T.ptx.cluster.ctarank()) if cluster_m > 1 else 0
         sched = Schedule(m_tiles, n_tiles, k_tiles, group_m, cluster_m, rank, splits)
@@ -328,10 +388,10 @@ def hopper_gemm_persistent(
             with T.Then():
                 T.ptx.setmaxnreg.dec(PRODUCER_REGS)
                 with T.If(T.all_of(T.warp_id() == 0, T.ptx.elect_sync())), T.phase("mainloop"):
-                    _producer(tma_a, tma_b, a, b, full, empty, sched)
+                    _producer(tma_a, tma_b, a, b, full, empty, sched, a_rows)
             with T.Else():
                 T.ptx.setmaxnreg.inc(CONSUMER_REGS)
-                _consumer(tma_c, a, b, c, full, empty, warpgroup - 1, sched, partial)
+                _consumer(tma_c, a, b, c, full, empty, warpgroup - 1, sched, partial, a_rows)
         if cluster_m > 1:  # no CTA leaves while a peer may still arrive on its barriers
             T.ptx.cluster.sync()
 
@@ -403,7 +463,8 @@ class HopperGemm:
     rasterisation group (M tiles), ``cluster_m`` the CTAs per cluster sharing B (1, 2 or 4),
     ``dtype`` the type of A and B (C is bfloat16), ``l2_promotion`` the TMA L2 fetch size for
     A and B, ``tile_n`` the CTA tile's width (:data:`~.plan.TILE_NS`), ``split_k`` builds the
-    split-K kernel and its reduction (CTAs alone; ``prepare`` then takes ``splits``). One
+    split-K kernel and its reduction (CTAs alone; ``prepare`` then takes ``splits``),
+    ``a_rows`` the rows of A a stage loads (128, or 64/32/16 for M up to that; CTAs alone). One
     object is one kernel configuration; :class:`AutoGemm` picks the configuration from the
     shape.
     """
@@ -416,15 +477,18 @@ class HopperGemm:
         l2_promotion: int = 0,
         tile_n: int = TILE_N,
         split_k: bool = False,
+        a_rows: int = TILE_M,
     ):
         _check_group_m(group_m)
         self.group_m, self.cluster_m, self.l2_promotion = group_m, cluster_m, l2_promotion
-        self.dtype, self.tile_n, self.split_k = dtype, tile_n, split_k
-        self.program = hopper_gemm_persistent(cluster_m, dtype, tile_n, split_k)
+        self.dtype, self.tile_n, self.split_k, self.a_rows = dtype, tile_n, split_k, a_rows
+        self.program = hopper_gemm_persistent(cluster_m, dtype, tile_n, split_k, a_rows)
         self.launcher = Launcher(self.program)
         self.reduce = Launcher(splitk_reduce()) if split_k else None
         self.plan = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n)  # the same
         self.b_share = gemm_plan.b_share(cluster_m, dtype, tile_n=tile_n)  # B's TMA box
+        # A's TMA box: the plan's A stage, or its top a_rows rows
+        self.a_box = self.plan.buffer("A") if a_rows == TILE_M else gemm_plan.a_box(a_rows, dtype)
         self.sms = _sm_count(self.launcher.device.device_id, self.program.name)
         cluster = (cluster_m, 1, 1)
         self.max_clusters = (
@@ -441,7 +505,12 @@ class HopperGemm:
         default :func:`split_count`'s) divides the K tiles into that many ranges."""
         _check_ctas(ctas, self.cluster_m)
         m, k, n = _check_layout(a, b, c, self.dtype)
-        stage = shapes.staging(m, n, k, self.dtype, self.tile_n)
+        if m > self.a_rows:
+            raise GemmShapeError(
+                f"M = {m}: this kernel loads {self.a_rows} rows of A a tile (a_rows), so it "
+                f"computes M <= {self.a_rows} only; use a_rows=128 (or AutoGemm)"
+            )
+        stage = shapes.staging(m, n, k, self.dtype, self.tile_n, self.a_rows)
         if self.split_k:
             return self._prepare_split(a, b, c, stage, ctas, splits)
         if splits is not None:
@@ -449,14 +518,15 @@ class HopperGemm:
                 f"splits={splits!r} needs the split-K kernel: HopperGemm(..., split_k=True)"
             )
         if not stage.needed:
-            return self._launch(a, b, c, ctas)
+            _check_operands(a, b, c, self.dtype, self.tile_n, self.a_rows)  # the kernel's rules
+            return self._launch(a, b, c, stage, ctas)
         work = {
             name: _DeviceMatrix(
                 rows, cols, "bfloat16" if name == "C" else self.dtype, self.program.name
             )
             for name, (rows, cols) in stage.workspace_shapes().items()
         }
-        kernel = self._launch(work.get("A", a), work.get("B", b), work.get("C", c), ctas)
+        kernel = self._launch(work.get("A", a), work.get("B", b), work.get("C", c), stage, ctas)
         ins = _copies_in(stage, a, b, work)
         out = _copy2d(stage.c, work["C"], c) if stage.c is not None else None
 
@@ -488,10 +558,10 @@ class HopperGemm:
         }
         ka, kb = work.get("A", a), work.get("B", b)
         maps = (
-            tile_map(ka, self.plan.buffer("A"), self.l2_promotion),
+            tile_map(ka, self.a_box, self.l2_promotion),
             tile_map(kb, self.b_share, self.l2_promotion),
         )
-        tiles = (ceil_div(stage.mp, TILE_M), ceil_div(stage.np_, self.tile_n), k_tiles // splits)
+        tiles = (ceil_div(m, TILE_M), ceil_div(stage.np_, self.tile_n), k_tiles // splits)
         partial = _DeviceMatrix(splits * m, tiles[1] * self.tile_n, "float32", name)
         grid = (min(self.sms, tiles[0] * tiles[1] * splits, ctas or self.sms),)
         reduce_grid = (ceil_div(m * n, REDUCE_THREADS),)
@@ -509,15 +579,20 @@ class HopperGemm:
         launch.workspace = {**work, "partial": partial}  # type: ignore[attr-defined]
         return launch
 
-    def _launch(self, a, b, c, ctas: int | None) -> Callable[..., None]:
-        """The kernel's launch on operands it takes as they are."""
-        m, k, n = _check_operands(a, b, c, self.dtype, self.tile_n)
+    def _launch(self, a, b, c, stage: shapes.Staging, ctas: int | None) -> Callable[..., None]:
+        """The kernel's launch on the matrices it reads and writes (the operands, or their
+        workspaces) for the product ``stage`` describes."""
         maps = (
-            tile_map(a, self.plan.buffer("A"), self.l2_promotion),
+            tile_map(a, self.a_box, self.l2_promotion),
             tile_map(b, self.b_share, self.l2_promotion),
             tile_map(c, self.plan.buffer("C_stage")),
         )
-        tiles = (ceil_div(m, TILE_M), ceil_div(n, self.tile_n), ceil_div(k, tile_k(self.dtype)))
+        tk = tile_k(self.dtype)
+        tiles = (
+            ceil_div(stage.m, TILE_M),
+            ceil_div(stage.np_, self.tile_n),
+            ceil_div(stage.kp, tk),
+        )
         cm = self.cluster_m
         units = ceil_div(tiles[0], cm) * tiles[1]
         clusters = min(self.max_clusters, units, max(1, (ctas or self.sms) // cm))
@@ -606,6 +681,12 @@ def split_count(m: int, n: int, k: int, tile_n: int, sms: int, dtype: str = "bfl
     return best
 
 
+def a_rows_for(m: int) -> int:
+    """Rows of A a stage loads for ``m`` rows of C: the fewest of :data:`~.plan.A_ROWS` that
+    hold them (16, 32, 64), 128 for ``m > 64``."""
+    return min(r for r in gemm_plan.A_ROWS if r >= min(m, TILE_M))
+
+
 class AutoGemm:
     """``C = A @ B^T`` with the kernel configuration :func:`launch_config` and
     :func:`split_count` pick for each shape before the launch (one :class:`HopperGemm` per
@@ -617,26 +698,27 @@ class AutoGemm:
     ):
         _check_group_m(group_m)
         self.group_m, self.dtype, self.l2_promotion = group_m, dtype, l2_promotion
-        self.gemms: dict[tuple[int, int, bool], HopperGemm] = {}
+        self.gemms: dict[tuple[int, int, bool, int], HopperGemm] = {}
         self.sms: int | None = None
 
-    def config(self, m: int, n: int, k: int | None = None) -> tuple[int, int, int]:
-        """(tile_n, cluster_m, splits) for an ``m x n`` C over ``k`` (no split without k)."""
+    def config(self, m: int, n: int, k: int | None = None) -> tuple[int, int, int, int]:
+        """(tile_n, cluster_m, splits, a_rows) for an ``m x n`` C over ``k`` (no split
+        without k; :func:`a_rows_for` M)."""
         if self.sms is None:
             from cuda.core import Device  # the launcher's device: the current one
 
             self.sms = _sm_count(Device().device_id, "AutoGemm")
         tile_n, cluster_m = launch_config(m, n, self.sms)
         splits = 1 if k is None else split_count(m, n, k, tile_n, self.sms, self.dtype)
-        return tile_n, cluster_m, splits
+        return tile_n, cluster_m, splits, a_rows_for(m)
 
     def gemm_for(self, m: int, n: int, k: int | None = None) -> HopperGemm:
         """The configured kernel for an ``m x n`` C (over ``k``: split-K where it pays)."""
-        tile_n, cluster_m, splits = self.config(m, n, k)
-        key = (tile_n, cluster_m, splits > 1)
+        tile_n, cluster_m, splits, a_rows = self.config(m, n, k)
+        key = (tile_n, cluster_m, splits > 1, a_rows)
         if key not in self.gemms:
             self.gemms[key] = HopperGemm(
-                self.group_m, cluster_m, self.dtype, self.l2_promotion, tile_n, splits > 1
+                self.group_m, cluster_m, self.dtype, self.l2_promotion, tile_n, splits > 1, a_rows
             )
         return self.gemms[key]
 
@@ -724,7 +806,9 @@ def _check_layout(a, b, c, dtype: str = "bfloat16") -> tuple[int, int, int]:
     return m, k, n
 
 
-def _check_operands(a, b, c, dtype: str = "bfloat16", tile_n: int = TILE_N) -> tuple[int, int, int]:
+def _check_operands(
+    a, b, c, dtype: str = "bfloat16", tile_n: int = TILE_N, a_rows: int = TILE_M
+) -> tuple[int, int, int]:
     """(M, K, N) of operands the kernel takes as they are: :func:`_check_layout`, rows 16-byte
     aligned, each matrix at least one TMA box (:mod:`~.shapes` stages the others)."""
     m, k, n = _check_layout(a, b, c, dtype)
@@ -735,9 +819,10 @@ def _check_operands(a, b, c, dtype: str = "bfloat16", tile_n: int = TILE_N) -> t
             "pitches): pad them"
         )
     tk = tile_k(dtype)
-    if m < TILE_M or n < tile_n or k < tk:
+    min_m = max(a_rows, shapes.C_BOX_ROWS)
+    if m < min_m or n < tile_n or k < tk:
         raise GemmShapeError(
-            f"M, N, K = {m}, {n}, {k}: this kernel needs M >= {TILE_M}, N >= {tile_n}, "
+            f"M, N, K = {m}, {n}, {k}: this kernel needs M >= {min_m}, N >= {tile_n}, "
             f"K >= {tk} (one TMA box each); use torch.matmul for smaller products"
         )
     return m, k, n

@@ -3,15 +3,17 @@
 The kernel (``gemm/hopper.py``) reads A and B and writes C with TMA, whose rules decide
 which shapes it takes directly (CUDA driver API, ``cuTensorMapEncodeTiled``; checked by
 ``cuda/tma.py``): every row pitch a multiple of 16 bytes (K a multiple of 8 bf16 or 16 fp8
-elements, N a multiple of 8 bf16), and no TMA box larger than its matrix (M >= 128, K >=
-one K tile, N >= the CTA tile's width). Any other shape runs on *staged* operands: a
+elements, N a multiple of 8 bf16), and no TMA box larger than its matrix (M >= the rows of
+A's box, ``a_rows``: 128, or 64/32/16 for the small-M kernels; M >= 64, the rows of C's box;
+K >= one K tile; N >= the CTA tile's width). Any other shape runs on *staged* operands: a
 zero-filled workspace matrix of the kernel's shape
 
-    ``Mp = max(M, 128)``, ``Kp = max(ceil(K / align) * align, tile_k)``,
-    ``Np = max(ceil(N / 8) * 8, tile_n)``
+    ``Ma = max(M, a_rows)`` (A), ``Mc = max(M, 64)`` (C),
+    ``Kp = max(ceil(K / align) * align, tile_k)``, ``Np = max(ceil(N / 8) * 8, tile_n)``
 
-into which the operand is copied (A: ``M x K`` into ``Mp x Kp``; B: ``N x K`` into
-``Np x Kp``) before the launch, and out of which C's ``M x N`` is copied after it. The zero
+into which the operand is copied (A: ``M x K`` into ``Ma x Kp``; B: ``N x K`` into
+``Np x Kp``) before the launch, and out of which C's ``M x N`` is copied (from ``Mc x Np``)
+after it. The zero
 columns ``K..Kp`` of A and B add nothing to the product, and rows past M or N of C are never
 copied out.
 
@@ -31,10 +33,11 @@ import numpy as np
 from ..dtype import as_dtype
 from ..errors import GemmShapeError
 from ..intmath import ceil_div
-from .plan import TILE_M, tile_k
+from .plan import CONSUMERS, TILE_M, tile_k
 
 ROW_ALIGN_BYTES = 16  # TMA: every global stride (row pitch) a multiple of 16 bytes
 C_BYTES = 2  # C is bfloat16
+C_BOX_ROWS = TILE_M // CONSUMERS  # a consumer warpgroup stores 64-row slices of C
 
 
 @dataclass(frozen=True)
@@ -50,21 +53,22 @@ class Copy2D:
 
 @dataclass(frozen=True)
 class Staging:
-    """The user's ``m x n x k`` and the kernel's ``mp x np_ x kp``; ``elem`` bytes per A/B
-    element."""
+    """The user's ``m x n x k`` and the kernel's: A ``ma x kp``, B ``np_ x kp``, C
+    ``mc x np_``; ``elem`` bytes per A/B element."""
 
     m: int
     n: int
     k: int
-    mp: int
+    ma: int
+    mc: int
     np_: int
     kp: int
     elem: int
 
     @property
     def a(self) -> Copy2D | None:
-        """A's copy into its ``mp x kp`` workspace, or None when A is used in place."""
-        if (self.mp, self.kp) == (self.m, self.k):
+        """A's copy into its ``ma x kp`` workspace, or None when A is used in place."""
+        if (self.ma, self.kp) == (self.m, self.k):
             return None
         return Copy2D(self.m, self.k * self.elem, self.k * self.elem, self.kp * self.elem)
 
@@ -77,8 +81,8 @@ class Staging:
 
     @property
     def c(self) -> Copy2D | None:
-        """C's copy out of its ``mp x np_`` workspace, or None when the kernel writes C."""
-        if (self.mp, self.np_) == (self.m, self.n):
+        """C's copy out of its ``mc x np_`` workspace, or None when the kernel writes C."""
+        if (self.mc, self.np_) == (self.m, self.n):
             return None
         return Copy2D(self.m, self.n * C_BYTES, self.np_ * C_BYTES, self.n * C_BYTES)
 
@@ -89,7 +93,7 @@ class Staging:
 
     def workspace_shapes(self) -> dict[str, tuple[int, int]]:
         """The workspace matrices, by operand, of the staged operands only."""
-        shapes = {"A": (self.mp, self.kp), "B": (self.np_, self.kp), "C": (self.mp, self.np_)}
+        shapes = {"A": (self.ma, self.kp), "B": (self.np_, self.kp), "C": (self.mc, self.np_)}
         return {name: shapes[name] for name in "ABC" if getattr(self, name.lower()) is not None}
 
     @property
@@ -99,9 +103,10 @@ class Staging:
         return sum(r * c * sizes[name] for name, (r, c) in self.workspace_shapes().items())
 
 
-def staging(m: int, n: int, k: int, dtype: str, tile_n: int) -> Staging:
+def staging(m: int, n: int, k: int, dtype: str, tile_n: int, a_rows: int = TILE_M) -> Staging:
     """How an ``m x n x k`` product of ``dtype`` inputs runs on the kernel with CTA tile
-    ``128 x tile_n`` (module docstring: the padded sizes and their reasons)."""
+    ``128 x tile_n`` loading ``a_rows`` rows of A (module docstring: the padded sizes and
+    their reasons)."""
     for name, v in (("M", m), ("N", n), ("K", k)):
         if type(v) is not int or v < 1:
             raise GemmShapeError(
@@ -112,7 +117,7 @@ def staging(m: int, n: int, k: int, dtype: str, tile_n: int) -> Staging:
     align = ROW_ALIGN_BYTES // elem
     kp = max(ceil_div(k, align) * align, tile_k(dtype))
     np_ = max(ceil_div(n, ROW_ALIGN_BYTES // C_BYTES) * (ROW_ALIGN_BYTES // C_BYTES), tile_n)
-    return Staging(m, n, k, max(m, TILE_M), np_, kp, elem)
+    return Staging(m, n, k, max(m, a_rows), max(m, C_BOX_ROWS), np_, kp, elem)
 
 
 def copy_host(copy: Copy2D, src: np.ndarray, dst: np.ndarray) -> None:
