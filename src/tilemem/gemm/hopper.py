@@ -131,20 +131,27 @@ def _init_barriers(full, empty, cluster_m: int) -> None:
         T.cuda.syncthreads()
 
 
+ZERO_BARRIER = 3  # bar.sync id: the idle consumer has zeroed A's unloaded rows (1, 2: epilogue)
+
+
 def _zero_a_rows(a, a_rows: int) -> None:
-    """Zero rows ``a_rows..63`` of every A stage (all threads, once, before the barriers'
-    sync): the first consumer's wgmma reads 64 rows but TMA fills only ``a_rows``, and the
-    rest must hold numbers (they give rows of C past M, never stored). Generic-proxy stores,
-    fenced for the async proxy that wgmma reads through."""
+    """The idle second consumer zeroes rows ``a_rows..63`` of every A stage, once, while the
+    producer already fills rows ``0..a_rows``: the first consumer's wgmma reads 64 rows but
+    TMA fills only ``a_rows``, and the rest must hold numbers (they give rows of C past M,
+    never stored). Thread ``t`` of the warpgroup takes column ``t % tile_k`` of rows
+    ``a_rows + t / tile_k + j * (128 / tile_k)``; generic-proxy stores, fenced for the async
+    proxy that wgmma reads through, then bar.sync :data:`ZERO_BARRIER` with the first
+    consumer (256 threads)."""
     stages, cols = a.shape[0], a.shape[-1]
-    rows = TILE_M // CONSUMERS - a_rows
-    total = stages * rows * cols
-    for j in T.serial(ceil_div(total, THREADS), name="z"):
-        i = T.let("z_i", T.thread_id() + j * THREADS)
-        with T.If(i < total):
-            row = a_rows + i // cols % rows
-            a[i // (rows * cols), row, i % cols] = T.cast(0, a.dtype.name)
+    per_pass = 128 // cols  # rows a pass of the warpgroup covers: 2 for bf16, 1 for fp8
+    t = T.let("z_t", T.thread_id() % 128)
+    col, row0 = T.let("z_col", t % cols), T.let("z_row", a_rows + t // cols)
+    zero = T.cast(0, a.dtype.name)
+    for j in T.serial((TILE_M // CONSUMERS - a_rows) // per_pass, name="z"):
+        for s in range(stages):
+            a[s, row0 + j * per_pass, col] = zero
     T.ptx.fence.proxy_async_shared_cta()
+    T.cuda.named_barrier(ZERO_BARRIER, 2 * 128)
 
 
 def _stage_and_phase(step, stages: int):
@@ -301,8 +308,12 @@ def _consumer(
     if a_rows <= TILE_M // CONSUMERS:
         with T.If(consumer == 0):
             with T.Then():
+                if a_rows < TILE_M // CONSUMERS:
+                    T.cuda.named_barrier(ZERO_BARRIER, 2 * 128)  # A's other rows are zero
                 _compute(tma_c, a, b, c, full, empty, 0, sched, partial)
             with T.Else():
+                if a_rows < TILE_M // CONSUMERS:
+                    _zero_a_rows(a, a_rows)
                 _idle(full, empty, a.shape[0], sched)
         return
     _compute(tma_c, a, b, c, full, empty, consumer, sched, partial)
@@ -378,8 +389,6 @@ def hopper_gemm_persistent(
         smem = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n)
         a, b, c = smem.buffer("A"), smem.buffer("B"), smem.buffer("C_stage")
         full, empty = smem.buffer("full_bar"), smem.buffer("empty_bar")
-        if a_rows < TILE_M // CONSUMERS:
-            _zero_a_rows(a, a_rows)
         _init_barriers(full, empty, cluster_m)
         rank = T.let("cta_rank", T.ptx.cluster.ctarank()) if cluster_m > 1 else 0
         sched = Schedule(m_tiles, n_tiles, k_tiles, group_m, cluster_m, rank, splits)
@@ -505,7 +514,7 @@ class HopperGemm:
         default :func:`split_count`'s) divides the K tiles into that many ranges."""
         _check_ctas(ctas, self.cluster_m)
         m, k, n = _check_layout(a, b, c, self.dtype)
-        if m > self.a_rows:
+        if self.a_rows < TILE_M and m > self.a_rows:
             raise GemmShapeError(
                 f"M = {m}: this kernel loads {self.a_rows} rows of A a tile (a_rows), so it "
                 f"computes M <= {self.a_rows} only; use a_rows=128 (or AutoGemm)"
