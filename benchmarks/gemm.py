@@ -320,11 +320,10 @@ def main() -> None:
             for shape in [SANITIZE, *SANITIZE_ANY]:
                 checked = gemms if shape == SANITIZE else gemms[:1]  # the policy on the others
                 errors = check(checked, *shape, seed=1)
-                for label, err in zip([*map(name, checked), "cuBLAS"], errors):
-                    print(
-                        f"sanitize {shape} {dtype}, {label} ({policy(gemms[0], *shape)}): "
-                        f"relative error {err:.3e}"
-                    )
+                config = policy(gemms[0], *shape)
+                labels = [f"{name(g)} ({config})" if g is gemms[0] else name(g) for g in checked]
+                for label, err in zip([*labels, "cuBLAS"], errors):
+                    print(f"sanitize {shape} {dtype}, {label}: relative error {err:.3e}")
         return
     print(f"date {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
     print(f"gpu, driver: {_smi('name,driver_version')}; torch {torch.__version__}")
