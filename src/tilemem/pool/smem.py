@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -25,8 +26,8 @@ from ..plan.model import LayoutKind, MemoryPlan, PoolPlan
 from ..plan.occupancy import check_tmem_residency
 from ..plan.packing import Placement, check_align, place
 from ..plan.target import Target, get_target
-from ..validate import check_int, check_name, check_shape
-from .base import BumpPool, buffer_count
+from ..validate import check_int, check_name
+from .base import BumpPool, buffer_count, layout_fact, pool_shape
 from .buffer import SMEM, Buffer
 from .emit import current_emitter
 from .lifetimes import Lifetime, LifetimePool, check_phases
@@ -58,6 +59,30 @@ def swizzle_period_bytes(layout: Layout, dtype: DataType) -> int:
             "bits, not a power-of-two number of bytes, so no buffer start keeps it aligned"
         )
     return period_bits // 8
+
+
+@functools.lru_cache(maxsize=1024)
+def _row_major(shape: tuple[int, ...]) -> TileLayout:
+    """The default layout, kept per shape: layouts are immutable values, and a kernel
+    allocates a few shapes many times."""
+    return TileLayout.row_major(shape)
+
+
+@functools.lru_cache(maxsize=1024)
+def _mma_tile(shape: tuple[int, ...], dtype: DataType, mode: SwizzleMode) -> Layout:
+    """The checked layout of an MMA operand tile, kept per (shape, dtype, mode)."""
+    check_mma_tile(shape, dtype, mode)
+    return mma_shared_layout(dtype, mode, shape)
+
+
+@functools.lru_cache(maxsize=1024)
+def _strided(shape: tuple[int, ...], strides: tuple[int, ...]) -> TileLayout:
+    """The layout of ``strides=``, kept per (shape, strides) like :func:`_row_major`."""
+    return TileLayout.of(shape, strides)
+
+
+def _span_m(layout: Layout) -> int:
+    return layout.span("m")
 
 
 def _kernel_settings(
@@ -171,7 +196,7 @@ class SMEMPool(LifetimePool, BumpPool):
         """
         self._check_open("alloc")
         lifetime = self._check_lifetime(live, alias_of, offset, "bytes")
-        shape, dtype = check_shape(shape), as_dtype(dtype)
+        shape, dtype = pool_shape(shape), as_dtype(dtype)
         if scope not in SCOPES:
             raise AllocationError(
                 f"SMEMPool.alloc places shared memory: scope must be one of {SCOPES}, got {scope!r}"
@@ -213,15 +238,14 @@ class SMEMPool(LifetimePool, BumpPool):
                 )
             swizzle = swizzle_mode
         lifetime = self._check_lifetime(live, alias_of, offset, "bytes")
-        shape, dtype = check_shape(shape), as_dtype(dtype)
+        shape, dtype = pool_shape(shape), as_dtype(dtype)
         align = check_align(align)
         self._check_new_name(name)
         if isinstance(swizzle, str) and swizzle == "auto":
             mode = widest_swizzle(dtype, shape[-1])
         else:
             mode = SwizzleMode.parse(swizzle)
-        check_mma_tile(shape, dtype, mode)
-        layout = mma_shared_layout(dtype, mode, shape)
+        layout = _mma_tile(shape, dtype, mode)
         spot = place(self._cursor, 0, max(align, dtype.natural_align))
         bumped = self.phases is None and lifetime[1] is None and lifetime[2] is None
         if bumped and spot.offset % mode.period_bytes:
@@ -329,10 +353,8 @@ class SMEMPool(LifetimePool, BumpPool):
         if packing is None and self.phases is not None:
             packing = self._provisional  # set by the _commit_spots() that gave ``spots``
         spots = self._spots if spots is None else spots
-        entries = self._with_lifetimes(
-            self._entries(
-                (b, s.offset, s.length, s.align, s.padding) for b, s in zip(self._buffers, spots)
-            )
+        entries = self._entries(
+            (b, s.offset, s.length, s.align, s.padding) for b, s in zip(self._buffers, spots)
         )
         high_water = self._high_water_with(s.end for s in spots)
         lifetimes = self._plan_totals(packing)
@@ -402,11 +424,11 @@ class SMEMPool(LifetimePool, BumpPool):
                     f"shape {shape} has {len(shape)} dimensions but strides {strides} has "
                     f"{len(strides)}"
                 )
-            return TileLayout.of(shape, strides), LayoutKind.STRIDED, str(strides)
+            return _strided(shape, strides), LayoutKind.STRIDED, str(strides)
         if isinstance(layout, str):
             if layout != "default":
                 raise AllocationError(f"layout must be a Layout or 'default', got {layout!r}")
-            return TileLayout.row_major(shape), LayoutKind.ROW_MAJOR, ""
+            return _row_major(shape), LayoutKind.ROW_MAJOR, ""
         if not isinstance(layout, Layout):
             raise AllocationError(f"layout must be a Layout or 'default', got {layout!r}")
         if layout.size() != math.prod(shape):
@@ -430,7 +452,7 @@ class SMEMPool(LifetimePool, BumpPool):
         lifetime: Lifetime,
     ) -> Buffer:
         align = max(align, dtype.natural_align)
-        elements = max(math.prod(shape), layout.span("m"))
+        elements = max(math.prod(shape), layout_fact(layout, "span m", _span_m))
         nbytes = dtype.storage_bytes(elements)
         spot = self._spot(nbytes, align, lifetime, "bytes")
         buf = Buffer(
