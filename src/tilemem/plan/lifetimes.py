@@ -112,7 +112,7 @@ from dataclasses import dataclass
 
 from ..errors import AllocationError
 from ..intmath import align_up, is_power_of_two
-from .packing import bump_total
+from .packing import bump_total, overlapping_index_pairs
 
 ALL_LANES = -1  # lane mask of an item without lanes: conflicts on every lane
 NODE_LIMIT = 50_000  # search nodes before the best placement found so far is returned
@@ -603,7 +603,20 @@ def pack(
     search; a pool whose nodes cost more (more than ``NODE_COST`` items x (cliques + 1))
     gets proportionally fewer, so the planning time stays about the same.
     """
+    return _pack(_Instance(items, phases), node_limit)
+
+
+def pack_checked(
+    items: Sequence[Item], phases: Sequence[str] | None = None, *, node_limit: int = NODE_LIMIT
+) -> tuple[Packing, list[Overlap]]:
+    """:func:`pack` and :func:`conflicts` of its offsets, from one working form of the items
+    (what a pool does at commit)."""
     inst = _Instance(items, phases)
+    packing = _pack(inst, node_limit)
+    return packing, _conflicts(inst, packing.offsets)
+
+
+def _pack(inst: _Instance, node_limit: int) -> Packing:
     classes = inst.cell_classes()
     search = _Search(inst, node_limit, classes)
     alloc_order = search.first_fit(search.free)
@@ -644,17 +657,13 @@ def conflicts(
 ) -> list[Overlap]:
     """Pairs that share positions (TMEM: lanes too) and a phase; a view is exempt from its
     ancestors only. Offsets are absolute, in item order."""
-    inst = _Instance(items, phases)
-    ends = [x + it.length for x, it in zip(offsets, inst.items)]
-    order = sorted((n for n, it in enumerate(inst.items) if it.length), key=offsets.__getitem__)
-    pairs = []
-    for i, a in enumerate(order):  # by start: the items sharing positions with a follow it
-        for b in order[i + 1 :]:
-            if offsets[b] >= ends[a]:
-                break
-            pairs.append((a, b) if a < b else (b, a))
+    return _conflicts(_Instance(items, phases), offsets)
+
+
+def _conflicts(inst: _Instance, offsets: Sequence[int]) -> list[Overlap]:
+    ranges = [(x, x + it.length) for x, it in zip(offsets, inst.items)]
     found = []
-    for a, b in sorted(pairs):
+    for a, b in overlapping_index_pairs(ranges):
         overlap = _overlap(inst, offsets, a, b)
         if overlap is not None:
             found.append(overlap)

@@ -7,6 +7,7 @@ import math
 from collections.abc import Callable
 from typing import TypeVar
 
+from ..dtype import DataType, DTypeLike, as_dtype
 from ..errors import AllocationError
 from ..layout import Layout, TileLayout
 from ..layout.smem import layout_swizzle_mode
@@ -18,7 +19,8 @@ from .buffer import TMEM, Buffer
 _Fact = TypeVar("_Fact")
 _FACTS: dict[tuple[int, str], tuple[Layout, object]] = {}
 _FACTS_KEPT = 4096  # distinct (layout, fact) pairs kept before the memo starts afresh
-_NAMES: set[str] = set()  # buffer names that passed check_buffer_name
+_NAMES: set[str] = set()
+_DTYPES: dict[str, DataType] = {}  # buffer names that passed check_buffer_name
 
 
 def layout_fact(layout: Layout, fact: str, compute: Callable[[Layout], _Fact]) -> _Fact:
@@ -48,6 +50,17 @@ def pool_shape(shape) -> tuple[int, ...]:
     ):
         return shape
     return check_shape(shape)
+
+
+def pool_dtype(dtype: DTypeLike) -> DataType:
+    """:func:`~tilemem.dtype.as_dtype`; a dtype name is looked up once (DataTypes are
+    immutable values)."""
+    if type(dtype) is str:
+        known = _DTYPES.get(dtype)
+        if known is None:
+            known = _DTYPES[dtype] = as_dtype(dtype)  # raises for an unknown name
+        return known
+    return as_dtype(dtype)
 
 
 def lane_set(layout: Layout) -> frozenset[int]:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
 from ..errors import AliasError, AlignmentError, AllocationError
-from ..plan.lifetimes import Item, Overlap, Packing, conflicts, pack
+from ..plan.lifetimes import Item, Overlap, Packing, pack_checked
 from ..plan.packing import Placement, place
 from ..validate import check_int, check_name
 from .buffer import Buffer
@@ -211,8 +211,7 @@ class LifetimePool:
 
     def _pack(self, items: list[Item], unit: str) -> Packing:
         """Offsets for every buffer; AliasError when fixed buffers overlap while live together."""
-        packing = pack(items, self.phases)
-        found = conflicts(items, packing.offsets, self.phases)
+        packing, found = pack_checked(items, self.phases)
         if found:
             raise AliasError(_alias_message(self.name, found, unit))
         self._provisional = packing

@@ -8,7 +8,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ..dtype import DataType, DTypeLike, as_dtype
+from ..dtype import DataType, DTypeLike
 from ..errors import AlignmentError, AllocationError, PoolStateError, TargetError
 from ..intmath import is_power_of_two
 from ..layout import (
@@ -27,7 +27,7 @@ from ..plan.occupancy import check_tmem_residency
 from ..plan.packing import Placement, check_align, place
 from ..plan.target import Target, get_target
 from ..validate import check_int, check_name
-from .base import BumpPool, buffer_count, layout_fact, pool_shape
+from .base import BumpPool, buffer_count, layout_fact, pool_dtype, pool_shape
 from .buffer import SMEM, Buffer
 from .emit import current_emitter
 from .lifetimes import Lifetime, LifetimePool, check_phases
@@ -69,10 +69,17 @@ def _row_major(shape: tuple[int, ...]) -> TileLayout:
 
 
 @functools.lru_cache(maxsize=1024)
-def _mma_tile(shape: tuple[int, ...], dtype: DataType, mode: SwizzleMode) -> Layout:
-    """The checked layout of an MMA operand tile, kept per (shape, dtype, mode)."""
+def _mma_tile(
+    shape: tuple[int, ...], dtype: DataType, mode: SwizzleMode
+) -> tuple[Layout, int, tuple[LayoutKind, str]]:
+    """An MMA operand tile's checked layout, its swizzle period in bytes and its kind, kept
+    per (shape, dtype, mode). Without a swizzle, rows that are not a multiple of 16 bytes
+    hold no core matrix: the tile is then plain row-major."""
     check_mma_tile(shape, dtype, mode)
-    return mma_shared_layout(dtype, mode, shape)
+    kind = (LayoutKind.MMA_OPERAND, mode.label)
+    if mode == SwizzleMode.SWIZZLE_NONE and shape[-1] * dtype.bits % 128:
+        kind = (LayoutKind.ROW_MAJOR, "")
+    return mma_shared_layout(dtype, mode, shape), mode.period_bytes, kind
 
 
 @functools.lru_cache(maxsize=1024)
@@ -196,7 +203,7 @@ class SMEMPool(LifetimePool, BumpPool):
         """
         self._check_open("alloc")
         lifetime = self._check_lifetime(live, alias_of, offset, "bytes")
-        shape, dtype = pool_shape(shape), as_dtype(dtype)
+        shape, dtype = pool_shape(shape), pool_dtype(dtype)
         if scope not in SCOPES:
             raise AllocationError(
                 f"SMEMPool.alloc places shared memory: scope must be one of {SCOPES}, got {scope!r}"
@@ -238,28 +245,24 @@ class SMEMPool(LifetimePool, BumpPool):
                 )
             swizzle = swizzle_mode
         lifetime = self._check_lifetime(live, alias_of, offset, "bytes")
-        shape, dtype = pool_shape(shape), as_dtype(dtype)
+        shape, dtype = pool_shape(shape), pool_dtype(dtype)
         align = check_align(align)
         self._check_new_name(name)
         if isinstance(swizzle, str) and swizzle == "auto":
             mode = widest_swizzle(dtype, shape[-1])
         else:
             mode = SwizzleMode.parse(swizzle)
-        layout = _mma_tile(shape, dtype, mode)
-        spot = place(self._cursor, 0, max(align, dtype.natural_align))
+        layout, period, kind = _mma_tile(shape, dtype, mode)
         bumped = self.phases is None and lifetime[1] is None and lifetime[2] is None
-        if bumped and spot.offset % mode.period_bytes:
-            raise AlignmentError(
-                f"MMA tile {name or '(unnamed)'} {shape} {dtype.name} would start at byte "
-                f"{spot.offset}, not a multiple of the {mode.period_bytes}-byte {mode.name} period "
-                f"(the hardware swizzles absolute addresses): pass align={mode.period_bytes}"
-            )
-        align = max(align, mode.period_bytes)  # the plan (and padding advice) must keep it
-        kind = (LayoutKind.MMA_OPERAND, mode.label)
-        if (
-            mode == SwizzleMode.SWIZZLE_NONE and shape[-1] * dtype.bits % 128
-        ):  # no core matrix: plain row-major
-            kind = (LayoutKind.ROW_MAJOR, "")
+        if bumped:
+            start = place(self._cursor, 0, max(align, dtype.natural_align)).offset
+            if start % period:
+                raise AlignmentError(
+                    f"MMA tile {name or '(unnamed)'} {shape} {dtype.name} would start at byte "
+                    f"{start}, not a multiple of the {period}-byte {mode.name} period "
+                    f"(the hardware swizzles absolute addresses): pass align={period}"
+                )
+        align = max(align, period)  # the plan (and padding advice) must keep it
         return self._place(shape, dtype, layout, align, name, kind, lifetime)
 
     def move_base_to(self, offset: int) -> None:
@@ -284,8 +287,8 @@ class SMEMPool(LifetimePool, BumpPool):
                 f"commit(size={size}) is below the high-water mark {high_water} bytes of "
                 f"pool {self.name!r}: pass size >= {high_water} or omit it"
             )
-        if self.target is not None:
-            check_smem_capacity(self._pool_plan(size, spots), self.target)
+        if self.target is not None and size > self.target.max_smem_per_block:
+            check_smem_capacity(self._pool_plan(size, spots), self.target)  # raises
         self.check_tmem_residency(size=size)  # before any state changes
         if self.phases is not None:
             self._settle(spots, high_water)

@@ -13,7 +13,7 @@ import dataclasses
 import functools
 import math
 
-from ..dtype import DataType, DTypeLike, as_dtype
+from ..dtype import DataType, DTypeLike
 from ..errors import AllocationError, LayoutError, PoolStateError, TMEMOverflowError
 from ..intmath import ceil_div, is_power_of_two
 from ..layout import Layout, TileLayout, sf_tmem_layout, tmem_datapath_layout
@@ -24,7 +24,7 @@ from ..plan.lifetimes import Packing
 from ..plan.model import LayoutKind, PoolPlan, StageViews, TMEMAllocation
 from ..plan.occupancy import check_tmem_per_cta
 from ..validate import check_int, check_name, is_int
-from .base import BumpPool, buffer_count, lane_set, layout_fact, pool_shape
+from .base import BumpPool, buffer_count, lane_set, layout_fact, pool_dtype, pool_shape
 from .buffer import SMEM, TMEM, Buffer
 from .lifetimes import Lifetime, LifetimePool, check_phases
 from .smem import SMEMPool, describe_layout
@@ -265,7 +265,7 @@ class TMEMPool(LifetimePool, BumpPool):
         """
         self._check_open("alloc")
         lifetime = self._check_lifetime(live, alias_of, offset, "columns")
-        shape, dtype = pool_shape(shape), as_dtype(dtype)
+        shape, dtype = pool_shape(shape), pool_dtype(dtype)
         self._check_new_name(name)
         if layout is not None and datapath is not None:
             raise AllocationError(
@@ -318,7 +318,7 @@ class TMEMPool(LifetimePool, BumpPool):
         sf_reuse)``."""
         self._check_open("alloc_sf")
         lifetime = self._check_lifetime(live, alias_of, offset, "columns")
-        shape, dtype = pool_shape(shape), as_dtype(dtype)
+        shape, dtype = pool_shape(shape), pool_dtype(dtype)
         self._check_new_name(name)
         if dtype.bits != 8:
             raise AllocationError(
