@@ -11,7 +11,16 @@ import time
 
 import pytest
 
-from tilemem.plan.lifetimes import ALL_LANES, Item, _Instance, _Search, conflicts, pack
+from tilemem.errors import AllocationError
+from tilemem.plan.lifetimes import (
+    ALL_LANES,
+    CHECK_EVERY,
+    Item,
+    _Instance,
+    _Search,
+    conflicts,
+    pack,
+)
 
 
 def random_items(rng: random.Random, count: int, lanes: bool = False):
@@ -160,3 +169,29 @@ def test_many_maximal_cliques_are_cut_off_and_the_placement_stays_valid():
 
 def test_all_lanes_mask_is_every_lane():
     assert ALL_LANES & (1 << 127) and ALL_LANES & 1
+
+
+def test_a_search_out_of_time_returns_its_best_placement_unproven():
+    # a ladder of 16 needs 1 + 16 * 2^15 - 16 = 524,273 nodes (test_lifetimes_packer_pinned):
+    # with 20 ms of CPU time it stops long before its 50,000-node budget, checking the clock
+    # every CHECK_EVERY nodes; every placement of a ladder takes the sizes plus one odd
+    # byte between neighbours
+    items = [Item(f"o{2 * i + 1}", 2 * i + 1, 2) for i in range(16)]
+    start = time.thread_time()
+    packing = pack(items, seconds=0.02)
+    assert time.thread_time() - start < 2  # 100x the limit: set-up and one check interval
+    assert not packing.exact
+    assert packing.nodes % CHECK_EVERY == 0 and packing.nodes < 50_000
+    assert packing.footprint == 16 * 16 + 15  # sizes 1, 3, ..., 31 sum to 256
+    assert clashes_pair_by_pair(items, packing.offsets, ()) == []
+
+
+def test_without_a_time_limit_the_node_budget_alone_stops_the_search():
+    items = [Item(f"o{2 * i + 1}", 2 * i + 1, 2) for i in range(16)]
+    assert pack(items, seconds=None, node_limit=300).nodes == 301
+
+
+@pytest.mark.parametrize("seconds", [0, -1.5, True, "1", float("nan")])
+def test_a_time_limit_that_is_no_positive_number_is_refused(seconds):
+    with pytest.raises(AllocationError, match="seconds must be a number > 0 or None"):
+        pack([Item("a", 8)], seconds=seconds)

@@ -56,7 +56,13 @@ order of slot, then larger alignment, then larger size. A state is pruned when
   class was searched already (slots only grow with the heights and the incumbent only
   shrinks, so it cannot do better);
 - it would place an item before an identical one (same size, alignment, phases, lanes)
-  of lower index.
+  of lower index;
+- (*exchange*) it would place an item ``r`` at or above the end of another waiting item
+  ``s`` put at its slot. Placing ``s`` there first leaves ``r``'s slot where it was and,
+  once ``r`` is placed, the same heights (every height is raised to ``r``'s offset
+  anyway) with ``s`` done; slots only grow with the heights, so every completion through
+  ``r`` is matched, item for item no higher, through the sibling ``s``, which is searched
+  first (its slot is lower).
 
 The search stops as soon as the incumbent meets the clique bound (the heaviest clique;
 with live *sets* it can exceed the busiest phase: buffers live in {a, b}, {b, c}, {a, c}).
@@ -81,17 +87,17 @@ state, so ``nodes`` is the budget plus one.
 
 *Guarantee.* When the search finishes (``Packing.exact``), the footprint is the minimum
 over all feasible placements. Every plan of the real-kernel corpus in
-``benchmarks/packing.py`` is proven so in under a millisecond; of the random kernel-like
-instances of up to 24 buffers in ``benchmarks/planning.py`` about 99.9% are, and the rest
-spend the budget (docs/PERFORMANCE.md has the measured rates and times). The problem stays
-NP-hard and the search exponential in the worst case, so a 16-buffer pool can exceed
-``node_limit``
-(50,000 nodes by default; fewer for pools with more items and cliques, see ``pack``).
-Then, and for larger pools where the search runs out, the best placement found so far is
-returned, and ``exact`` is False unless it meets the clique bound. In every case the
-footprint is at most that of first fit in allocation order, which by the lemma is at
-most bump placement in allocation order. The search visits items in a fixed order and
-keys its memo by integers and tuples only, so the same items give the same offsets.
+``benchmarks/packing.py`` is proven so in under a millisecond, and nearly every random
+kernel-like instance of up to 24 buffers in ``benchmarks/planning.py`` (docs/PERFORMANCE.md
+has the measured rates and times). The problem stays NP-hard and the search exponential
+in the worst case, so a pool can exceed ``node_limit`` (50,000 nodes by default; fewer
+for pools with more items and cliques, see ``pack``) or the CPU time ``pack`` allows
+(``SEARCH_SECONDS``, looked at every ``CHECK_EVERY`` nodes). Then the best placement found
+so far is returned, and ``exact`` is False unless it meets the clique bound. In every
+case the footprint is at most that of first fit in allocation order, which by the lemma
+is at most bump placement in allocation order. The search visits items in a fixed order
+and keys its memo by integers and tuples only, so the same items give the same offsets,
+unless the time limit (which depends on the machine) ended the search.
 
 *Lower bound.* ``max`` over phases (and TMEM lane groups) of the total size of the items
 live there: no placement can do better, so a reader sees how far a footprint is from it.
@@ -106,6 +112,7 @@ the others are placed around them.
 from __future__ import annotations
 
 import functools
+import time
 from bisect import insort
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -118,6 +125,8 @@ ALL_LANES = -1  # lane mask of an item without lanes: conflicts on every lane
 NODE_LIMIT = 50_000  # search nodes before the best placement found so far is returned
 NODE_COST = 128  # items x (cliques + 1) up to which a node costs one node of the budget
 CLIQUE_LIMIT = 2_000  # Bron-Kerbosch steps before the cliques found so far are used
+SEARCH_SECONDS = 0.9  # CPU seconds after which pack() returns the best placement found
+CHECK_EVERY = 64  # nodes between two looks at the clock
 
 
 @dataclass(frozen=True)
@@ -339,6 +348,7 @@ class _Search:
         self.cliques: list[int] | None = None
         self.nodes = 0
         self.complete = True
+        self.deadline: float | None = None  # thread CPU time at which the search stops
 
     def _conflict_masks(self) -> list[int]:
         """Per root, the roots it conflicts with, as a bit mask. Roots of one kind (the same
@@ -462,18 +472,28 @@ class _Search:
         self.seen: dict[int, list[tuple[int, ...]]] = {}
         if self.best_end > self.bound:
             unplaced = sum(1 << r for r in self.free)
-            self._dfs(unplaced, (0,) * len(self.classes))
+            self._dfs(unplaced, (0,) * len(self.classes), self.fixed_end)
         return self.best
 
-    def _skyline_slot(self, r: int, heights: tuple[int, ...]) -> int:
-        """Where ``r`` goes next: above the skyline of its cells, clear of fixed items."""
-        base = 0
-        for k in self.cells[r]:
-            if heights[k] > base:
-                base = heights[k]
-        align = self.align[r]
-        x = -(-base // align) * align
-        return _clear(self.obstacles[r], x, self.length[r], align) if self.obstacles[r] else x
+    def _slots(self, unplaced: int, heights: tuple[int, ...]) -> dict[int, int]:
+        """Where each waiting item goes next, its skyline slot: the lowest multiple of its
+        alignment at or above the heights of its cells, clear of the fixed items. Items over
+        the same cells share the skyline under them, which is found once."""
+        under: dict[tuple[int, ...], int] = {}
+        slot = {}
+        cells, align, obstacles = self.cells, self.align, self.obstacles
+        for r in _bits(unplaced):
+            base = under.get(cells[r])
+            if base is None:
+                base = 0
+                for k in cells[r]:
+                    if heights[k] > base:
+                        base = heights[k]
+                under[cells[r]] = base
+            step = align[r]
+            x = -(-base // step) * step
+            slot[r] = _clear(obstacles[r], x, self.length[r], step) if obstacles[r] else x
+        return slot
 
     def _dominated(self, unplaced: int, heights: tuple[int, ...]) -> bool:
         """True if this state, or one at most as high everywhere, was searched already."""
@@ -484,33 +504,43 @@ class _Search:
         known.append(heights)
         return False
 
-    def _dfs(self, unplaced: int, heights: tuple[int, ...]) -> None:
+    def _dfs(self, unplaced: int, heights: tuple[int, ...], top: int) -> None:
+        """Search from the state: ``unplaced`` items, the classes' ``heights`` and ``top``,
+        the highest end placed so far (the fixed items' included)."""
         self.nodes += 1
-        if self.nodes > self.node_limit:
+        if self.nodes > self.node_limit or (
+            not self.nodes % CHECK_EVERY
+            and self.deadline is not None
+            and time.thread_time() > self.deadline
+        ):
             self.complete = False
             return
         if not unplaced:
-            end = max(self.fixed_end, *(x + self.length[r] for r, x in self.path))
-            if end < self.best_end:
+            if top < self.best_end:
                 self.best = {**self.fixed, **dict(self.path)}
-                self.best_end = end
+                self.best_end = top
             return
         if self._dominated(unplaced, heights):
             return
-        slot = {r: self._skyline_slot(r, heights) for r in _bits(unplaced)}
+        slot = self._slots(unplaced, heights)
         if self._state_bound(slot, self.best_end) >= self.best_end:
             return
+        # an item going at or above the end of another waiting item's slot leaves that
+        # item's whole range free below it: the order placing that item first does at least
+        # as well (the module docstring, *exchange*), so such children are not tried
+        low_end = min(x + self.length[r] for r, x in slot.items())
         children = sorted(
             (x, -self.align[r], -self.length[r], r)
             for r, x in slot.items()
-            if not unplaced >> self.twin_before.get(r, self.none) & 1  # identical items in order
+            if x < low_end
+            and not unplaced >> self.twin_before.get(r, self.none) & 1  # identical items in order
         )
         for x, _, _, r in children:
             raised = [max(h, x) for h in heights]  # later items go at or above x
             for k in self.cells[r]:
                 raised[k] = x + self.length[r]
             self.path.append((r, x))
-            self._dfs(unplaced & ~(1 << r), tuple(raised))
+            self._dfs(unplaced & ~(1 << r), tuple(raised), max(top, x + self.length[r]))
             self.path.pop()
             if self.best_end <= self.bound or not self.complete:
                 return
@@ -530,10 +560,12 @@ class _Search:
         above = [0] * len(self.cliques or ())
         length, member_of = self.length, self.member_of
         for x, r in sorted([(x, r) for r, x in slot.items()], reverse=True):
-            size = length[r]
+            size, top = length[r], 0
             for c in member_of[r]:
-                above[c] += size
-            top = x + max((above[c] for c in member_of[r]), default=0)
+                total = above[c] = above[c] + size
+                if total > top:
+                    top = total
+            top += x
             if top > best:
                 best = top
                 if best >= enough:
@@ -594,31 +626,55 @@ def _bits(mask: int) -> list[int]:
 
 
 def pack(
-    items: Sequence[Item], phases: Sequence[str] | None = None, *, node_limit: int = NODE_LIMIT
+    items: Sequence[Item],
+    phases: Sequence[str] | None = None,
+    *,
+    node_limit: int = NODE_LIMIT,
+    seconds: float | None = SEARCH_SECONDS,
 ) -> Packing:
     """Offsets for ``items`` with conflicting items disjoint and the footprint minimal.
 
     See the module docstring for the algorithm and its guarantee. ``phases`` orders the
     phase names (default: the names the items use, sorted). ``node_limit`` bounds the
     search; a pool whose nodes cost more (more than ``NODE_COST`` items x (cliques + 1))
-    gets proportionally fewer, so the planning time stays about the same.
+    gets proportionally fewer, so the planning time stays about the same. ``seconds``
+    bounds the CPU time of the call (this thread's): a search still running then stops
+    at the next check (every ``CHECK_EVERY`` nodes) with the best placement found, and
+    ``exact`` says whether it is proven. Where the time limit ends a search the result
+    depends on the machine's speed; ``seconds=None`` leaves only ``node_limit``, so the
+    same items always give the same offsets.
     """
-    return _pack(_Instance(items, phases), node_limit)
+    return _pack(_Instance(items, phases), node_limit, _deadline(seconds))
 
 
 def pack_checked(
-    items: Sequence[Item], phases: Sequence[str] | None = None, *, node_limit: int = NODE_LIMIT
+    items: Sequence[Item],
+    phases: Sequence[str] | None = None,
+    *,
+    node_limit: int = NODE_LIMIT,
+    seconds: float | None = SEARCH_SECONDS,
 ) -> tuple[Packing, list[Overlap]]:
     """:func:`pack` and :func:`conflicts` of its offsets, from one working form of the items
     (what a pool does at commit)."""
+    deadline = _deadline(seconds)
     inst = _Instance(items, phases)
-    packing = _pack(inst, node_limit)
+    packing = _pack(inst, node_limit, deadline)
     return packing, _conflicts(inst, packing.offsets)
 
 
-def _pack(inst: _Instance, node_limit: int) -> Packing:
+def _deadline(seconds: float | None) -> float | None:
+    """The thread CPU time at which a search stops (None: no time limit)."""
+    if seconds is None:
+        return None
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
+        raise AllocationError(f"seconds must be a number > 0 or None, got {seconds!r}")
+    return time.thread_time() + seconds
+
+
+def _pack(inst: _Instance, node_limit: int, deadline: float | None) -> Packing:
     classes = inst.cell_classes()
     search = _Search(inst, node_limit, classes)
+    search.deadline = deadline
     alloc_order = search.first_fit(search.free)
     best, best_end = alloc_order, search.footprint(alloc_order)
     bound = search.class_bound()  # no placement is smaller: an order meeting it ends the work
