@@ -125,7 +125,7 @@ ALL_LANES = -1  # lane mask of an item without lanes: conflicts on every lane
 NODE_LIMIT = 50_000  # search nodes before the best placement found so far is returned
 NODE_COST = 128  # items x (cliques + 1) up to which a node costs one node of the budget
 CLIQUE_LIMIT = 2_000  # Bron-Kerbosch steps before the cliques found so far are used
-SEARCH_SECONDS = 0.9  # CPU seconds after which pack() returns the best placement found
+SEARCH_SECONDS = 0.8  # CPU seconds of search after which pack() returns its best placement
 CHECK_EVERY = 64  # nodes between two looks at the clock
 
 
@@ -190,6 +190,7 @@ class _Instance:
         if len(self.index) != len(self.items):
             raise AllocationError("item names must be unique")
         all_phases = (1 << max(1, len(self.phases))) - 1
+        self._masks: dict[frozenset[str], int] = {}  # live set -> phase mask, once per set
         self.live = [self._phase_mask(it, all_phases) for it in self.items]
         self.lanes = [ALL_LANES if it.lanes is None else _lane_mask(it.lanes) for it in self.items]
         self.parent = [self._parent(it) for it in self.items]
@@ -201,6 +202,13 @@ class _Instance:
     def _phase_mask(self, item: Item, all_phases: int) -> int:
         if item.live is None:
             return all_phases
+        mask = self._masks.get(item.live)
+        if mask is None:
+            mask = self._masks[item.live] = self._new_phase_mask(item)
+        return mask
+
+    def _new_phase_mask(self, item: Item) -> int:
+        assert item.live is not None
         index = self.phase_index
         unknown = sorted(p for p in item.live if p not in index)
         if unknown:
@@ -210,10 +218,14 @@ class _Instance:
         return _bit_mask(index[p] for p in item.live)
 
     def _parent(self, item: Item) -> int | None:
-        for label, value in (("length", item.length), ("align", item.align)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise AllocationError(f"{item.name}: {label} must be an integer >= 0, got {value}")
-        if not is_power_of_two(item.align):
+        length, align = item.length, item.align
+        if not (type(length) is int and length >= 0 and type(align) is int and align > 0):
+            for label, value in (("length", length), ("align", align)):
+                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                    raise AllocationError(
+                        f"{item.name}: {label} must be an integer >= 0, got {value}"
+                    )
+        if align & (align - 1) or not is_power_of_two(align):
             raise AllocationError(f"{item.name}: align must be a power of two, got {item.align}")
         if item.offset is not None and item.offset % item.align:
             raise AllocationError(
@@ -342,13 +354,14 @@ class _Search:
             sorted((self.fixed[b], self.fixed[b] + self.length[b])
                    for b in _bits(self.conflict_mask[r] & solid))
             for r in range(n)
-        ]  # fmt: skip
+        ] if solid else [[]] * n  # fmt: skip
         self.twin_before = self._twins()
         self.none = n  # a bit no item has
         self.cliques: list[int] | None = None
         self.nodes = 0
         self.complete = True
-        self.deadline: float | None = None  # thread CPU time at which the search stops
+        self.seconds: float | None = None  # the search's CPU time (None: no limit)
+        self.deadline: float | None = None  # this thread's CPU time at which it stops
 
     def _conflict_masks(self) -> list[int]:
         """Per root, the roots it conflicts with, as a bit mask. Roots of one kind (the same
@@ -471,6 +484,8 @@ class _Search:
         self.path: list[tuple[int, int]] = []
         self.seen: dict[int, list[tuple[int, ...]]] = {}
         if self.best_end > self.bound:
+            if self.seconds is not None:  # the clock is read only when a search runs
+                self.deadline = time.thread_time() + self.seconds
             unplaced = sum(1 << r for r in self.free)
             self._dfs(unplaced, (0,) * len(self.classes), self.fixed_end)
         return self.best
@@ -638,13 +653,15 @@ def pack(
     phase names (default: the names the items use, sorted). ``node_limit`` bounds the
     search; a pool whose nodes cost more (more than ``NODE_COST`` items x (cliques + 1))
     gets proportionally fewer, so the planning time stays about the same. ``seconds``
-    bounds the CPU time of the call (this thread's): a search still running then stops
-    at the next check (every ``CHECK_EVERY`` nodes) with the best placement found, and
-    ``exact`` says whether it is proven. Where the time limit ends a search the result
-    depends on the machine's speed; ``seconds=None`` leaves only ``node_limit``, so the
-    same items always give the same offsets.
+    bounds the CPU time of the search (this thread's, from its first node; the set-up
+    before it is bounded by ``CLIQUE_LIMIT`` and the five first-fit orders): a search
+    still running then stops at the next check (every ``CHECK_EVERY`` nodes) with the
+    best placement found, and ``exact`` says whether it is proven. Where the time limit
+    ends a search the result depends on the machine's speed; ``seconds=None`` leaves only
+    ``node_limit``, so the same items always give the same offsets.
     """
-    return _pack(_Instance(items, phases), node_limit, _deadline(seconds))
+    seconds = _check_seconds(seconds)
+    return _pack(_Instance(items, phases), node_limit, seconds)
 
 
 def pack_checked(
@@ -656,25 +673,24 @@ def pack_checked(
 ) -> tuple[Packing, list[Overlap]]:
     """:func:`pack` and :func:`conflicts` of its offsets, from one working form of the items
     (what a pool does at commit)."""
-    deadline = _deadline(seconds)
+    seconds = _check_seconds(seconds)
     inst = _Instance(items, phases)
-    packing = _pack(inst, node_limit, deadline)
+    packing = _pack(inst, node_limit, seconds)
     return packing, _conflicts(inst, packing.offsets)
 
 
-def _deadline(seconds: float | None) -> float | None:
-    """The thread CPU time at which a search stops (None: no time limit)."""
-    if seconds is None:
-        return None
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
+def _check_seconds(seconds: float | None) -> float | None:
+    if seconds is not None and (
+        isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0
+    ):
         raise AllocationError(f"seconds must be a number > 0 or None, got {seconds!r}")
-    return time.thread_time() + seconds
+    return seconds
 
 
-def _pack(inst: _Instance, node_limit: int, deadline: float | None) -> Packing:
+def _pack(inst: _Instance, node_limit: int, seconds: float | None) -> Packing:
     classes = inst.cell_classes()
     search = _Search(inst, node_limit, classes)
-    search.deadline = deadline
+    search.seconds = seconds
     alloc_order = search.first_fit(search.free)
     best, best_end = alloc_order, search.footprint(alloc_order)
     bound = search.class_bound()  # no placement is smaller: an order meeting it ends the work

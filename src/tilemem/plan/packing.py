@@ -50,9 +50,10 @@ def place(cursor: int, size: int, align: int) -> Placement:
 def bump_total(items: Iterable[tuple[int, int]], start: int = 0) -> tuple[int, int]:
     """High-water mark and padding of placing ``(size, align)`` items in order from ``start``."""
     cursor, padding = start, 0
-    for size, align in items:
-        spot = place(cursor, size, align)
-        cursor, padding = spot.end, padding + spot.padding
+    for given, align in items:
+        size = given if type(given) is int and given >= 0 else place(cursor, given, align).length
+        offset = align_up(cursor, align)
+        cursor, padding = offset + size, padding + offset - cursor
     return cursor, padding
 
 
