@@ -20,6 +20,7 @@ from tilemem.plan.lifetimes import (
     _Search,
     conflicts,
     pack,
+    pack_checked,
 )
 
 
@@ -195,3 +196,18 @@ def test_without_a_time_limit_the_node_budget_alone_stops_the_search():
 def test_a_time_limit_that_is_no_positive_number_is_refused(seconds):
     with pytest.raises(AllocationError, match="seconds must be a number > 0 or None"):
         pack([Item("a", 8)], seconds=seconds)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_pack_checked_is_pack_and_the_alias_check_of_its_offsets(seed):
+    # pack_checked skips the alias check when nothing is placed by hand; the reference
+    # checks every pair of the packed offsets (clashes_pair_by_pair) and finds nothing then
+    rng = random.Random(seed)
+    items, phases = random_items(rng, rng.randint(1, 10), lanes=seed % 2 == 1)
+    if seed % 3 == 0:  # no fixed offsets: nothing placed by hand
+        items = [Item(it.name, it.length, it.align, it.live, it.lanes) for it in items]
+    packing, found = pack_checked(items, phases)
+    assert packing == pack(items, phases)
+    assert found == conflicts(items, packing.offsets, phases)
+    if all(it.offset is None for it in items):
+        assert clashes_pair_by_pair(items, packing.offsets, phases) == []

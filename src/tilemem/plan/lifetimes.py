@@ -672,11 +672,13 @@ def pack_checked(
     seconds: float | None = SEARCH_SECONDS,
 ) -> tuple[Packing, list[Overlap]]:
     """:func:`pack` and :func:`conflicts` of its offsets, from one working form of the items
-    (what a pool does at commit)."""
+    (what a pool does at commit). Only items placed by hand (a fixed ``offset``, or a view
+    of another) can conflict: the packer keeps every other pair that conflicts apart."""
     seconds = _check_seconds(seconds)
     inst = _Instance(items, phases)
     packing = _pack(inst, node_limit, seconds)
-    return packing, _conflicts(inst, packing.offsets)
+    by_hand = any(it.offset is not None or it.alias_of is not None for it in inst.items)
+    return packing, _conflicts(inst, packing.offsets) if by_hand else []
 
 
 def _check_seconds(seconds: float | None) -> float | None:
