@@ -211,3 +211,26 @@ def test_pack_checked_is_pack_and_the_alias_check_of_its_offsets(seed):
     assert found == conflicts(items, packing.offsets, phases)
     if all(it.offset is None for it in items):
         assert clashes_pair_by_pair(items, packing.offsets, phases) == []
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_first_fit_by_kind_is_the_lowest_clear_position_in_order(seed):
+    # few kinds (two or three live sets, some on lane halves) and many items: first fit
+    # keeps each kind's positions as runs; the reference tries every aligned offset
+    rng = random.Random(seed)
+    phases = ("a", "b", "c")
+    kinds = [(frozenset("ab"), None), (frozenset("bc"), frozenset(range(64))),
+             (frozenset("c"), None)][: rng.randint(2, 3)]  # fmt: skip
+    items = []
+    for n in range(rng.randint(9, 16)):
+        live, lanes = rng.choice(kinds)
+        align = rng.choice((8, 16, 128, 1024))
+        items.append(Item(f"b{n}", rng.choice((8, 100, 1024, rng.randint(1, 1500))), align,
+                          live, lanes))  # fmt: skip
+    inst = _Instance(items, phases)
+    search = _Search(inst, 10, inst.cell_classes())
+    order = sorted(search.free, key=lambda r: rng.random())
+    assert len(search.blocking) ** 2 <= len(order)  # the path by kind is the one taken
+    offsets = search.first_fit(order)
+    want = first_fit_by_hand(items, [items[r].name for r in order], phases)
+    assert {items[r].name: x for r, x in offsets.items()} == want
