@@ -72,7 +72,9 @@ It does not start when the incumbent meets it already (``Packing.nodes`` is then
 further order only while the incumbent is above a bound (the heaviest class of cells,
 then the clique bound), since no order can then do strictly better; the result is the
 same as trying all five. First fit keeps the placed items sorted by offset and tests
-conflicts as bit masks, computed once per kind of root (same phases and lanes). Classes
+conflicts as bit masks, computed once per kind of root (same phases and lanes); with few
+kinds (a kernel's pools: kinds^2 <= items) it keeps each kind's positions as merged runs
+instead and bisects the runs of the kinds that block an item, about n log n. Classes
 of cells with the same members are kept once, and the phases are split by the roots'
 live masks rather than visited one by one, so many phases cost little. Bron-Kerbosch
 stops after ``CLIQUE_LIMIT`` steps (there can be 3^(n/3) maximal cliques); the cliques
