@@ -19,8 +19,8 @@ from .buffer import TMEM, Buffer
 _Fact = TypeVar("_Fact")
 _FACTS: dict[tuple[int, str], tuple[Layout, object]] = {}
 _FACTS_KEPT = 4096  # distinct (layout, fact) pairs kept before the memo starts afresh
-_NAMES: set[str] = set()
-_DTYPES: dict[str, DataType] = {}  # buffer names that passed check_buffer_name
+_NAMES: set[str] = set()  # buffer names that passed check_buffer_name (at most _FACTS_KEPT)
+_DTYPES: dict[str, DataType] = {}  # dtype name -> its DataType
 
 
 def layout_fact(layout: Layout, fact: str, compute: Callable[[Layout], _Fact]) -> _Fact:
