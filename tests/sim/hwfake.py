@@ -71,7 +71,7 @@ class FakeContext:
         return 0
 
     # asynchrony
-    def issue(self, queue, complete, what):
+    def issue(self, queue, complete, what, *, writes=()):
         self.pending.append((queue, complete, what))
 
     def complete_all(self):

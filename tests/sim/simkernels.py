@@ -138,6 +138,7 @@ def tmem_user(
     store_col: int = 0,
     deallocate: bool = True,
     pad_smem: int = 0,
+    wait_ld: bool = True,
 ):
     """Warp 0 allocates ``cols`` TMEM columns; every warp stores its lane quarter's first
     column, waits, loads it back into ``out``; then (cluster: after a cluster barrier) the
@@ -159,8 +160,9 @@ def tmem_user(
         where = T.tmem_addr(acc, lane=quarter * 32, col=store_col)
         T.ptx.tcgen05.st(where, regs, num=1)  # @tmem-st
         T.ptx.tcgen05.wait_st()
-        T.ptx.tcgen05.ld(regs, T.tmem_addr(acc, lane=quarter * 32), num=1)
-        T.ptx.tcgen05.wait_ld()
+        T.ptx.tcgen05.ld(regs, T.tmem_addr(acc, lane=quarter * 32), num=1)  # @tmem-ld
+        if wait_ld:
+            T.ptx.tcgen05.wait_ld()
         out[T.block_id() * 128 + T.thread_id()] = regs[0]  # @tmem-read
         if cluster:
             T.ptx.cluster.sync()  # @cluster-sync
@@ -221,5 +223,39 @@ def halve_bf16(phase: str | None = None):
         else:
             with T.phase(phase):
                 x[i] = T.cast(x[i], "float32") * 0.5
+
+    return k
+
+
+def wgmma_tile(wait: bool = True):
+    """One warpgroup: D (64 x 8) = A (64 x 64) @ B (8 x 64)^T with A[m, k] = m % 4 + 1 and
+    B[n, k] = n + 1 written by the threads (bf16, 128B swizzle), then ``out[t, i] = acc[i]``.
+    Without ``wait`` the accumulators are read before ``wgmma.wait_group``."""
+
+    @T.kernel(target="sm_90a", grid=1, block=128)
+    def k(out: T.Buffer((128, 4), "float32")):
+        smem = T.SMEMPool(name="smem")
+        a = smem.alloc_mma((64, 64), "bfloat16", "128B", name="A")
+        b = smem.alloc_mma((8, 64), "bfloat16", "128B", name="B")
+        smem.commit()
+        t = T.thread_id()
+        for j in T.serial(32, name="j"):
+            e = t * 32 + j
+            a[e // 64, e % 64] = T.cast(e // 64 % 4 + 1, "bfloat16")
+        for j in T.serial(4, name="j"):
+            e = t * 4 + j
+            b[e // 64, e % 64] = T.cast(e // 64 + 1, "bfloat16")
+        T.ptx.fence.proxy_async_shared_cta()
+        T.cuda.syncthreads()
+        acc = T.alloc_local(4, "float32", name="acc")
+        T.ptx.wgmma.fence()
+        T.ptx.wgmma.mma_async(  # @wgmma
+            acc, T.ptx.wgmma.desc(a, 0, 0), T.ptx.wgmma.desc(b, 0, 0), n=8, scale_d=0
+        )
+        T.ptx.wgmma.commit_group()
+        if wait:
+            T.ptx.wgmma.wait_group(0)
+        for i in T.unroll(4, name="i"):
+            out[t, i] = acc[i]  # @acc-read
 
     return k

@@ -15,6 +15,7 @@ from ..errors import SimError
 from ..ir.nodes import Call
 from .machine import (
     CTA,
+    QUEUE_WAITS,
     SMEM_BASE,
     TMEM_COLS,
     TMEM_LANES,
@@ -149,7 +150,7 @@ class Context:
         idx = np.arange(values.shape[1])
         gid, vc = self.actor()
         rec = self.rec()
-        self.m._check(shadow, idx, gid, vc, False, rec, "registers", var.name, _elements)
+        self.m.check_registers(self.w, var, shadow, idx, gid, vc, False, rec)
         shadow.record_read(idx, gid, int(vc[gid]), rec)
         return values.copy()
 
@@ -159,7 +160,7 @@ class Context:
         idx = np.arange(regs.shape[1])
         gid, vc = self.actor()
         rec = self.rec()
-        self.m._check(shadow, idx, gid, vc, True, rec, "registers", var.name, _elements)
+        self.m.check_registers(self.w, var, shadow, idx, gid, vc, True, rec)
         shadow.record_write(idx, gid, int(vc[gid]), rec, self.async_)
         values = np.asarray(values).reshape(regs.shape)
         regs[lanes] = values[lanes].astype(regs.dtype)
@@ -430,7 +431,9 @@ class Context:
             w.queues[name] = q
         return w.queues[name]
 
-    def issue(self, queue: str, complete: Callable, what: str) -> None:
+    def issue(self, queue: str, complete: Callable, what: str, *, writes=()) -> None:
+        """Queue ``complete`` on this warp's ``queue``; ``writes``: ``(local array, count)``
+        pairs whose first ``count`` elements the operation writes (see :meth:`_reserve`)."""
         q = self._queue(queue)
         gid = self.w.gid
         np.maximum(q.vc, self.m.vc[gid], out=q.vc)
@@ -454,8 +457,22 @@ class Context:
         else:
             q.group_vc[q.group] = op.vc.copy()
         self.m.pending_ops += 1
+        for var, count in writes:
+            self._reserve(op, var, count)
         if self.m.schedule == "in-order":
             self.m.complete_queue(q, lambda o: True)
+
+    def _reserve(self, op: AsyncOp, var, count: int) -> None:
+        """The destination registers of an asynchronous operation count as written by it at
+        its issue: the warp's accesses before the wait that completes it are races in every
+        schedule, however late the operation itself completes."""
+        _, shadow = self._regs(var)
+        idx = np.arange(count)
+        rec = self.rec(op.what)
+        self.m._check(shadow, idx, op.agent, op.vc, True, rec, "registers", var.name, _elements)
+        shadow.record_write(idx, op.agent, int(op.vc[op.agent]), rec, True)
+        op.writes.add(var)
+        self.w.reg_waits[var] = QUEUE_WAITS[op.queue]
 
     def commit_group(self, queue: str) -> None:
         self._queue(queue).group += 1
@@ -596,6 +613,22 @@ class AsyncContext(Context):
 
     def value(self, i: int) -> np.ndarray:
         raise SimError(f"{self.op.what}: read operands at the issue, not at completion")
+
+    # Registers reserved at the issue were checked and recorded there (a later operation of
+    # the same queue may have reserved them since): only the data moves now.
+    def regs_read(self, var) -> np.ndarray:
+        if var not in self.op.writes:
+            return super().regs_read(var)
+        return self._regs(var)[0].copy()
+
+    def regs_write(self, var, values, lanes=None) -> None:
+        if var not in self.op.writes:
+            super().regs_write(var, values, lanes)
+            return
+        regs = self._regs(var)[0]
+        lanes = self.active if lanes is None else lanes
+        values = np.asarray(values).reshape(regs.shape)
+        regs[lanes] = values[lanes].astype(regs.dtype)
 
 
 def _elements(idx) -> str:

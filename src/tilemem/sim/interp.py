@@ -243,9 +243,7 @@ class Runner:
         if shadow.wt.max() >= 0:  # an asynchronous operation writes this array
             uniq = np.unique(idx)
             rec = self._rec("st.local" if value is not None else "ld.local", mask)
-            self.m._check(
-                shadow, uniq, gid, vc, value is not None, rec, "registers", var.name, _elements
-            )
+            self.m.check_registers(self.w, var, shadow, uniq, gid, vc, value is not None, rec)
             if value is not None:
                 shadow.record_write(uniq, gid, int(vc[gid]), rec, False)
             else:
@@ -338,10 +336,6 @@ class Runner:
             pass
         else:
             raise SimError(f"no semantics for statement {type(s).__name__}")
-
-
-def _elements(idx) -> str:
-    return f"elements {int(np.min(idx))}..{int(np.max(idx))}"
 
 
 def _byte_range(offs: np.ndarray, size: int) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections import Counter, deque
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -25,6 +25,15 @@ from .result import Access, Hazard
 from .shadow import Shadow
 
 QUEUES = ("wgmma", "bulk", "tma", "tcgen05", "tcgen05.ld", "tcgen05.st")
+# the instruction that completes each queue's operations for the issuing warp
+QUEUE_WAITS = {
+    "wgmma": "wgmma.wait_group",
+    "bulk": "cp.async.bulk.wait_group",
+    "tma": "the mbarrier wait of its complete_tx",
+    "tcgen05": "the mbarrier wait of its tcgen05.commit",
+    "tcgen05.ld": "tcgen05.wait::ld",
+    "tcgen05.st": "tcgen05.wait::st",
+}
 SMEM_BASE = 1024  # dynamic shared memory starts after the 1 KB the system reserves (sm_90+)
 TMEM_LANES, TMEM_COLS = 128, 512
 MAX_HAZARDS = 200
@@ -65,6 +74,7 @@ class AsyncOp:
     phase: str | None
     source: str
     done: bool = False
+    writes: set = field(default_factory=set)  # local arrays reserved at the issue
 
 
 class Queue:
@@ -180,6 +190,7 @@ class Warp:
         self.cache: dict[int, np.ndarray] = {}  # results of blocking calls inside expressions
         self.cluster_gen: int | None = None
         self.fences: list[int] = []  # own clock at each fence.proxy.async
+        self.reg_waits: dict = {}  # local array -> the wait completing its pending write
 
     @property
     def name(self) -> str:
@@ -362,6 +373,32 @@ class Machine:
                     buffer=name,
                     where=where(first),
                 )
+
+    def check_registers(self, warp, var, shadow, idx, gid, vc, write, rec) -> None:
+        """Races on a warp's local array; an access before the wait of the asynchronous
+        operation still writing the registers (a tcgen05.ld or wgmma destination) names
+        that operation and its wait."""
+        pending = shadow.wasync[idx] & shadow.unordered_writes(idx, vc)
+        if pending.any():
+            first = idx[pending]
+            writer = int(shadow.wrec[first[0]])
+            wait = warp.reg_waits.get(var, "the wait that completes it")
+            lo, hi = _span(first)
+            regs = f"{var.name}[{lo}]" if lo == hi else f"{var.name}[{lo}..{hi}]"
+            verb = "write of" if write else "read of"
+            self.report(
+                "race",
+                f"{verb} registers {regs} before the {self.records[writer][0]} that writes "
+                f"them has completed (they hold unspecified values until {wait}); add {wait} "
+                f"before {'writing' if write else 'reading'} {var.name}",
+                (rec, writer),
+                space="registers",
+                buffer=var.name,
+                where=_elements(first),
+            )
+        rest = idx[~pending]
+        if rest.size:
+            self._check(shadow, rest, gid, vc, write, rec, "registers", var.name, _elements)
 
     # -- shared memory ----------------------------------------------------------------
     def buffer_at(self, addr: int, phase: str | None) -> tuple | None:

@@ -174,7 +174,8 @@ def _as_cells(values: np.ndarray) -> np.ndarray:
 
 def _sim_ld(ctx, call) -> None:
     """Each lane's ``num`` registers get TMEM cells (lane, col .. col + num - 1) when the load
-    completes, no later than ``tcgen05.wait::ld``."""
+    completes, no later than ``tcgen05.wait::ld``; reading them before that wait is a race
+    (PTX ISA 9.0, "tcgen05.wait")."""
     dst, num = call.args[0], call.attr("num")
     cells = _tmem_cells(ctx, ctx.uniform(1), "32x32b", num, f"tcgen05.ld.32x32b.x{num}")
     if cells is None:
@@ -186,7 +187,7 @@ def _sim_ld(ctx, call) -> None:
         regs[:, :num] = data.view(regs.dtype)
         actx.regs_write(dst, regs)
 
-    ctx.issue("tcgen05.ld", complete, f"tcgen05.ld.32x32b.x{num}")
+    ctx.issue("tcgen05.ld", complete, f"tcgen05.ld.32x32b.x{num}", writes=((dst, num),))
 
 
 def _sim_st(ctx, call) -> None:
