@@ -284,9 +284,9 @@ class Context:
         start = sm.free_start(ncols)
         assert start is not None
         sm.owner[start : start + ncols] = cta.linear
-        sm.allocs[start] = (ncols, cta, self.w.index)
         cta.tmem_used = True
         cta.alloc_rec = self.rec()
+        sm.allocs[start] = (ncols, cta, self.w.index, cta.alloc_rec)
         self.smem_write(np.array([slot]), np.array([start], np.uint32).view(np.uint8).reshape(1, 4))
         return start
 
@@ -303,7 +303,7 @@ class Context:
                 where=f"columns {start}..{start + ncols - 1}",
             )
             return
-        n, _, warp = alloc
+        n, _, warp, _ = alloc
         if warp != self.w.index:
             self.hazard(
                 "tmem-protocol",

@@ -161,7 +161,7 @@ class SM:
         self.data = np.zeros((TMEM_LANES, TMEM_COLS), np.uint32)
         self.shadow = Shadow(TMEM_LANES * TMEM_COLS)
         self.owner = np.full(TMEM_COLS, -1, np.int64)  # CTA index holding each column
-        self.allocs: dict[int, tuple] = {}  # start column -> (ncols, cta, warp)
+        self.allocs: dict[int, tuple] = {}  # start column -> (ncols, cta, warp, alloc record)
 
     def free_start(self, ncols: int) -> int | None:
         for start in range(0, TMEM_COLS, ncols):
@@ -289,11 +289,13 @@ class Machine:
         space: str = "",
         buffer: str = "",
         where: str = "",
+        per_message: bool = False,
     ) -> None:
+        """Record a hazard once per kind, buffer and instructions involved; reports without
+        accesses (and ``per_message`` ones, such as each CTA's at exit) once per message."""
         accesses = tuple(self.access(r) for r in recs if r >= 0)
-        # reports at exit have no accesses: one per distinct finding
         key: tuple = (kind, space, buffer, tuple((a.op, a.source) for a in accesses))
-        key += ("" if accesses else message,)
+        key += (message if per_message or not accesses else "",)
         if key in self.seen or len(self.hazards) >= MAX_HAZARDS:
             return
         self.seen.add(key)
