@@ -259,3 +259,27 @@ def wgmma_tile(wait: bool = True):
             out[t, i] = acc[i]  # @acc-read
 
     return k
+
+
+def lane_clash(kind: str, same: bool):
+    """One warp stores with two lanes on each address, then every lane loads ``buf[0, 0]``.
+    ``"st"``: lanes 2j and 2j + 1 store element j of ``buf`` (values 2j and 2j + 1, or j
+    twice when ``same``). ``"stmatrix"``: lane 8i + r gives row r's address for every matrix
+    i, so the four 8x8 matrices land on one tile (words 1, 2, 3, 4, or 1 four times)."""
+
+    @T.kernel(target="sm_90a", grid=1, block=32)
+    def k(out: T.Buffer((32,), "float32")):
+        smem = T.SMEMPool(name="smem")
+        buf = smem.alloc((8, 8), "uint16", name="buf")
+        smem.commit()
+        t = T.thread_id()
+        j = t // 2
+        if kind == "st":
+            buf[j // 8, j % 8] = T.cast(j if same else t, "uint16")  # @clash-st
+        else:
+            words = [1, 1, 1, 1] if same else [1, 2, 3, 4]
+            T.ptx.stmatrix_x4((buf, t % 8, 0), words)  # @clash-stmatrix
+        out[t] = T.cast(buf[0, 0], "float32")  # @broadcast-read
+
+    return k
+

@@ -27,7 +27,7 @@ Corpus entries elsewhere (kind):
   test_tcgen05_attention.py: wrong LBO on the MN-major V descriptor (wrong result); P stored
     over S before S is read (race).
 That is 32 distinct mutated kernels (the held-at-exit kernel, which also never relinquishes,
-counted once); with the 15 here, 47.
+counted once); with the 17 here, 49.
 
 Entries here (kind):
   1. expect-tx bytes too many: the phase never completes (mbarrier / deadlock)
@@ -46,6 +46,8 @@ Entries here (kind):
       (lifetime)
   14. Hopper GEMM wgmma B descriptor with 64B instead of 128B swizzle bits (wrong result)
   15. wgmma accumulators read before wgmma.wait_group (race, registers, in every schedule)
+  16. two lanes of one st.shared storing different values to one element (race)
+  17. two lanes of one stmatrix giving one row address for different data (race)
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ from tilemem import T, examples, kernels
 from tilemem.cuda.tma import tile_map
 from tilemem.errors import TilememWarning
 from tilemem.ir.nodes import UINT64, Const
+from tilemem.sim.machine import write_conflict
 
 from . import simkernels
 from .simkernels import line
@@ -340,3 +343,34 @@ def test_hopper_wgmma_b_descriptor_swizzle_bits(monkeypatch):
     # small integers: every fp32 sum is exact, so the right kernel matches bit for bit
     ref = (a.astype(np.float64) @ b.astype(np.float64).T).astype(np.float32).astype(BF16)
     assert not np.array_equal(c.astype(np.float32), ref.astype(np.float32))
+
+
+@pytest.mark.parametrize("kind", ["st", "stmatrix"])
+def test_two_lanes_of_one_store_writing_different_values(kind):
+    """PTX ISA memory consistency model: accesses of one instruction by different threads are
+    not ordered, so two lanes storing different values to one byte leave either value."""
+    (h,) = sim.run(simkernels.lane_clash(kind, same=False), np.zeros(32, np.float32)).hazards
+    assert h.kind == "race" and h.space == "shared" and h.buffer == "buf"
+    assert h.where.startswith("bytes 0..0 ")  # the first clash: element 0's low byte
+    first, second = h.accesses
+    assert first.source == second.source == line(f"clash-{kind}")
+    # st: lanes 0 and 1 store 0 and 1 to element 0; stmatrix: lanes 0 and 8 give row 0 of
+    # matrices 0 and 1, whose row 0 holds word 0 (1) and word 1 (2) of lanes 0..3
+    lanes, values = {"st": ("0 1", "(0x00, 0x01)"), "stmatrix": ("0 8", "(0x01, 0x02)")}[kind]
+    assert (first.lanes, second.lanes) == tuple(lanes.split())
+    assert values in h.message and "unspecified which" in h.message
+
+
+@pytest.mark.parametrize("kind", ["st", "stmatrix"])
+def test_lanes_storing_one_value_and_loading_one_address_are_fine(kind):
+    out = np.zeros(32, np.float32)
+    result = sim.run(simkernels.lane_clash(kind, same=True), out)
+    assert result.ok, result.hazards
+    assert (out == {"st": 0.0, "stmatrix": 1.0}[kind]).all()  # element 0 as stored
+
+
+def test_write_conflict_finds_one_unit_with_two_values():
+    units = np.array([5, 3, 5, 7, 3])
+    assert write_conflict(units, np.array([1, 2, 1, 0, 2])) is None  # repeats of one value
+    assert write_conflict(units, np.array([1, 2, 9, 0, 2])) == (0, 2)  # unit 5: 1 and 9
+    assert write_conflict(np.arange(4), np.arange(4)) is None

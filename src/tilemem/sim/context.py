@@ -26,6 +26,7 @@ from .machine import (
     Queue,
     Wait,
     Warp,
+    write_conflict,
 )
 from .values import LANES
 
@@ -228,8 +229,37 @@ class Context:
         rec = self.rec()
         name = self._tmem_name(cols[ok], cta)
         self.m._check(sm.shadow, idx, gid, vc, True, rec, "tmem", name, _cells)
+        self._lane_conflict(idx, data[ok], lanes.shape, np.flatnonzero(ok.reshape(-1)), name)
         sm.shadow.record_write(idx, gid, int(vc[gid]), rec, self.async_)
         sm.data[lanes[ok], cols[ok]] = data[ok]
+
+    def _lane_conflict(self, idx, data, shape, positions, name: str) -> None:
+        """Two writes of one instruction to one TMEM cell with different values (a
+        ``tcgen05.st`` whose lanes share a cell): the hardware keeps one, unspecified which.
+        ``shape`` is the cells' (thread, register) shape for a store."""
+        clash = write_conflict(idx, data)
+        if clash is None:
+            return
+        i, j = clash
+        rec = self.rec()
+        if len(shape) == 2 and shape[0] == LANES:  # row = the thread's lane
+            a, b = sorted(int(positions[k]) // shape[1] for k in (i, j))
+            recs, who = (
+                (self.m.lane_record(rec, a), self.m.lane_record(rec, b)),
+                f"lanes {a} and {b}",
+            )
+        else:
+            recs, who = (rec,), "two writes"
+        self.m.report(
+            "race",
+            f"{who} of one {self.op_name} write TMEM cell {_cells(idx[[i]])} of {name} with "
+            f"different values ({int(data[i]):#x}, {int(data[j]):#x}); the hardware keeps one "
+            "of them, unspecified which: give each lane its own cell, or write one value",
+            recs,
+            space="tmem",
+            buffer=name,
+            where=_cells(idx[[i]]),
+        )
 
     def _tmem_name(self, cols, cta: CTA) -> str:
         if cols.size == 0:

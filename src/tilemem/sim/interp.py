@@ -183,9 +183,9 @@ class Runner:
             return
         addrs, mask = self._smem_addrs(var, index, mask, "st.shared")
         data = encode_bytes(value[mask], var.dtype)
-        self.m.smem_access(
-            self.w.cta, addrs, self._actor(), True, self._rec("st.shared", mask), data
-        )
+        rec = self._rec("st.shared", mask)
+        lanes = np.flatnonzero(mask)
+        self.m.smem_access(self.w.cta, addrs, self._actor(), True, rec, data, lanes=lanes)
 
     def _smem_addrs(self, var: BufferVar, index: np.ndarray, mask: np.ndarray, op: str):
         size = var.dtype.bits // 8

@@ -432,6 +432,13 @@ class Machine:
         idx = flat[keep]
         if idx.size:
             self._smem_checks(cta, idx, gid, vc, write, rec, async_, phase)
+        if write and not async_ and idx.size:  # the lanes of one generic store
+            nbytes = np.shape(addrs)[-1] if np.ndim(addrs) else 1
+            rows = np.flatnonzero(keep) // nbytes
+            lanes = kw.get("lanes")
+            self._lane_conflict(
+                idx, data[keep], rows if lanes is None else np.asarray(lanes)[rows], rec, phase
+            )
         if write:
             cta.smem[idx] = data[keep]
             cta.smem_shadow.record_write(idx, gid, int(vc[gid]), rec, async_)
@@ -440,6 +447,36 @@ class Machine:
         out = np.zeros(flat.size, np.uint8)
         out[keep] = cta.smem[idx]
         return out.reshape(np.shape(addrs))
+
+    def _lane_conflict(self, idx, data, lanes, rec, phase) -> None:
+        """Two lanes of one store writing one shared byte with different values: the
+        hardware keeps one, unspecified which (the PTX ISA memory consistency model orders
+        no two threads' accesses of one instruction). The same value twice is harmless."""
+        clash = write_conflict(idx, data)
+        if clash is None:
+            return
+        i, j = clash
+        name, where = self._smem_name(phase)(idx[[i]])
+        op = self.records[rec][0]
+        a, b = sorted((int(lanes[i]), int(lanes[j])))
+        self.report(
+            "race",
+            f"lanes {a} and {b} of one {op} write {name or 'shared'} {where} with different values "
+            f"({int(data[i]):#04x}, {int(data[j]):#04x}); the hardware keeps one of them, "
+            "unspecified which: give each lane its own address, or write one value",
+            (self.lane_record(rec, a), self.lane_record(rec, b)),
+            space="shared",
+            buffer=name,
+            where=where,
+        )
+
+    def lane_record(self, rec: int, lane: int) -> int:
+        """A copy of access record ``rec`` narrowed to one lane (one side of a lane clash)."""
+        op, cta, warp, _, phase, source = self.records[rec]
+        one = np.zeros(32, bool)
+        one[lane] = True
+        self.records.append((op, cta, warp, one, phase, source))
+        return len(self.records) - 1
 
     def _smem_checks(self, cta, idx, gid, vc, write, rec, async_, phase) -> None:
         cover = self.cover if phase is None else self.live_cover(phase)
@@ -559,6 +596,19 @@ class Machine:
             if phase is None or live is None or phase in live:
                 out[lo:hi] = True
         return out
+
+
+def write_conflict(units: np.ndarray, data: np.ndarray) -> tuple[int, int] | None:
+    """Positions ``(i, j)`` of two writes of one instruction to the same unit with different
+    data, or None. After a stable sort by unit, equal units are adjacent and a unit holds
+    two values iff some adjacent pair of its writes differs."""
+    order = np.argsort(units, kind="stable")
+    u, d = units[order], data[order]
+    clash = (u[1:] == u[:-1]) & (d[1:] != d[:-1])
+    if not clash.any():
+        return None
+    k = int(np.argmax(clash))
+    return int(order[k]), int(order[k + 1])
 
 
 def _never() -> Generator:
