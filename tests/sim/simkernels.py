@@ -283,3 +283,59 @@ def lane_clash(kind: str, same: bool):
 
     return k
 
+
+# wgmma descriptor bits of a K-major 128B-swizzled operand (PTX ISA 9.0, 9.7.15.5.1.2.2
+# "Matrix Descriptor Format"): layout type 1 (128B) in bits 62-63, SBO = 1024 bytes (eight
+# 128-byte rows) >> 4 in bits 32-45, LBO = 1 (unused by swizzled K-major layouts) in 16-29
+SW128_K_HIGH = (1 << 62) | ((1024 >> 4) << 32) | (1 << 16)
+
+
+def wgmma_base_offset(rows_in: int = 3):
+    """D (64 x 8) = A (64 x 16) @ B (8 x 16)^T with A in shared memory at P = (a 1024-byte
+    aligned base) + 128 * ``rows_in``: 128-byte but not 1024-byte aligned. A is written by
+    the threads as a 128B-swizzled K-major tile whose repeating pattern starts at P (row r at
+    P + 128 r, its 16-byte chunk c at chunk c ^ (r % 8)); its descriptor starts at P with the
+    kernel argument ``base_offset`` in bits 49-51 (the PTX ISA asks for (P >> 7) & 7, written
+    to ``where[0]`` with P itself in ``where[1]``). B is an ordinary aligned 128B tile.
+    ``out[t, i] = acc[i]`` (the m64n8 fragment of D)."""
+
+    @T.kernel(target="sm_90a", grid=1, block=128)
+    def k(
+        a_in: T.Buffer((64, 64), "bfloat16"),
+        b_in: T.Buffer((8, 64), "bfloat16"),
+        out: T.Buffer((128, 4), "float32"),
+        where: T.Buffer((2,), "uint32"),
+        base_offset: T.uint32,
+    ):
+        smem = T.SMEMPool(name="smem")
+        raw = smem.alloc((8 * 1024 // 2 + 512,), "bfloat16", align=1024, name="raw")
+        b = smem.alloc_mma((8, 64), "bfloat16", "128B", name="B")
+        smem.commit()
+        t = T.thread_id()
+        shift = 128 * rows_in  # bytes from raw's 1024-aligned start to P
+        for j in T.serial(32, name="j"):
+            e = t * 32 + j
+            r, kk = e // 64, e % 64
+            chunk = (kk // 8) ^ (r % 8)
+            byte = shift + (r // 8) * 1024 + (r % 8) * 128 + chunk * 16 + (kk % 8) * 2
+            raw[byte // 2] = a_in[r, kk]  # @bo-fill
+        for j in T.serial(4, name="j"):
+            e = t * 4 + j
+            b[e // 64, e % 64] = b_in[e // 64, e % 64]
+        T.ptx.fence.proxy_async_shared_cta()
+        T.cuda.syncthreads()
+        start = T.smem_addr(raw, shift // 2)
+        with T.If(t == 0):
+            where[0] = (start >> 7) & 7
+            where[1] = start
+        low = T.cast((start >> 4) & 0x3FFF, "uint64")
+        a_desc = low | T.cast(base_offset & 7, "uint64") << 49 | SW128_K_HIGH
+        acc = T.alloc_local(4, "float32", name="acc")
+        T.ptx.wgmma.fence()
+        T.ptx.wgmma.mma_async(acc, a_desc, T.ptx.wgmma.desc(b, 0, 0), n=8, scale_d=0)
+        T.ptx.wgmma.commit_group()
+        T.ptx.wgmma.wait_group(0)
+        for i in T.unroll(4, name="i"):
+            out[t, i] = acc[i]
+
+    return k
