@@ -242,6 +242,7 @@ class Context:
             return
         i, j = clash
         rec = self.rec()
+        recs: tuple[int, ...]
         if len(shape) == 2 and shape[0] == LANES:  # row = the thread's lane
             a, b = sorted(int(positions[k]) // shape[1] for k in (i, j))
             recs, who = (
