@@ -378,7 +378,7 @@ class TMEMPool(LifetimePool, BumpPool):
                 f"TMEM overflow in pool {self.name!r}: packed by lifetime the buffers need "
                 f"{high_water} columns (lower bound {packing.lower_bound}) but total_cols is "
                 f"{self.capacity}; shorten lifetimes, free {high_water - self.capacity} "
-                "columns, or raise total_cols"
+                f"columns, or raise total_cols{self._peak_text()}"
             )
         total_cols = self.total_cols
         if not isinstance(total_cols, int):  # 'auto'
@@ -479,6 +479,34 @@ class TMEMPool(LifetimePool, BumpPool):
             self._col_spots,
         )
         return self._pack(items, "columns")
+
+    def _peak_text(self) -> str:
+        """The overflow message's line on the busiest phase: the buffers live in one phase
+        that cover one lane, with the most columns together (views lie inside their parents).
+        The packed width is at least that sum: those buffers must not share a column."""
+        assert self.phases is not None  # only pools with phases pack by lifetime
+        roots = [
+            (buf, when, lane_set(buf.layout))
+            for buf, (when, parent, _) in zip(self._buffers, self._lifetimes)
+            if parent is None
+        ]
+        best: tuple[int, str, list[Buffer]] = (-1, "", [])
+        for phase in self.phases:
+            for lane in range(TMEM_LANES):
+                on = [
+                    b
+                    for b, when, lanes in roots
+                    if lane in lanes and (when is None or phase in when)
+                ]
+                load = sum(b.cols or 0 for b in on)
+                if load > best[0]:
+                    best = (load, phase, on)
+        load, phase, on = best
+        names = ", ".join(f"{b.name} ({b.cols} columns)" for b in on) or "none"
+        return (
+            f"\npeak phase {phase!r}: {load} columns live at once on one lane, in "
+            f"{len(on)} buffer{'s' if len(on) != 1 else ''}: {names}"
+        )
 
     def _plan_offsets(self) -> list[int]:
         """Each buffer's first column; before commit in a pool with phases, where commit()
