@@ -265,15 +265,13 @@ _DENSE_KINDS = ("f16", "tf32", "f8f6f4", "i8")
 
 # -- MMA semantics ---------------------------------------------------------------------------
 
-# container bits of each operand format in shared memory per kind: kind::f8f6f4 keeps fp4 in
-# bytes (low bits), the mx fp4 kinds pack two per byte
-_OPERAND_BITS = {"bfloat16": 16, "float16": 16, "tf32": 32, "float4_e2m1fn": 8}
+# container bits of each operand format in shared memory per kind: kind::f8f6f4 (and
+# mxf8f6f4) keep fp4 and fp6 one per byte, in its low bits; the mx fp4 kinds pack two per byte
+_OPERAND_BITS = {"bfloat16": 16, "float16": 16, "tf32": 32}
 _PACKED_FP4_KINDS = ("mxf4", "mxf4nvf4")
 
 
 def _operand_bits(fmt: str, kind: str) -> int:
-    if fmt in ("float6_e2m3fn", "float6_e3m2fn"):
-        raise SimError(f"tcgen05.mma kind::{kind}: fp6 operands are not simulated")
     if fmt == "float4_e2m1fn" and kind in _PACKED_FP4_KINDS:
         return 4
     return _OPERAND_BITS.get(fmt, 8)
