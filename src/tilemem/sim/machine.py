@@ -380,7 +380,10 @@ class Machine:
         """Races on a warp's local array; an access before the wait of the asynchronous
         operation still writing the registers (a tcgen05.ld or wgmma destination) names
         that operation and its wait."""
-        pending = shadow.wasync[idx] & shadow.unordered_writes(idx, vc)
+        unordered = shadow.unordered_writes(idx, vc)
+        if not write and not unordered.any():  # the common case: a read after its wait
+            return
+        pending = shadow.wasync[idx] & unordered
         if pending.any():
             first = idx[pending]
             writer = int(shadow.wrec[first[0]])
