@@ -27,7 +27,7 @@ Corpus entries elsewhere (kind):
   test_tcgen05_attention.py: wrong LBO on the MN-major V descriptor (wrong result); P stored
     over S before S is read (race).
 That is 32 distinct mutated kernels (the held-at-exit kernel, which also never relinquishes,
-counted once); with the 17 here, 49.
+counted once); with the 18 here, 50.
 
 Entries here (kind):
   1. expect-tx bytes too many: the phase never completes (mbarrier / deadlock)
@@ -48,6 +48,7 @@ Entries here (kind):
   15. wgmma accumulators read before wgmma.wait_group (race, registers, in every schedule)
   16. two lanes of one st.shared storing different values to one element (race)
   17. two lanes of one stmatrix giving one row address for different data (race)
+  18. a tcgen05.st whose lanes all map to one TMEM cell, storing their thread ids (race)
 """
 
 from __future__ import annotations
@@ -374,3 +375,22 @@ def test_write_conflict_finds_one_unit_with_two_values():
     assert write_conflict(units, np.array([1, 2, 1, 0, 2])) is None  # repeats of one value
     assert write_conflict(units, np.array([1, 2, 9, 0, 2])) == (0, 2)  # unit 5: 1 and 9
     assert write_conflict(np.arange(4), np.arange(4)) is None
+
+
+def test_tcgen05_st_lanes_on_one_cell(monkeypatch):
+    """With the 32x32b cell map broken so that every lane of a warp addresses its quarter's
+    first lane, one tcgen05.st writes one cell with 32 different values."""
+    tcgen05 = importlib.import_module("tilemem.ir.intrinsics.tcgen05")
+    monkeypatch.setattr(
+        tcgen05, "tmem_ld_cells", lambda shape, num: (np.zeros((32, num), int),) * 2
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TilememWarning)
+        k = simkernels.tmem_user()
+    result = sim.run(k, np.zeros(128, np.float32), schedule="in-order")
+    clashes = [h for h in result.of_kind("race") if "of one tcgen05.st" in h.message]
+    assert clashes and all(h.space == "tmem" and h.buffer == "acc" for h in clashes)
+    h = clashes[0]
+    assert sources(h) == {line("tmem-st")}
+    assert [a.lanes for a in h.accesses] == ["0", "1"]  # threads 32 q and 32 q + 1 first
+    assert "different values (0x" in h.message and "unspecified which" in h.message
