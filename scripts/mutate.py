@@ -19,9 +19,11 @@ where an equivalent survivor is a change no caller can observe (listed with its 
 
 Without ``--tests`` a module of ``src/tilemem/<layer>/`` is tested by ``tests/<layer>/`` (plan
 modules also by ``tests/pool/``) and ``tests/test_bad_inputs.py``; outside ``layout/`` the slow
-TIRx oracle tests (``*oracle*``) are left out. Each mutant runs only the tests that execute one
-of its lines in the unmutated run (traced once per module); a mutant no test reaches is
-reported as ``uncovered`` and counts as surviving.
+TIRx oracle tests (``*oracle*``) are left out. ``ir/``, ``cuda/``, ``gemm/`` and the top-level
+``planfile``, ``cli``, ``kernels`` and ``verify`` modules have their own lists (``_KERNEL_SIDE``).
+Each mutant runs the test files with a test that executes one of its lines in the unmutated
+run (traced once per test selection), and the tests that start tilemem in a subprocess; a
+mutant no test reaches is reported as ``uncovered`` and counts as surviving.
 """
 
 from __future__ import annotations
@@ -364,29 +366,49 @@ def preload(tests: list[str]) -> None:
 
 
 class LineTracer:
-    """pytest plugin: which tests run which lines of one source file.
+    """pytest plugin: which tests run which lines of some source files (one traced run serves
+    every module that shares a test selection).
 
     Lines run outside any test (at import, during collection) are recorded for the test id
-    ``""``: a mutant there needs the whole selection.
+    ``""``: a mutant there needs the whole selection. A test that starts Python or tilemem in
+    a subprocess (the CLI tests) runs lines the tracer cannot see: it is recorded in
+    ``spawners`` and runs for every mutant of the module.
     """
 
-    def __init__(self, filename: str) -> None:
-        self.filename = filename
+    def __init__(self, filenames: list[str]) -> None:
+        self.filenames = set(filenames)
         self.current = ""
-        self.hits: dict[int, set[str]] = {}
+        self.hits: dict[str, dict[int, set[str]]] = {f: {} for f in filenames}
         self.order: list[str] = []
         self.seconds: dict[str, float] = {}
         self.failed: list[str] = []  # tracing slows code down: time-limit tests may fail
+        self.spawners: set[str] = set()
+
+    def _watch_subprocesses(self) -> None:
+        """Record the running test whenever it starts a process that may import tilemem."""
+        import subprocess
+
+        start = subprocess.Popen.__init__
+
+        def watched(popen, args, *rest, **kwargs):
+            text = args if isinstance(args, str) else " ".join(map(str, args))
+            if sys.executable in text or "python" in text or "-m tilemem" in text:
+                self.spawners.add(self.current)
+            start(popen, args, *rest, **kwargs)
+
+        subprocess.Popen.__init__ = watched  # type: ignore[method-assign]
 
     def _line(self, frame, event, arg):
         if event == "line":
-            self.hits.setdefault(frame.f_lineno, set()).add(self.current)
+            lines = self.hits[frame.f_code.co_filename]
+            lines.setdefault(frame.f_lineno, set()).add(self.current)
         return self._line
 
     def _call(self, frame, event, arg):
-        return self._line if frame.f_code.co_filename == self.filename else None
+        return self._line if frame.f_code.co_filename in self.filenames else None
 
     def pytest_sessionstart(self, session) -> None:
+        self._watch_subprocesses()
         sys.settrace(self._call)
 
     def pytest_runtest_logstart(self, nodeid, location) -> None:
@@ -418,6 +440,11 @@ def _child(
             os.dup2(devnull, 2)
         os.chdir(workdir)
         sys.path.insert(0, str(workdir / "src"))
+        # subprocesses the tests start (``python -m tilemem ...``) import the mutant too
+        inherited = os.environ.get("PYTHONPATH")
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            [str(workdir / "src"), *([inherited] if inherited else [])]
+        )
         try:  # deterministic and without shrinking: a failure is all we need to know
             from hypothesis import Phase, settings
 
@@ -438,8 +465,12 @@ def _child(
         else:
             code = int(pytest.main(["-q", "-p", "no:cacheprovider", *tests], plugins=[tracer]))
         if tracer is not None and out is not None:
-            hits = {line: sorted(ids) for line, ids in tracer.hits.items()}
+            hits = {
+                f: {line: sorted(ids) for line, ids in lines.items()}
+                for f, lines in tracer.hits.items()
+            }
             data = {"hits": hits, "order": tracer.order, "seconds": tracer.seconds}
+            data["spawners"] = sorted(tracer.spawners)
             data["failed"] = tracer.failed
             data["status"] = code
             out.write_text(json.dumps(data))
@@ -519,14 +550,15 @@ class Workers:
                 free.append(workdir)
                 done(Outcome(mutant, verdict, elapsed))
 
-    def baseline(self, tests: list[str], module: str) -> tuple[float, Coverage]:
-        """Run the unmutated selection once, tracing which tests run which lines of ``module``."""
+    def baseline(self, tests: list[str], modules: list[str]) -> tuple[float, dict[str, Coverage]]:
+        """Run the unmutated selection once, tracing which tests run which lines of each of
+        ``modules`` (paths relative to the repository)."""
         workdir = self.dirs[0]
         out = workdir / "coverage.json"
         begin = time.monotonic()
         pid = os.fork()
         if pid == 0:
-            _child(workdir, tests, LineTracer(str(workdir / module)), out)
+            _child(workdir, tests, LineTracer([str(workdir / m) for m in modules]), out)
         os.waitpid(pid, 0)
         data = json.loads(out.read_text())
         if data["status"] not in (0, 1):  # collection errors, usage errors, no tests
@@ -539,9 +571,16 @@ class Workers:
             _, status = os.waitpid(pid, 0)
             if _verdict(os.waitstatus_to_exitcode(status)) != "survived":
                 raise SystemExit(f"the unmutated sources fail {' '.join(data['failed'])}")
-        hits = {int(line): set(ids) for line, ids in data["hits"].items()}
         seconds = time.monotonic() - begin
-        return seconds, Coverage(hits, data["order"], tests, data["seconds"], seconds)
+        spawners = set(data["spawners"]) - {""}
+        coverages = {}
+        for module in modules:
+            lines = data["hits"][str(workdir / module)]
+            hits = {int(line): set(ids) for line, ids in lines.items()}
+            coverages[module] = Coverage(
+                hits, data["order"], tests, data["seconds"], seconds, spawners
+            )
+        return seconds, coverages
 
     def close(self) -> None:
         for d in self.dirs:
@@ -557,6 +596,7 @@ class Coverage:
     selection: list[str]
     seconds: dict[str, float]  # per test, traced (so slower than a mutant's run)
     total: float  # the traced run of the whole selection
+    spawners: set[str]  # tests that run tilemem in a subprocess: they may reach any line
 
     def time_limit(self, tests: list[str]) -> float:
         """Seconds a mutant run of ``tests`` may take before it counts as hanging: twice their
@@ -566,18 +606,25 @@ class Coverage:
         return 10 + 2 * sum(self.seconds.get(t, 1.0) for t in tests)
 
     def tests_for(self, mutant: Mutant) -> list[str]:
-        """The test ids that run a line of ``mutant``, in run order; none when no test runs it.
+        """The tests of every file with a test that runs a line of ``mutant``, in run order;
+        none when no test runs it.
 
-        A line run only at import (a module constant, a default argument) can change what any
-        test sees: the whole selection. A line run at import and by tests: those tests (each
-        of them imports the module, so a change at import shows there too).
+        Whole files, not single tests: a file that builds a kernel once (a cached helper, a
+        module-scoped fixture) runs the module's lines in its first test only, and its other
+        tests check the cached result. A line run only at import (a module constant, a default
+        argument) can change what any test sees: the whole selection. A line run at import
+        and by tests: those tests' files (each of them imports the module, so a change at
+        import shows there too). The tests that start tilemem in a subprocess come after the
+        others, for every mutant.
         """
         ids: set[str] = set()
         for line in range(mutant.line, mutant.end_line + 1):
             ids |= self.hits.get(line, set())
         if ids == {""}:
             return list(self.selection)
-        return [t for t in self.order if t in ids]
+        files = {t.split("::")[0] for t in ids if t}
+        direct = [t for t in self.order if t.split("::")[0] in files]
+        return direct + [t for t in self.order if t in self.spawners and t not in direct]
 
 
 def _verdict(code: int) -> str:
@@ -590,24 +637,85 @@ def _verdict(code: int) -> str:
 # bad-input campaign calls every public entry point
 _ALSO_TESTED_BY = {"plan": ["pool"], "layout": [], "pool": []}
 _CAMPAIGN = "test_bad_inputs.py"
+# the kernel side (a folder or a top-level module -> test files, as globs under tests/): the
+# IR's checks and emission, the generated CUDA (pinned source, NVRTC where cuda-core is
+# installed), the simulator runs of the kernels, and the CLI. Files named for their own
+# module's mutants (``test_<name>_*mutants*.py``) are found by the patterns too.
+_KERNEL_SIDE = {
+    "ir": ["ir/test_*.py", "cuda/test_*.py", "sim/test_registry_sim.py", "sim/test_core.py"],
+    "cuda": ["cuda/test_*.py", "sim/test_core.py"],
+    "gemm": [
+        "cuda/test_gemm*.py",
+        "cuda/test_generated_source_pins.py",
+        "**/test_gemm*mutants*.py",
+        "sim/test_gemm_sim.py",
+        "sim/test_gemm_shapes.py",
+        "sim/test_mutants_gemm.py",
+        "plan/test_capacity.py",
+        "test_cli.py",
+    ],
+    "planfile": ["test_planfile*.py", "test_loader_fuzz.py", "test_cli*.py"],
+    "cli": ["test_cli*.py", "sim/test_cli_sim.py"],
+    "kernels": [
+        "cuda/test_generated_source_pins.py",
+        "**/test_kernels*mutants*.py",
+        "cuda/test_emission.py",
+        "cuda/test_operand_intrinsics.py",
+        "cuda/test_verify_kernels.py",
+        "cuda/test_example_kernels.py",
+        "sim/test_core.py",
+        "sim/test_gemm_sim.py",
+        "sim/test_tcgen05_kernels.py",
+        "sim/test_nvfp4_sim.py",
+        "sim/test_tcgen05_attention.py",
+        "sim/test_mutants_gemm.py",
+        "sim/test_tmem_protocol.py",
+        "pool/test_kernel_mode.py",
+        "test_cli_hostile.py",
+    ],
+    "verify": [
+        "cuda/test_generated_source_pins.py",
+        "**/test_verify*mutants*.py",
+        "cuda/test_verify_kernels.py",
+        "ir/test_intrinsic_registry.py",
+        "test_cli*.py",
+    ],
+}
+# test files that need a GPU or nvcc: skipped where the mutants run, so not selected
+_NEEDS_GPU = re.compile(r"gpu|nvcc")
+
+
+def _first(path: Path) -> bool:
+    """Short exact tests first (pinned values, pinned generated source, tests written against
+    mutants): most mutants die in their first seconds."""
+    return any(k in path.name for k in ("_pinned", "_pins", "mutants"))
 
 
 def default_tests(module: Path, root: Path = ROOT) -> list[str]:
     """``src/tilemem/<layer>/x.py`` -> the test files of ``tests/<layer>`` (plan: and of
-    ``tests/pool``) and the bad-input campaign; the slow TIRx oracle only for layout modules."""
+    ``tests/pool``) and the bad-input campaign; the slow TIRx oracle only for layout modules.
+    ``ir/``, ``cuda/``, ``gemm/`` and the top-level kernel-side modules -> ``_KERNEL_SIDE``."""
     rel = module.resolve().relative_to(ROOT / "src" / "tilemem")
-    layer = rel.parts[0] if len(rel.parts) > 1 else ""
-    if not layer or not (root / "tests" / layer).is_dir():
-        raise SystemExit(f"no tests/<layer> folder for {module}: pass --tests")
+    layer = rel.parts[0] if len(rel.parts) > 1 else rel.stem
     files: list[Path] = []
-    for folder in [layer, *_ALSO_TESTED_BY.get(layer, [])]:
-        files += sorted((root / "tests" / folder).glob("test_*.py"))
+    if layer in _KERNEL_SIDE:
+        for pattern in _KERNEL_SIDE[layer]:
+            files += [
+                f
+                for f in sorted((root / "tests").glob(pattern))
+                if f not in files and not _NEEDS_GPU.search(f.name)
+            ]
+    elif len(rel.parts) > 1 and (root / "tests" / layer).is_dir():
+        for folder in [layer, *_ALSO_TESTED_BY.get(layer, [])]:
+            files += sorted((root / "tests" / folder).glob("test_*.py"))
+    else:
+        raise SystemExit(f"no tests known for {module}: pass --tests")
     if layer != "layout":
         files = [f for f in files if "oracle" not in f.name]
-    # pinned tests first: they are short and exact, so most mutants die in the first seconds
-    files.sort(key=lambda f: not f.name.endswith("_pinned.py"))
-    if (root / "tests" / _CAMPAIGN).exists():
-        files.append(root / "tests" / _CAMPAIGN)
+    files.sort(key=lambda f: not _first(f))  # stable: the listed order otherwise
+    campaign = root / "tests" / _CAMPAIGN
+    if campaign.exists() and campaign not in files:
+        files.append(campaign)
     return [str(f.relative_to(root)) for f in files]
 
 
@@ -628,18 +736,24 @@ def read_equivalent(path: Path | None) -> dict[tuple[str, str, str], str]:
         if not raw.strip() or raw.lstrip().startswith("#"):
             continue
         parts = [p.strip() for p in raw.split(" | ")]
-        if len(parts) != 4:
+        # the change is the part that ends in its column: a source line may hold " | " too
+        at = [i for i, p in enumerate(parts) if i > 1 and _CHANGE_AT.search(p)]
+        if len(parts) < 4 or not at:
             raise SystemExit(f"{path}: expected 'module | source line | change | reason': {raw}")
-        found[(parts[0], parts[1], parts[2])] = parts[3]
+        i = at[0]
+        found[(parts[0], " | ".join(parts[1:i]), parts[i])] = " | ".join(parts[i + 1 :])
     return found
+
+
+_CHANGE_AT = re.compile(r"@ col \d+\+\d+$")
 
 
 def modules_from(paths: list[str]) -> list[Path]:
     found: list[Path] = []
     for p in paths:
         path = (ROOT / p).resolve() if not Path(p).is_absolute() else Path(p)
-        if path.is_dir():
-            found += sorted(f for f in path.glob("*.py") if f.name != "__init__.py")
+        if path.is_dir():  # with its subfolders (ir/intrinsics/)
+            found += sorted(f for f in path.rglob("*.py") if f.name != "__init__.py")
         elif path.is_file():
             found.append(path)
         else:
@@ -647,15 +761,8 @@ def modules_from(paths: list[str]) -> list[Path]:
     return found
 
 
-def _run_module(
-    module: Path,
-    tests: list[str],
-    workers: Workers,
-    args: argparse.Namespace,
-    report: Callable[[str], None],
-    stop: float | None = None,
-) -> tuple[list[Outcome], int]:
-    """The outcomes of ``module``'s mutants (fewer than the count when ``stop`` came first)."""
+def _selected(module: Path, args: argparse.Namespace) -> list[Mutant]:
+    """``module``'s mutants that ``--lines`` and ``--rerun`` leave."""
     mutants = generate(module)
     if args.lines:
         low, high = (int(x) for x in args.lines.split("-"))
@@ -663,12 +770,47 @@ def _run_module(
     if args.rerun:
         listed = {_unnumbered(line) for line in args.rerun.read_text().splitlines()}
         mutants = [m for m in mutants if _unnumbered(_describe(m)) in listed]
-    preload(tests)
-    baseline, coverage = workers.baseline(tests, str(module.relative_to(ROOT)))
-    report(
-        f"{module.relative_to(ROOT)}: {len(mutants)} mutants, tests {' '.join(tests)} "
-        f"({baseline:.1f} s unmutated, traced)"
-    )
+    return mutants
+
+
+class Baselines:
+    """Traced unmutated runs, one per test selection: the first module of a selection traces
+    every module of the run that shares it, the others reuse that run."""
+
+    def __init__(self, workers: Workers, selections: dict[str, list[str]]) -> None:
+        self.workers = workers
+        self.selections = selections  # module (relative path) -> its tests
+        self.done: dict[str, Coverage] = {}
+
+    def coverage(self, module: str, report: Callable[[str], None]) -> Coverage:
+        if module not in self.done:
+            tests = self.selections[module]
+            sharing = [m for m, t in self.selections.items() if t == tests and m not in self.done]
+            preload(tests)
+            seconds, found = self.workers.baseline(tests, sharing)
+            report(
+                f"traced the unmutated run of {' '.join(tests)} for {' '.join(sharing)} "
+                f"({seconds:.1f} s)"
+            )
+            self.done.update(found)
+        return self.done[module]
+
+
+def _run_module(
+    module: Path,
+    baselines: Baselines,
+    workers: Workers,
+    args: argparse.Namespace,
+    report: Callable[[str], None],
+    stop: float | None = None,
+) -> tuple[list[Outcome], int]:
+    """The outcomes of ``module``'s mutants (fewer than the count when ``stop`` came first)."""
+    mutants = _selected(module, args)
+    rel = str(module.relative_to(ROOT))
+    if not mutants:
+        return [], 0
+    coverage = baselines.coverage(rel, report)
+    report(f"{rel}: {len(mutants)} mutants, tests {' '.join(coverage.selection)}")
     outcomes: list[Outcome] = []
 
     def one(outcome: Outcome) -> None:
@@ -761,16 +903,21 @@ def main(argv: list[str] | None = None) -> int:
     notes: list[str] = []
     begin = time.monotonic()
     stop = begin + args.budget if args.budget else None
+    # the copy's tests: files added to the working tree since the copy are not there
+    selections = {
+        str(m.relative_to(ROOT)): args.tests or default_tests(m, workers.dirs[0]) for m in modules
+    }
+    baselines = Baselines(workers, selections)
+    report = lambda s: print(s, flush=True)  # noqa: E731
     try:
         for module in modules:
             rel = str(module.relative_to(ROOT))
             if stop is not None and time.monotonic() >= stop:
                 notes.append(f"{rel}: not run (time budget spent)")
                 continue
-            # the copy's tests: files added to the working tree since the copy are not there
-            tests = args.tests or default_tests(module, workers.dirs[0])
-            report = lambda s: print(s, flush=True)  # noqa: E731
-            outcomes, count = _run_module(module, tests, workers, args, report, stop)
+            outcomes, count = _run_module(module, baselines, workers, args, report, stop)
+            if args.rerun and not count:
+                continue
             if len(outcomes) < count:
                 notes.append(f"{rel}: partial, {len(outcomes)} of {count} mutants run")
             rows.append(_row(rel, outcomes, equivalent, survivors))
