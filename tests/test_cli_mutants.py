@@ -72,3 +72,9 @@ def test_emit_to_a_file_says_what_it_wrote(tmp_path, capsys):
     assert said.startswith(f"wrote {out}: kernel ")
     assert said.endswith(" bytes of dynamic shared memory\n")
     assert out.read_text() == KERNELS["hopper-gemm"]().source
+
+
+def test_emit_refuses_a_file_and_an_example_before_looking_at_ir(tmp_path, capsys):
+    path = _write_plan(tmp_path, "")
+    assert main(["emit", path, "--example", "hopper-gemm", "--ir"]) == 2
+    assert capsys.readouterr().err == "tilemem: give a plan file or --example, not both\n"

@@ -13,8 +13,20 @@ from tilemem.cuda.compile import _context
 from tilemem.cuda.device import device_pointer, element_bytes
 from tilemem.cuda.tma import _L2_PROMOTION_CODES, _SWIZZLE_CODES, EncodedTensorMap
 from tilemem.dtype import DataType
-from tilemem.errors import LaunchError, TMAError
-from tilemem.ir.nodes import BinOp, Cast, Comment, Const, For, IfThenElse, Var
+from tilemem.errors import CodegenError, LaunchError, TMAError
+from tilemem.ir.nodes import (
+    BinOp,
+    Call,
+    Cast,
+    Comment,
+    Const,
+    Expr,
+    For,
+    IfThenElse,
+    Select,
+    UnOp,
+    Var,
+)
 from tilemem.layout import SwizzleMode
 
 I32, U32 = DataType("int32"), DataType("uint32")
@@ -154,3 +166,19 @@ def test_tensor_map_codes_are_cuda_h_enumerators():
 def test_an_l2_promotion_size_not_in_cuda_h_is_refused_before_the_driver():
     with pytest.raises(TMAError, match=r"L2 promotion is one of \[0, 64, 128, 256\] bytes, got 32"):
         EncodedTensorMap(None, l2_promotion=32)  # type: ignore[arg-type]
+
+
+def test_unary_operators_and_selects():
+    x, c = Var("x"), Var("c")
+    assert _codegen().expr(UnOp("-", x, I32)) == "(-x)"
+    assert _codegen().expr(Select(c, x, Const(3), I32)) == "(c ? x : 3)"
+
+
+def test_what_has_no_lowering_is_refused():
+    class Odd(Expr):
+        dtype = I32
+
+    with pytest.raises(CodegenError, match="cannot lower expression Odd"):
+        _codegen().expr(Odd())
+    with pytest.raises(CodegenError, match=r"no CUDA lowering for intrinsic 'ptx\.nothing'"):
+        _codegen().expr(Call("ptx.nothing", (), (), I32))

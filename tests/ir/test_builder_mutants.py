@@ -5,8 +5,9 @@ Expected IR text is written out by hand."""
 import pytest
 
 from tilemem import T
-from tilemem.errors import TilememError
+from tilemem.errors import IRError, TilememError
 from tilemem.ir.builder import c_name
+from tilemem.pool import SMEMPool
 
 
 @pytest.mark.parametrize(
@@ -94,3 +95,19 @@ def test_a_block_over_the_limit_is_refused():
         @T.kernel(target="sm_90a", block=1025)
         def k(x: T.Buffer((32,), "float32")):
             x[0] = 1.0
+
+
+def test_a_pool_cannot_be_carved_out_of_another_kernels_buffer():
+    outside = SMEMPool(target="sm_90a")  # a plan-only pool: its buffer is no kernel's
+    foreign = outside.alloc((1024,), "uint8", name="foreign")
+    with pytest.raises(
+        IRError, match=r"SMEMPool\(ptr=\.\.\.\) takes a shared-memory Buffer of this"
+    ):
+
+        @T.kernel(target="sm_90a", block=128)
+        def k(x: T.Buffer((128,), "float32")):
+            smem = T.SMEMPool()
+            smem.alloc((64,), "float32", name="a")
+            smem.commit()
+            inner = T.SMEMPool(ptr=foreign)
+            inner.alloc((16,), "float32", name="b")

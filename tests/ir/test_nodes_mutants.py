@@ -7,7 +7,18 @@ import itertools
 import pytest
 
 from tilemem.dtype import DataType
-from tilemem.ir.nodes import BinOp, BufferVar, Const, Var, apply_op, binop, convert, same
+from tilemem.errors import IRError
+from tilemem.ir.nodes import (
+    BinOp,
+    BufferVar,
+    Comment,
+    Const,
+    Var,
+    apply_op,
+    binop,
+    convert,
+    same,
+)
 
 I32, I64, U32 = DataType("int32"), DataType("int64"), DataType("uint32")
 F32, F64 = DataType("float32"), DataType("float64")
@@ -174,3 +185,51 @@ def test_one_level_associates_to_the_left(level):
         for other in level:
             assert repr(BinOp(op, BinOp(other, a, b, I32), c, I32)) == f"a {other} b {op} c"
             assert repr(BinOp(op, a, BinOp(other, b, c, I32), I32)) == f"a {op} (b {other} c)"
+
+
+@pytest.mark.parametrize(
+    ("expr", "text"),
+    [
+        (lambda: x / 3, "x / 3"),
+        (lambda: 7 // x, "7 // x"),
+        (lambda: 7 % x, "7 % x"),
+        (lambda: 7 - x, "7 - x"),
+        (lambda: x << 2, "x << 2"),
+        (lambda: x >> 2, "x >> 2"),
+        (lambda: x & 6, "x & 6"),
+        (lambda: 6 & x, "6 & x"),
+        (lambda: x | 6, "x | 6"),
+        (lambda: 6 | x, "6 | x"),
+        (lambda: x ^ 6, "x ^ 6"),
+        (lambda: 6 ^ x, "6 ^ x"),
+        (lambda: x <= 6, "x <= 6"),
+        (lambda: x != 6, "x != 6"),
+        (lambda: -x, "-x"),
+        (lambda: ~x, "~x"),
+    ],
+)
+def test_python_operators_build_the_operation_with_its_operands_in_order(expr, text):
+    assert repr(expr()) == text
+
+
+def test_a_value_that_is_no_number_is_refused():
+    with pytest.raises(IRError, match=r"cannot use 'a' \(str\) in a kernel expression"):
+        convert("a")
+
+
+def test_same_on_tuples_and_mixed_types():
+    assert same((x, 1), (x, 1))
+    assert not same((x, 1), (x, 2))
+    assert not same((x,), (x, 1))  # a prefix is not the same
+    assert not same(x, 1)  # another type
+    assert not same(Var("x"), Var("y"))
+
+
+def test_buffers_and_statements_print_as_their_text():
+    assert repr(BufferVar("a", F32, "global")) == "global float32* a"
+    assert repr(Comment("note")) == "# note"
+
+
+def test_an_operator_without_host_semantics_is_refused():
+    with pytest.raises(IRError, match="no host semantics for operator 'pow'"):
+        apply_op("pow", 2, 3)
