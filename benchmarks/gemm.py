@@ -1,14 +1,18 @@
 """GEMM ``C = A @ B^T``: tilemem's persistent Hopper kernel against cuBLAS, one process.
 
     python3 benchmarks/gemm.py                # every shape, bf16 then fp8: check, time, table
-    python3 benchmarks/gemm.py --sanitize     # one small non-multiple shape, checked only
-                                              # (run under compute-sanitizer --tool memcheck)
+    python3 benchmarks/gemm.py --sanitize     # small non-multiple shapes (staged operands,
+                                              # split-K), checked only (run under
+                                              # compute-sanitizer --tool memcheck)
     python3 benchmarks/gemm.py --variants 256x1,192x2  # the fixed configurations beside it
     python3 benchmarks/gemm.py --shapes ragged --dtypes bfloat16  # the ragged shape and its
                                               # one-dimension parts
+    python3 benchmarks/gemm.py --shapes inference --variants ""  # M = 16 .. 1024 tokens
+                                              # against Llama-3 8B / 70B layers
 
 A and B are bf16 or fp8 e4m3, C is bf16, accumulation fp32. The library side is
 ``torch.matmul`` (cuBLAS) for bf16 and ``torch._scaled_mm`` (cuBLASLt, unit scales) for fp8.
+Every table ends with the geometric mean of the policy's ratios.
 Check: fresh random inputs per shape, C poisoned with NaN before the launch; the relative
 Frobenius error ``|C - ref| / |ref|`` against an fp32 product of the same inputs (TF32 off)
 is printed for tilemem (the largest over its variants) and for the library, and every
@@ -16,17 +20,22 @@ tilemem variant must stay below 1e-2 with every element written.
 "tilemem" is ``AutoGemm``: the configuration (CTA tile width, cluster or not) that
 ``launch_config`` picks from M and N before the launch, one policy for every shape. The
 other tilemem columns are fixed configurations ``WIDTHxCLUSTER`` (``--variants``), for
-comparison only.
+comparison only. The policy's config column adds ``/kS`` where it splits K into S ranges and
+``/aR`` where a stage loads only R rows of A (M <= R).
 Timing: each implementation is captured in a CUDA graph of
 ``reps`` back-to-back launches; every round replays the graphs (tilemem in each cluster
 shape, cuBLAS; the order rotates from round to round), each between CUDA events, after
-warm-up; the median round gives the time per product.
+warm-up; the median round gives the time per product. The launches of a graph cycle through
+enough copies of A, B and C (at least ``ROTATE_BYTES`` together) that each one starts with
+its operands out of L2, as a layer of a model does, instead of finding the previous launch's
+(50 MB of L2 holds all of a small-M product).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import math
 import statistics
 import subprocess
 import sys
@@ -59,7 +68,32 @@ RAGGED_PARTS = [  # the ragged shape rounded to whole tiles, then ragged in one 
     (4992, 3072, 2040),
 ]
 RAGGED_FP8 = [(5008, 3008, 2032)]  # cuBLASLt's fp8 GEMM wants multiples of 16
+SMALL = [  # the shapes where the tile policy alone stayed below cuBLAS (2026-12-01)
+    (1024, 1024, 1024),
+    (2048, 2048, 512),
+    (256, 4096, 14336),
+    (128, 14336, 4096),
+    (1024, 8192, 1024),
+]
+LLAMA3 = [  # (N, K): 8B qkv, o, gate_up, down; 70B qkv, o, gate_up, down
+    (6144, 4096),
+    (4096, 4096),
+    (28672, 4096),
+    (4096, 14336),
+    (10240, 8192),
+    (8192, 8192),
+    (57344, 8192),
+    (8192, 28672),
+]
+INFERENCE = [(m, n, k) for m in (16, 64, 128, 256, 512, 1024) for n, k in LLAMA3]
 SANITIZE = (304, 528, 208)  # ragged for every width: 2.4 x 128, 2.1 x 256, 2.2 x 240, 2.75 x 192
+SANITIZE_ANY = [  # staged operands (M < 128, K or N not a multiple of 8) and split-K
+    (1, 9, 7),
+    (3, 40, 520),
+    (16, 4096, 4096),
+    (65, 1000, 130),
+]
+ROTATE_BYTES = 512 << 20  # operand copies a timed graph cycles through: 10 x the 50 MB L2
 Gemm = AutoGemm | HopperGemm
 TORCH_TYPES = {"bfloat16": torch.bfloat16, "float8_e4m3fn": torch.float8_e4m3fn}
 
@@ -99,7 +133,10 @@ def check(gemms: list[Gemm], m: int, n: int, k: int, seed: int) -> list[float]:
             raise SystemExit(
                 f"WRONG RESULT for {m}x{n}x{k} {gemm.dtype}, {name(gemm)}: error {errors[-1]:.3e}"
             )
-    return errors + [rel(cublas(a, b))]
+    try:
+        return errors + [rel(cublas(a, b))]
+    except RuntimeError:  # cuBLASLt's fp8 GEMM takes only multiples of 16
+        return errors + [float("nan")]
 
 
 def _graph(launch, reps: int) -> torch.cuda.CUDAGraph:
@@ -113,15 +150,33 @@ def _graph(launch, reps: int) -> torch.cuda.CUDAGraph:
 
 def time_all(gemms: list[Gemm], m: int, n: int, k: int, rounds: int) -> list[float]:
     """Median seconds per product: each tilemem variant, then cuBLAS, timed interleaved."""
-    a, b = _inputs(m, n, k, TORCH_TYPES[gemms[0].dtype])
-    c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+    dtype = TORCH_TYPES[gemms[0].dtype]
+    size = (m * k + n * k) * dtype.itemsize + m * n * 2
+    copies = max(1, min(32, -(-ROTATE_BYTES // size)))
+    sets = [_inputs(m, n, k, dtype) for _ in range(copies)]
+    outs = [torch.empty(m, n, device="cuda", dtype=torch.bfloat16) for _ in range(copies)]
 
-    def run_cublas(stream) -> None:
-        cublas(a, b)
+    def cycle(launches):
+        state = {"i": 0}
 
-    runs = [gemm.prepare(a, b, c) for gemm in gemms] + [run_cublas]
-    est = 2.0 * m * n * k / (700e12 if a.dtype == torch.bfloat16 else 1400e12)
+        def run(stream) -> None:
+            launches[state["i"] % copies](stream)
+            state["i"] += 1
+
+        return run
+
+    def cublas_on(a, b):
+        def run(stream) -> None:
+            cublas(a, b)
+
+        return run
+
+    runs = [cycle([gemm.prepare(a, b, c) for (a, b), c in zip(sets, outs)]) for gemm in gemms] + [
+        cycle([cublas_on(a, b) for a, b in sets])
+    ]
+    est = 2.0 * m * n * k / (700e12 if dtype == torch.bfloat16 else 1400e12)
     reps = max(3, min(50, int(0.01 / est)))
+    reps = -(-reps // copies) * copies  # every copy equally often
     for _ in range(3):  # warm-up: module load, cuBLAS handle and heuristics, clocks
         for run in runs:
             run(torch.cuda.current_stream().cuda_stream)
@@ -160,7 +215,7 @@ def name(gemm: Gemm) -> str:
     """Column name: ``tilemem`` for the per-shape policy, ``WIDTHxCLUSTER`` for a fixed one."""
     if isinstance(gemm, AutoGemm):
         return "tilemem"
-    return f"{gemm.tile_n}x{gemm.cluster_m}"
+    return f"{gemm.tile_n}x{gemm.cluster_m}" + ("k" if gemm.split_k else "")
 
 
 def report(gemms: list[Gemm], shapes, rounds: int) -> None:
@@ -183,8 +238,7 @@ def report(gemms: list[Gemm], shapes, rounds: int) -> None:
     print("| --- " * (5 + 2 * len(names)) + "|")
     for (m, n, k), errors, rates in rows:
         tilemem, library = rates[:-1], rates[-1]
-        auto = gemms[0]
-        config = name(auto.gemm_for(m, n)) if isinstance(auto, AutoGemm) else "-"
+        config = policy(gemms[0], m, n, k)
         print(
             f"| {m}x{n}x{k} | {config} | {max(errors[:-1]):.2e} | {errors[-1]:.2e} | "
             + " | ".join(f"{r:.0f}" for r in rates)
@@ -192,7 +246,25 @@ def report(gemms: list[Gemm], shapes, rounds: int) -> None:
             + " | ".join(f"{r / library:.3f}" for r in tilemem)
             + " |"
         )
+    ratios = [rates[0] / rates[-1] for _, _, rates in rows]
+    geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+    worst = min(zip(ratios, (shape for shape, _, _ in rows)))
+    print(
+        f"\n{gemms[0].dtype}: geometric mean of the {name(gemms[0])} ratio over {len(rows)} "
+        f"shapes: {geomean:.3f}; lowest {worst[0]:.3f} at {'x'.join(map(str, worst[1]))}; "
+        f"{sum(r >= 0.95 for r in ratios)} of {len(rows)} at 0.95 or above"
+    )
     print()
+
+
+def policy(gemm: Gemm, m: int, n: int, k: int) -> str:
+    """The configuration AutoGemm picks (``WIDTHxCLUSTER``, ``/kS`` for S K ranges, ``/aR``
+    for R rows of A a stage)."""
+    if not isinstance(gemm, AutoGemm):
+        return "-"
+    tile_n, cluster_m, splits, a_rows = gemm.config(m, n, k)
+    split = f"/k{splits}" if splits > 1 else ""
+    return f"{tile_n}x{cluster_m}{split}" + (f"/a{a_rows}" if a_rows < 128 else "")
 
 
 def main() -> None:
@@ -203,23 +275,33 @@ def main() -> None:
     parser.add_argument(  # 4x1 measured slower: 30 of them fit at once, 120 CTAs of 132
         "--variants",
         default="256x1,256x2,192x2",
-        help="fixed tilemem configurations TILE_NxCLUSTER_M beside the per-shape policy",
+        help="fixed tilemem configurations TILE_NxCLUSTER_M beside the per-shape policy; a "
+        "trailing k (64x1k) is the split-K kernel with split_count's ranges",
     )
     parser.add_argument("--dtypes", default="bfloat16,float8_e4m3fn", help="input types")
     parser.add_argument("--sanitize", action="store_true")
     parser.add_argument(
         "--profile", metavar="M,N,K,CLUSTER,TILE_N", help="only run tilemem 3 times (for ncu)"
     )
-    parser.add_argument("--shapes", default="all", choices=("all", "square", "ragged"))
+    parser.add_argument(
+        "--shapes",
+        default="all",
+        help="comma-separated sets: all, square, ragged, small, inference",
+    )
     args = parser.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.zeros(1, device="cuda")  # torch's context first: the launcher then finds it current
-    configs = [tuple(int(x) for x in v.split("x")) for v in args.variants.split(",") if v]
+    configs = [
+        (*(int(x) for x in v.removesuffix("k").split("x")), v.endswith("k"))
+        for v in args.variants.split(",")
+        if v
+    ]
     dtypes = args.dtypes.split(",")
 
     def variants(dtype: str) -> list[Gemm]:
         fixed: list[Gemm] = [
-            HopperGemm(args.group_m, cm, dtype, args.l2_promotion, tile_n) for tile_n, cm in configs
+            HopperGemm(args.group_m, cm, dtype, args.l2_promotion, tile_n, split)
+            for tile_n, cm, split in configs
         ]
         return [AutoGemm(args.group_m, dtype, args.l2_promotion), *fixed]
 
@@ -235,23 +317,38 @@ def main() -> None:
     if args.sanitize:
         for dtype in dtypes:
             gemms = variants(dtype)
-            errors = check(gemms, *SANITIZE, seed=1)
-            for label, err in zip([*map(name, gemms), "cuBLAS"], errors):
-                print(f"sanitize {SANITIZE} {dtype}, {label}: relative error {err:.3e}")
+            for shape in [SANITIZE, *SANITIZE_ANY]:
+                checked = gemms if shape == SANITIZE else gemms[:1]  # the policy on the others
+                errors = check(checked, *shape, seed=1)
+                config = policy(gemms[0], *shape)
+                labels = [f"{name(g)} ({config})" if g is gemms[0] else name(g) for g in checked]
+                for label, err in zip([*labels, "cuBLAS"], errors):
+                    print(f"sanitize {shape} {dtype}, {label}: relative error {err:.3e}")
         return
     print(f"date {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC")
     print(f"gpu, driver: {_smi('name,driver_version')}; torch {torch.__version__}")
     print(f"clocks before (sm, max sm, mem MHz): {_smi('clocks.sm,clocks.max.sm,clocks.mem')}")
     print(f"command: {' '.join([sys.executable.rsplit('/', 1)[-1]] + sys.argv)}")
     print(f"group_m {args.group_m}, TMA L2 promotion {args.l2_promotion} B, {args.rounds} rounds")
-    sets = {"all": SQUARE + LLM + RAGGED, "square": SQUARE, "ragged": RAGGED + RAGGED_PARTS}
+    sets = {
+        "all": SQUARE + LLM + RAGGED + SMALL,
+        "square": SQUARE,
+        "ragged": RAGGED + RAGGED_PARTS,
+        "small": SMALL,
+        "inference": INFERENCE,
+    }
+    fp8_sets = {**sets, "all": SQUARE + LLM + RAGGED_FP8 + SMALL, "ragged": RAGGED_FP8}
     for dtype in dtypes:
         gemms = variants(dtype)
         resident = ", ".join(
             f"{g.max_clusters} of {name(g)}" for g in gemms if isinstance(g, HopperGemm)
         )
         print(f"{dtype}: clusters resident at once: {resident}")
-        shapes = sets[args.shapes] if dtype == "bfloat16" else SQUARE + LLM + RAGGED_FP8
+        chosen = sets if dtype == "bfloat16" else fp8_sets
+        unknown = [x for x in args.shapes.split(",") if x not in chosen]
+        if unknown:
+            sys.exit(f"unknown shape sets {unknown}: pick from {sorted(chosen)}")
+        shapes = [shape for x in args.shapes.split(",") for shape in chosen[x]]
         report(gemms, shapes, args.rounds)
     print(f"clocks after (sm, max sm, mem MHz): {_smi('clocks.sm,clocks.max.sm,clocks.mem')}")
 

@@ -137,7 +137,7 @@ class _BitFormat:
     ``special`` says what the top exponent holds: ``"ieee"`` infinities and NaNs (f16,
     bf16, e5m2), ``"fn"`` a single NaN, exponent and mantissa all ones, no infinity
     (e4m3, ue4m3), ``"fnu"`` all ones is NaN and there is no zero (ue8m0), ``"none"``
-    neither (e2m1).
+    neither (e2m1, e2m3, e3m2).
     """
 
     bits: int
@@ -152,7 +152,8 @@ class _BitFormat:
 
 
 # Formats from the PTX ISA ("Alternate Floating-Point Data Formats", "Block scaling") and the
-# OCP MX specification: e4m3 max 448, e5m2 max 57344, e2m1 max 6, ue8m0 2^-127 .. 2^127,
+# OCP MX specification: e4m3 max 448, e5m2 max 57344, e2m1 max 6, e2m3 max 7.5, e3m2 max 28
+# (the FP6 formats have no infinity or NaN), ue8m0 2^-127 .. 2^127,
 # ue4m3 is e4m3 without its sign bit.
 _BIT_FORMATS: dict[str, _BitFormat] = {
     "float16": _BitFormat(16, 5, 10, True, "ieee"),
@@ -160,13 +161,15 @@ _BIT_FORMATS: dict[str, _BitFormat] = {
     "float8_e4m3fn": _BitFormat(8, 4, 3, True, "fn"),
     "float8_e5m2": _BitFormat(8, 5, 2, True, "ieee"),
     "float4_e2m1fn": _BitFormat(4, 2, 1, True, "none"),
+    "float6_e2m3fn": _BitFormat(6, 2, 3, True, "none"),  # max 7.5, OCP MX FP6
+    "float6_e3m2fn": _BitFormat(6, 3, 2, True, "none"),  # max 28
     "float8_e8m0fnu": _BitFormat(8, 8, 0, False, "fnu"),
     "ue4m3": _BitFormat(8, 4, 3, False, "fn"),
 }
 _FORMAT_ALIASES = {"ue8m0": "float8_e8m0fnu", "e4m3": "float8_e4m3fn", "e5m2": "float8_e5m2"}
 _INT_FORMATS = {"int8": (-128, 127), "uint8": (0, 255)}
 BIT_FORMATS = (*_BIT_FORMATS, "tf32", *_INT_FORMATS)  # what the conversions below accept
-_STORAGE = {4: np.uint8, 8: np.uint8, 16: np.uint16, 32: np.uint32}
+_STORAGE = {4: np.uint8, 6: np.uint8, 8: np.uint8, 16: np.uint16, 32: np.uint32}
 
 
 def _format_name(fmt: str | DataType) -> str:

@@ -16,7 +16,7 @@ def torch():
 
 
 # 240 / 4 = 60 rows of B is no whole swizzle atom: 240 runs alone or in pairs only
-CONFIGS = [(t, cm) for t in (256, 240, 192, 128) for cm in (1, 2, 4) if (t, cm) != (240, 4)]
+CONFIGS = [(t, cm) for t in (256, 240, 192, 128, 64) for cm in (1, 2, 4) if (t, cm) != (240, 4)]
 
 
 @pytest.fixture(scope="module", params=CONFIGS, ids=[f"n{t}-cluster{c}x1" for t, c in CONFIGS])
@@ -98,3 +98,108 @@ def test_shape_policy_picks_and_runs_the_240_wide_tile_on_the_ragged_shape(torch
     err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
     assert bool(torch.isfinite(c).all()) and err < 1e-2, err
     assert [(g.tile_n, g.cluster_m) for g in gemm.gemms.values()] == [(240, 2)]
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "k"),
+    [
+        (1, 9, 7),  # every rule broken: A, B and C all staged
+        (3, 40, 36),
+        (16, 4096, 4096),  # an inference step: A and C staged, B read in place
+        (64, 1000, 520),
+        (65, 1032, 130),
+        (300, 9, 1000),  # N staged only
+        (1000, 1032, 71),  # K staged only: A and B copied, C written in place
+    ],
+)
+def test_any_shape_runs_through_staged_operands(torch, m, n, k):
+    from tilemem.gemm.hopper import AutoGemm
+
+    gen = torch.Generator(device="cuda").manual_seed(m + n + k)
+    for dtype in (torch.bfloat16, torch.float8_e4m3fn):
+        a = torch.randn(m, k, device="cuda", generator=gen).to(dtype)
+        b = torch.randn(n, k, device="cuda", generator=gen).to(dtype)
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+        gemm = AutoGemm(group_m=8, dtype=str(dtype).removeprefix("torch."))
+        stream = torch.cuda.current_stream().cuda_stream
+        gemm.prepare(a, b, c)(stream)
+        torch.cuda.synchronize()
+        ref = a.float() @ b.float().T
+        err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
+        assert bool(torch.isfinite(c).all()) and err < 1e-2, (dtype, err)
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "k", "splits"),
+    [
+        (16, 4096, 4096, 4),  # an inference step: 32 tiles x 4 ranges
+        (3, 40, 520, 3),  # staged A and B; C written by the reduction at N = 40
+        (300, 1000, 1024, 8),  # 3 x 8 tiles x 8 ranges > 132 SMs: units wrap around
+        (130, 9, 640, 5),
+    ],
+)
+def test_split_k_gives_the_fp32_product(torch, m, n, k, splits):
+    from tilemem.gemm.hopper import HopperGemm
+
+    gen = torch.Generator(device="cuda").manual_seed(m + n + k + splits)
+    for dtype, name in ((torch.bfloat16, "bfloat16"), (torch.float8_e4m3fn, "float8_e4m3fn")):
+        a = torch.randn(m, k, device="cuda", generator=gen).to(dtype)
+        b = torch.randn(n, k, device="cuda", generator=gen).to(dtype)
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+        gemm = HopperGemm(group_m=8, cluster_m=1, dtype=name, tile_n=128, split_k=True)
+        tiles_k = -(-k // (64 if name == "bfloat16" else 128))
+        if tiles_k % splits:
+            with pytest.raises(GemmShapeError, match="dividing the"):
+                gemm.prepare(a, b, c, splits=splits)
+            continue
+        gemm.prepare(a, b, c, splits=splits)()
+        torch.cuda.synchronize()
+        ref = a.float() @ b.float().T
+        err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
+        assert bool(torch.isfinite(c).all()) and err < 1e-2, (name, err)
+
+
+def test_auto_gemm_splits_k_for_a_decode_step(torch):
+    from tilemem.gemm.hopper import AutoGemm
+
+    m, n, k = 16, 4096, 4096
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    a = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)
+    b = torch.randn(n, k, device="cuda", generator=gen).to(torch.bfloat16)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    gemm = AutoGemm()
+    gemm(a, b, c)
+    torch.cuda.synchronize()
+    ref = a.float() @ b.float().T
+    err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
+    assert bool(torch.isfinite(c).all()) and err < 1e-2, err
+    # 64 tiles of 128 x 64 x 2 K ranges on 132 SMs, 16 rows of A a stage
+    assert gemm.config(m, n, k) == (64, 1, 2, 16)
+
+
+@pytest.mark.parametrize("a_rows", [16, 32, 64])
+def test_small_m_kernels_load_only_the_rows_of_a_they_need(torch, a_rows):
+    from tilemem.gemm.hopper import HopperGemm
+
+    gen = torch.Generator(device="cuda").manual_seed(a_rows)
+    for m in sorted({1, a_rows // 2 + 1, a_rows}):
+        for split_k in (False, True):
+            a = torch.randn(m, 1000, device="cuda", generator=gen).to(torch.bfloat16)
+            b = torch.randn(1032, 1000, device="cuda", generator=gen).to(torch.bfloat16)
+            c = torch.full((m, 1032), float("nan"), device="cuda", dtype=torch.bfloat16)
+            gemm = HopperGemm(cluster_m=1, tile_n=64, split_k=split_k, a_rows=a_rows)
+            gemm(a, b, c)
+            torch.cuda.synchronize()
+            ref = a.float() @ b.float().T
+            err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
+            assert bool(torch.isfinite(c).all()) and err < 1e-2, (m, split_k, err)
+
+
+def test_a_small_m_kernel_refuses_more_rows_than_it_loads(torch):
+    from tilemem.gemm.hopper import HopperGemm
+
+    a = torch.zeros(17, 256, device="cuda", dtype=torch.bfloat16)
+    b = torch.zeros(256, 256, device="cuda", dtype=torch.bfloat16)
+    c = torch.zeros(17, 256, device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(GemmShapeError, match=r"M = 17: this kernel loads 16 rows of A"):
+        HopperGemm(cluster_m=1, a_rows=16).prepare(a, b, c)

@@ -106,7 +106,7 @@ def test_240_wide_b_tile_does_not_split_four_ways():
 
 def test_tile_width_is_one_the_kernel_knows():
     with pytest.raises(
-        GemmShapeError, match=r"128 x one of \(256, 240, 192, 128\) columns, got 160"
+        GemmShapeError, match=r"128 x one of \(256, 240, 192, 128, 64\) columns, got 160"
     ):
         hopper_gemm_persistent(tile_n=160)
     assert _check_operands(_tensor(300, 200), _tensor(128, 200), _tensor(300, 128), tile_n=128)
@@ -124,8 +124,14 @@ def test_tile_width_is_one_the_kernel_knows():
         # 32 x 43 units of 192: 21 rounds (4153)
         (8192, 8192, (256, 2)),
         (8192, 14336, (256, 2)),  # 64 x 56 tiles: 28 rounds (7168); 192: 37 (7317)
-        # one round for every width: 256 costs 256, 192 costs 198, 128 costs 128 x 1.4 = 179
-        (304, 528, (128, 1)),
+        # one round for every width: 256 costs 256, 192 costs 198, 128 costs 128 x 1.4 = 179,
+        # 64 costs 64 x 1.9 = 121.6
+        (304, 528, (64, 1)),
+        # one row of M tiles: 16 x 57344 in 224 tiles of 256 would pair up (> 132 tiles), but
+        # the second CTA of a pair would only compute rows past M; alone: 2 rounds of 224
+        # tiles for 256 (512), 2 of 239 for 240 (2 x 240 x 1.01 = 484.8), 3 of 299 for 192
+        # (593.3), 4 of 448 for 128 (716.8), 7 of 896 for 64 (851.2)
+        (16, 57344, (240, 1)),
     ],
 )
 def test_launch_config_counts_rounds_of_whole_tiles(m, n, config):

@@ -51,8 +51,10 @@ CLUSTER_ONLY = (
 )
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def gemm_sources():
+    # built for each test (milliseconds), never cached across tests: mutation testing picks
+    # the tests that run a builder's lines, and a test reading an earlier test's build runs none
     print("generating the Hopper GEMM sources for cluster_m = 1 and 2")
     return {cm: hopper_gemm_persistent(cm).source for cm in (1, 2)}
 
@@ -79,7 +81,7 @@ def _verify_sources():
         yield f"wgmma {mode}", wgmma_kernel(mode, 64)[0].source
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def verify_sources():
     print("generating the verify kernels' sources")
     return dict(_verify_sources())
@@ -121,3 +123,100 @@ def test_the_enclosing_if_finder_sees_a_wrong_guard():
     assert _enclosing_ifs(text, text.index("mbarrier")) == ["if (((int)threadIdx.x != 0)) {"]
     closed = "void k() {\n  if (x) {\n  }\n  mbarrier.init.shared;\n}\n"
     assert _enclosing_ifs(closed, closed.index("mbarrier")) == []
+
+
+def _thread0_blocks(body: str) -> list[list[str]]:
+    """The statements of each top-level ``if (threadIdx.x == 0)`` block, in order, the asm
+    text of an ``asm volatile("...")`` statement reduced to its instruction."""
+    blocks: list[list[str]] = []
+    current: list[str] | None = None
+    for line in body.splitlines():
+        text = line.strip()
+        if text == "if (((int)threadIdx.x == 0)) {" and line.startswith("  if"):
+            current = []
+        elif current is not None and text == "}" and line.startswith("  }"):
+            blocks.append(current)
+            current = None
+        elif current is not None:
+            match = re.match(r'asm volatile\("(\{\\n\.reg \.b64 st;\\n)?([^ ;"]+)', text)
+            current.append(match.group(2) if match else text)
+    return blocks
+
+
+def _after_blocks(body: str) -> list[str]:
+    """The statement right after each top-level ``if (threadIdx.x == 0)`` block."""
+    lines = body.splitlines()
+    return [
+        lines[i + 1].strip() for i, line in enumerate(lines) if line == "  }" and i + 1 < len(lines)
+    ]
+
+
+@pytest.mark.parametrize("kind", ["tma_load", "wgmma"])
+def test_verify_barrier_is_initialised_fenced_then_synced(verify_sources, kind):
+    # PTX ISA, "mbarrier.init" and "fence.mbarrier_init": one thread initialises the
+    # barrier for one arrival (thread 0's arrive.expect_tx), fence.mbarrier_init.release
+    # .cluster makes the init visible to the TMA unit's complete_tx, and a CTA barrier
+    # orders it before any other thread waits on it
+    for mode in MODES:
+        body = verify_sources[f"{kind} {mode}"].split('extern "C" __global__', 1)[1]
+        first = _thread0_blocks(body)[0]
+        assert first == ["mbarrier.init.shared::cta.b64", "fence.mbarrier_init.release.cluster"]
+        assert '"r"((uint32_t)(1))' in body.split("fence.mbarrier_init", 1)[0]
+        assert _after_blocks(body)[0] == "__syncthreads();"
+        assert body.count("mbarrier.init") == 1 and "// bar: 1 uint64," in body
+
+
+def test_verify_store_is_fenced_before_tma_and_waited_before_exit(verify_sources):
+    # PTX ISA, "cp.async.bulk.tensor" and "fence.proxy.async": the threads' generic-proxy
+    # writes reach the TMA (async proxy) only after fence.proxy.async and a CTA barrier; the
+    # shared memory a store reads must stay valid until its bulk group has been read, so the
+    # thread that committed it waits for 0 outstanding groups before the CTA exits
+    for mode in MODES:
+        body = verify_sources[f"tma_store {mode}"].split('extern "C" __global__', 1)[1]
+        (block,) = _thread0_blocks(body)
+        # (2, 16, 64) uint16 = 2 stages of 128-byte rows, a box as wide as the mode's row
+        # (16, 32, 64, 128 bytes for none, 32B, 64B, 128B): 128 / width boxes a stage
+        boxes = 2 * (128 // (16 << MODES.index(mode)))
+        stores = ["cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"] * boxes
+        assert block == [*stores, "cp.async.bulk.commit_group", "cp.async.bulk.wait_group.read"]
+        assert "cp.async.bulk.wait_group.read 0;" in body
+        before = body.split("if (((int)threadIdx.x == 0)) {", 1)[0]
+        assert before.rstrip().endswith(
+            'asm volatile("fence.proxy.async.shared::cta;" :  :  : "memory");\n  __syncthreads();'
+        )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_raw_view_of_a_loaded_tile_is_the_tile_word_for_word(verify_sources, mode):
+    # tma_load copies the tile out as 32-bit words: a 2 x 16 x 64 uint16 tile is 4096 bytes,
+    # 1024 words, viewed from the tile's own first byte
+    body = verify_sources[f"tma_load {mode}"]
+    offset = re.search(r"uint16_t\* tile = reinterpret_cast<uint16_t\*>\(smem \+ (\d+)\);", body)
+    assert offset is not None
+    assert "// raw: 1024 uint32, row-major, 4096 bytes, align 4" in body
+    assert f"uint32_t* raw = reinterpret_cast<uint32_t*>(smem + {offset.group(1)});" in body
+    assert "if ((idx < 1024)) {" in body and "out[idx] = raw[idx];" in body
+
+
+@pytest.mark.parametrize("n", [64, 128, 256])
+def test_verify_wgmma_zeroes_every_accumulator_then_fences(n):
+    # m64nNk16 with an f32 D: N / 2 registers a thread (PTX ISA, "wgmma register fragments"),
+    # all zeroed since every wgmma accumulates; wgmma.fence orders those register writes
+    # before the first wgmma.mma_async reads them (PTX ISA, "wgmma.fence"); K = 64 takes
+    # four k16 steps, committed as one group and waited for to completion (0 pending)
+    body = wgmma_kernel("128B", n)[0].source.split("tm_mbarrier_wait(tm_smem_addr", 1)[1]
+    half = n // 2
+    zero = f"float acc[{half}];\n  #pragma unroll\n  for (int r = 0; r < {half}; ++r) {{\n"
+    assert zero + "    acc[r] = 0.0f;\n  }\n" in body
+    after = body.split("acc[r] = 0.0f;\n  }\n", 1)[1]
+    steps = re.findall(
+        r'asm volatile\("(?:\{\\n\.reg \.pred p;\\nsetp\.ne\.b32 p, %\d+, 0;\\n)?([^ ;"\\]+)', after
+    )
+    mma = f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16"
+    assert steps[:7] == [
+        "wgmma.fence.sync.aligned",
+        *[mma] * 4,
+        "wgmma.commit_group.sync.aligned",
+        "wgmma.wait_group.sync.aligned",
+    ]
+    assert "wgmma.wait_group.sync.aligned 0;" in after

@@ -6,6 +6,8 @@ also launched on the GPU with the same inputs, and the two outputs are compared.
 - GEMMs on small-integer bf16 inputs must be bit-identical too: every product and every partial
   sum is an integer below 2^24, so fp32 accumulation is exact in any order, and the bf16 result
   is the same rounding of the same value.
+- A wgmma reading an operand through a descriptor with each base offset (bits 49-51) must be
+  bit-identical too, and only the base offset the PTX ISA prescribes may give A @ B^T.
 - GEMMs on random normal inputs may differ only by the order of fp32 accumulation inside wgmma
   (which the PTX ISA leaves unspecified), then rounded to bf16: per element at most one bf16 ulp
   of the result (2^-7 relative) plus the reordering error of fp32 sums, bounded by
@@ -208,3 +210,52 @@ def test_persistent_gemm_matches_the_gpu(torch, cluster_m, integers):
     )
     Launcher(program)(*gmaps, *tiles, 8, grid=grid, cluster=cluster)
     _compare(_from_gpu(torch, c_gpu, c_sim), c_sim, exact=integers, a=a, b=b)
+
+
+# --- the matrix descriptor's base offset (bits 49-51) ---------------------------------------
+
+
+def _fragment_of(d: np.ndarray) -> np.ndarray:
+    """D (64 x 8) as ``out[t, i]``: thread t's acc[i] is D[16 (t // 32) + (t % 32) // 4 +
+    8 (i // 2), 2 (t % 4) + i % 2] (PTX ISA 9.0, wgmma m64nNk16 register fragment of D)."""
+    t, i = np.meshgrid(np.arange(128), np.arange(4), indexing="ij")
+    return d[16 * (t // 32) + (t % 32) // 4 + 8 * (i // 2), 2 * (t % 4) + i % 2]
+
+
+def test_wgmma_base_offset_matches_the_gpu(torch):
+    """A 128B-swizzled A operand whose pattern starts at P = 0x580 (128-byte, not 1024-byte
+    aligned), read by one wgmma m64n8k16 with every base offset 0..7 in its descriptor:
+    the simulator and the GPU must agree bit for bit on each (integer bf16 inputs: exact
+    fp32 sums), and the one the PTX ISA asks for ((P >> 7) & 7 = 3, "Matrix Descriptor
+    Format") must give A @ B^T. The message says which base offsets give A @ B^T on each."""
+    import tilemem.sim as sim
+    from tilemem.cuda.launch import Launcher
+
+    k = _simkernels().wgmma_base_offset()
+    rng = np.random.default_rng(5)
+    a = rng.integers(-3, 4, (64, 64)).astype(np.float32).astype(ml_dtypes.bfloat16)
+    b = rng.integers(-3, 4, (8, 64)).astype(np.float32).astype(ml_dtypes.bfloat16)
+    want = _fragment_of(a[:, :16].astype(np.float32) @ b[:, :16].astype(np.float32).T)
+    launch = Launcher(k)
+    a_gpu, b_gpu = _to_gpu(torch, a), _to_gpu(torch, b)
+    sims, gpus, wheres = {}, {}, {}
+    for bo in range(8):
+        out, where = np.zeros((128, 4), np.float32), np.zeros(2, np.uint32)
+        assert sim.run(k, a, b, out, where, bo).ok
+        sims[bo], wheres["sim"] = out, tuple(where.tolist())
+        out_gpu = _to_gpu(torch, np.full((128, 4), np.nan, np.float32))
+        where_gpu = _to_gpu(torch, np.zeros(2, np.int32))
+        launch(a_gpu, b_gpu, out_gpu, where_gpu, bo)
+        gpus[bo] = _from_gpu(torch, out_gpu, out)
+        wheres["gpu"] = tuple(_from_gpu(torch, where_gpu, where.view(np.int32)).tolist())
+    exact_gpu = [bo for bo in range(8) if np.array_equal(gpus[bo], want)]
+    exact_sim = [bo for bo in range(8) if np.array_equal(sims[bo], want)]
+    differ = [bo for bo in range(8) if not np.array_equal(gpus[bo], sims[bo])]
+    assert wheres["sim"] == (3, 0x580) and wheres["gpu"] == wheres["sim"], (
+        f"((P >> 7) & 7, P): simulator {wheres['sim']}, GPU {wheres['gpu']}; "
+        f"A @ B^T on the GPU at base offsets {exact_gpu}, in the simulator at {exact_sim}"
+    )
+    assert not differ and exact_gpu == [3], (
+        f"simulator and GPU differ at base offsets {differ}; A @ B^T on the GPU at "
+        f"{exact_gpu}, in the simulator at {exact_sim} (the PTX ISA formula gives 3)"
+    )

@@ -11,14 +11,15 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-import sys
+import time
 import warnings
 from pathlib import Path
 
 import pytest
 
 import tilemem
-from oracle.cute import OracleUnavailable, find_cutlass_include, find_nvcc
+from oracle import cute
+from oracle.cute import OracleUnavailable, build_lock, find_cutlass_include, find_nvcc
 from tilemem.interop.cute_cpp import entry_layout
 
 
@@ -98,6 +99,21 @@ def _program(plans) -> tuple[str, list]:
     return "\n".join(lines) + "\n", expected
 
 
+def _compile(nvcc: str, include: Path, source: str, exe: Path, tmp: Path) -> None:
+    cute.SAY(f"CuTe header check: compiling the exported headers with {nvcc} into {exe}")
+    start = time.monotonic()
+    src = tmp / "check.cpp"
+    src.write_text(source)
+    built = tmp / "check"
+    cmd = [nvcc, "-x", "c++", "-std=c++17", "-ccbin", "g++", f"-I{include}", "-O0", "-w"]
+    result = subprocess.run(
+        [*cmd, str(src), "-o", str(built)], check=False, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    os.replace(built, exe)  # atomic: a reader never finds half a binary
+    cute.SAY(f"CuTe header check: compiled in {time.monotonic() - start:.0f} s")
+
+
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory):
     try:
@@ -110,26 +126,9 @@ def compiled(tmp_path_factory):
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "tilemem"
     exe = cache / f"cute-header-{key}"
     if not exe.is_file():
-        print("compiling the CuTe header check with nvcc ...", file=sys.stderr)
-        cache.mkdir(parents=True, exist_ok=True)
-        src = tmp_path_factory.mktemp("cute_header") / "check.cpp"
-        src.write_text(source)
-        cmd = [
-            nvcc,
-            "-x",
-            "c++",
-            "-std=c++17",
-            "-ccbin",
-            "g++",
-            f"-I{include}",
-            "-O0",
-            "-w",
-            str(src),
-            "-o",
-            str(exe),
-        ]
-        result = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        assert result.returncode == 0, result.stderr[-4000:]
+        with build_lock(cache, exe.name):
+            if not exe.is_file():  # not built by another process while this one waited
+                _compile(nvcc, include, source, exe, tmp_path_factory.mktemp("cute_header"))
     out = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout
     return plans, expected, out.split()
 

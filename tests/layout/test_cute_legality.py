@@ -82,17 +82,21 @@ def compile_unit(name: str, source: str) -> dict:
     cached = cache / f"{name}-{key}.json"
     if cached.is_file():
         return json.loads(cached.read_text())
-    cache.mkdir(parents=True, exist_ok=True)
-    path = cache / f"{name}-{key}.cpp"
-    path.write_text(source)
-    print(f"building CuTe legality probes {path} (cached in {cache})", flush=True)
-    start = time.time()
-    cmd = [nvcc, "-x", "c++", "-std=c++17", "-ccbin", "g++", f"-I{include}", "-w"]
-    cmd += ["-Xcompiler", "-fsyntax-only", "-c", str(path), "-o", "/dev/null"]
-    done = subprocess.run(cmd, check=False, capture_output=True, text=True)
-    result = {"ok": done.returncode == 0, "log": done.stdout + done.stderr}
-    print(f"built {path.name} in {time.time() - start:.0f} s", flush=True)
-    cached.write_text(json.dumps(result))
+    with cute.build_lock(cache, name):
+        if cached.is_file():  # another process compiled it while this one waited
+            return json.loads(cached.read_text())
+        path = cache / f"{name}-{key}.cpp"
+        path.write_text(source)
+        cute.SAY(f"CuTe legality probes: compiling {path} (syntax only; cached in {cache})")
+        start = time.monotonic()
+        cmd = [nvcc, "-x", "c++", "-std=c++17", "-ccbin", "g++", f"-I{include}", "-w"]
+        cmd += ["-Xcompiler", "-fsyntax-only", "-c", str(path), "-o", "/dev/null"]
+        done = subprocess.run(cmd, check=False, capture_output=True, text=True)
+        result = {"ok": done.returncode == 0, "log": done.stdout + done.stderr}
+        cute.SAY(f"CuTe legality probes: {path.name} compiled in {time.monotonic() - start:.0f} s")
+        partial = cached.with_suffix(".part")
+        partial.write_text(json.dumps(result))
+        partial.replace(cached)  # atomic: a reader never finds half a verdict
     return result
 
 

@@ -74,8 +74,9 @@ def test_swizzle_acts_on_absolute_addresses():
     assert swizzle_address(np.array([0x180]), "64B").tolist() == [0x1B0]
     # Swizzle<2,5,2> (128B with 32-byte atoms): bits 5-6 ^= bits 7-8
     assert swizzle_address(np.array([0x180]), "128B_base32B").tolist() == [0x1E0]
-    # base offset 1 shifts the row phase by one 128-byte row: 0x0 reads as row 1
-    assert swizzle_address(np.array([0x0]), "128B", base_offset=1).tolist() == [0x10]
+    # base offset 1: the pattern starts at a row with (addr >> 7) & 7 == 1 (PTX ISA "Matrix
+    # Descriptor Format"), so 0x80 is its row 0 (no XOR) and 0x0 its row 7 (chunk 0 -> 7)
+    assert swizzle_address(np.array([0x80, 0x0]), "128B", base_offset=1).tolist() == [0x80, 0x70]
 
 
 def test_k_major_128b_addresses_by_hand():

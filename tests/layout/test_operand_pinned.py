@@ -338,6 +338,7 @@ def test_tcgen05_instr_descriptor_shorthand():
 # -- the CuTe answers quoted above are current -------------------------------------------------
 
 
+@pytest.mark.cute_oracle
 def test_quoted_cute_answers_are_current():
     from oracle import cute
 

@@ -12,6 +12,7 @@ terminal so the lines show even under ``-q`` and output capture).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -20,7 +21,7 @@ import sys
 import sysconfig
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -71,20 +72,58 @@ def _cache_dir() -> Path:
     return Path(root) / "tilemem" / "cute-oracle"
 
 
-def build() -> Path:
-    """Compile the oracle (or reuse the cached binary); returns its path."""
+@contextlib.contextmanager
+def build_lock(folder: Path, name: str = "build") -> Iterator[None]:
+    """Hold the lock ``name`` of ``folder``: one build of a thing at a time across processes
+    (pytest-xdist workers, two test runs), so a second asker waits for the result instead of
+    compiling it again. Inside the lock no build is running, so temporary folders left by a
+    killed build are removed."""
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f".{name}.lock", "w") as handle:
+        try:
+            import fcntl
+        except ImportError:  # not POSIX: no other process to wait for in practice
+            yield
+            return
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            for stale in folder.glob("tmp*"):
+                shutil.rmtree(stale, ignore_errors=True)
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def exe_path() -> Path:
+    """Where the binary of this source, these headers and this compiler is cached."""
     nvcc, include = find_nvcc(), find_cutlass_include()
     if shutil.which("g++") is None:
         raise OracleUnavailable("no g++ (nvcc's host compiler for the oracle)")
     version = (include / "cutlass" / "version.h").read_bytes()
     key = hashlib.sha256(SOURCE.read_bytes() + version + nvcc.encode()).hexdigest()[:16]
-    exe = _cache_dir() / f"cute_oracle-{key}"
+    return _cache_dir() / f"cute_oracle-{key}"
+
+
+def build() -> Path:
+    """Compile the oracle (or reuse the cached binary); returns its path."""
+    exe = exe_path()
+    nvcc, include = find_nvcc(), find_cutlass_include()
     if exe.is_file():
         if exe not in _ANNOUNCED:
             _ANNOUNCED.add(exe)
             SAY(f"CuTe oracle: using the cached build {exe}")
         return exe
-    exe.parent.mkdir(parents=True, exist_ok=True)
+    asked = time.monotonic()
+    with build_lock(exe.parent):
+        if exe.is_file():  # another process built it while this one waited for the lock
+            SAY(f"CuTe oracle: waited {time.monotonic() - asked:.0f} s for the build of {exe}")
+        else:
+            _compile(nvcc, include, exe)
+    _ANNOUNCED.add(exe)
+    return exe
+
+
+def _compile(nvcc: str, include: Path, exe: Path) -> None:
     SAY(
         f"CuTe oracle: building {SOURCE.name} against the CUTLASS headers in {include} with "
         f"{nvcc} (two parts in parallel; several minutes on 2 cores, once) into {exe.parent}"
@@ -112,10 +151,8 @@ def build() -> Path:
         )
         if r.returncode:
             raise RuntimeError(f"linking the CuTe oracle failed:\n{r.stderr[-4000:]}")
-        os.replace(linked, exe)  # atomic: a concurrent build finds a whole binary
-    _ANNOUNCED.add(exe)
+        os.replace(linked, exe)  # atomic: a reader never finds half a binary
     SAY(f"CuTe oracle: built in {time.monotonic() - start:.0f} s, cached at {exe}")
-    return exe
 
 
 def run_lines(exe: Path, queries: list[str]) -> list[str]:
@@ -136,5 +173,9 @@ def run(exe: Path, queries: list[str]) -> list[int]:
     return [int(line, 16) for line in run_lines(exe, queries)]
 
 
-if __name__ == "__main__":  # python tests/oracle/cute.py 'smem 90 K 3 16 0 64 128 0 0 0 0'
-    print("\n".join(f"{v:#018x}" for v in run(build(), sys.argv[1:])))
+if __name__ == "__main__":
+    # python tests/oracle/cute.py 'smem 90 K 3 16 0 64 128 0 0 0 0'   (answers)
+    # python tests/oracle/cute.py --build                              (build only)
+    exe = build()
+    if sys.argv[1:] != ["--build"]:
+        print("\n".join(f"{v:#018x}" for v in run(exe, sys.argv[1:])))

@@ -11,7 +11,17 @@ import time
 
 import pytest
 
-from tilemem.plan.lifetimes import ALL_LANES, Item, _Instance, _Search, conflicts, pack
+from tilemem.errors import AllocationError
+from tilemem.plan.lifetimes import (
+    ALL_LANES,
+    CHECK_EVERY,
+    Item,
+    _Instance,
+    _Search,
+    conflicts,
+    pack,
+    pack_checked,
+)
 
 
 def random_items(rng: random.Random, count: int, lanes: bool = False):
@@ -160,3 +170,67 @@ def test_many_maximal_cliques_are_cut_off_and_the_placement_stays_valid():
 
 def test_all_lanes_mask_is_every_lane():
     assert ALL_LANES & (1 << 127) and ALL_LANES & 1
+
+
+def test_a_search_out_of_time_returns_its_best_placement_unproven():
+    # a ladder of 16 needs 1 + 16 * 2^15 - 16 = 524,273 nodes (test_lifetimes_packer_pinned):
+    # with 20 ms of CPU time it stops long before its 50,000-node budget, checking the clock
+    # every CHECK_EVERY nodes; every placement of a ladder takes the sizes plus one odd
+    # byte between neighbours
+    items = [Item(f"o{2 * i + 1}", 2 * i + 1, 2) for i in range(16)]
+    start = time.thread_time()
+    packing = pack(items, seconds=0.02)
+    assert time.thread_time() - start < 2  # 100x the limit: set-up and one check interval
+    assert not packing.exact
+    assert packing.nodes % CHECK_EVERY == 0 and packing.nodes < 50_000
+    assert packing.footprint == 16 * 16 + 15  # sizes 1, 3, ..., 31 sum to 256
+    assert clashes_pair_by_pair(items, packing.offsets, ()) == []
+
+
+def test_without_a_time_limit_the_node_budget_alone_stops_the_search():
+    items = [Item(f"o{2 * i + 1}", 2 * i + 1, 2) for i in range(16)]
+    assert pack(items, seconds=None, node_limit=300).nodes == 301
+
+
+@pytest.mark.parametrize("seconds", [0, -1.5, True, "1", float("nan")])
+def test_a_time_limit_that_is_no_positive_number_is_refused(seconds):
+    with pytest.raises(AllocationError, match="seconds must be a number > 0 or None"):
+        pack([Item("a", 8)], seconds=seconds)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_pack_checked_is_pack_and_the_alias_check_of_its_offsets(seed):
+    # pack_checked skips the alias check when nothing is placed by hand; the reference
+    # checks every pair of the packed offsets (clashes_pair_by_pair) and finds nothing then
+    rng = random.Random(seed)
+    items, phases = random_items(rng, rng.randint(1, 10), lanes=seed % 2 == 1)
+    if seed % 3 == 0:  # no fixed offsets: nothing placed by hand
+        items = [Item(it.name, it.length, it.align, it.live, it.lanes) for it in items]
+    packing, found = pack_checked(items, phases)
+    assert packing == pack(items, phases)
+    assert found == conflicts(items, packing.offsets, phases)
+    if all(it.offset is None for it in items):
+        assert clashes_pair_by_pair(items, packing.offsets, phases) == []
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_first_fit_by_kind_is_the_lowest_clear_position_in_order(seed):
+    # few kinds (two or three live sets, some on lane halves) and many items: first fit
+    # keeps each kind's positions as runs; the reference tries every aligned offset
+    rng = random.Random(seed)
+    phases = ("a", "b", "c")
+    kinds = [(frozenset("ab"), None), (frozenset("bc"), frozenset(range(64))),
+             (frozenset("c"), None)][: rng.randint(2, 3)]  # fmt: skip
+    items = []
+    for n in range(rng.randint(9, 16)):
+        live, lanes = rng.choice(kinds)
+        align = rng.choice((8, 16, 128, 1024))
+        items.append(Item(f"b{n}", rng.choice((8, 100, 1024, rng.randint(1, 1500))), align,
+                          live, lanes))  # fmt: skip
+    inst = _Instance(items, phases)
+    search = _Search(inst, 10, inst.cell_classes())
+    order = sorted(search.free, key=lambda r: rng.random())
+    assert len(search.blocking) ** 2 <= len(order)  # the path by kind is the one taken
+    offsets = search.first_fit(order)
+    want = first_fit_by_hand(items, [items[r].name for r in order], phases)
+    assert {items[r].name: x for r, x in offsets.items()} == want

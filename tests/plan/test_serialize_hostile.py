@@ -1152,8 +1152,8 @@ def test_overlaps_are_found_by_a_sweep_not_by_all_pairs():
         for i in range(20_000)
     ]
     entries.append(PlanEntry("all", "shared.dyn", 0, 32, 16, 0, "float32", (8,), "row-major"))
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: robust to a loaded machine
     partners = _partners(entries)
-    assert time.perf_counter() - start < 10.0
+    assert time.process_time() - start < 10.0
     assert partners["all"] == {"b0", "b1"} and partners["b1"] == {"all"}
     assert sum(len(p) for p in partners.values()) == 4  # two pairs, each seen from both ends

@@ -65,10 +65,10 @@ def test_overlay_rows_by_hand():
 def test_twenty_thousand_entries_take_well_under_seconds():
     disjoint = tuple(_entry(i, 16 * i, 16) for i in range(20_000))
     stacked = tuple(_entry(i, 0, 16) for i in range(20_000))  # every one overlaps all others
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: a loaded machine does not fail it
     assert _overlay_rows(disjoint) == [0] * 20_000
     rows = _overlay_rows(stacked)
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     assert rows[:MAX_OVERLAY_ROWS] == list(range(MAX_OVERLAY_ROWS))
     assert set(rows[MAX_OVERLAY_ROWS:]) == {MAX_OVERLAY_ROWS - 1}
     # the quadratic scan needed ~2 x 10^8 comparisons here (minutes); bisection is ~10^6

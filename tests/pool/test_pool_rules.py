@@ -297,10 +297,10 @@ def test_a_window_that_is_no_strided_layout_is_refused_when_made():
 
 def test_a_stride_zero_multi_stage_view_is_refused_at_once():
     acc = tmem_pool().alloc((128, 512))
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: robust to a loaded machine
     with pytest.raises(AllocationError, match="stride=0 makes all 500 stages the same"):
         TMEMStages(acc, 0, 1, stages=500, stride=0)
-    assert time.perf_counter() - start < 0.5
+    assert time.process_time() - start < 0.5
 
 
 def test_stage_count_is_bounded_by_tensor_memory():

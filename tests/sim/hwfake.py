@@ -71,7 +71,7 @@ class FakeContext:
         return 0
 
     # asynchrony
-    def issue(self, queue, complete, what):
+    def issue(self, queue, complete, what, *, writes=()):
         self.pending.append((queue, complete, what))
 
     def complete_all(self):
@@ -102,17 +102,18 @@ def run(sim, ctx: FakeContext, op: str, args: tuple, values: list, **attrs):
     return sim(ctx, Call(op, args, attrs=tuple(attrs.items())))
 
 
-def place(smem, base, values, dtype, mode, major, arch="sm_90a"):
+def place(smem, base, values, dtype, mode, major, arch="sm_90a", fmt=None):
     """Write ``values`` (rows x cols, cols contiguous) into ``smem`` at ``base`` laid out as
     tilemem lays out an operand tile (its layouts and descriptors are checked against CuTe),
-    padded with zeros to whole swizzle rows; returns the descriptor of its first slice."""
+    padded with zeros to whole swizzle rows; returns the descriptor of its first slice.
+    ``fmt``: encode the values in this format inside ``dtype``'s containers (fp6 in bytes)."""
     dt = DataType(dtype)
     rows, cols = values.shape
     atom = {"none": 16, "32B": 32, "64B": 64, "128B": 128}[mode] * 8 // dt.bits
     padded = np.zeros((rows, -(-cols // atom) * atom), np.float32)
     padded[:, :cols] = values
     layout = mma_shared_layout(dtype, mode, padded.shape)
-    fmt = "tf32" if dtype == "float32" else dtype
+    fmt = fmt or ("tf32" if dtype == "float32" else dtype)
     words = float32_to_bits(padded, fmt).astype(np.uint64).ravel()
     bit = layout.positions()["m"] * dt.bits  # row-major over (rows, cols)
     if dt.bits == 4:

@@ -138,6 +138,7 @@ def tmem_user(
     store_col: int = 0,
     deallocate: bool = True,
     pad_smem: int = 0,
+    wait_ld: bool = True,
 ):
     """Warp 0 allocates ``cols`` TMEM columns; every warp stores its lane quarter's first
     column, waits, loads it back into ``out``; then (cluster: after a cluster barrier) the
@@ -159,8 +160,9 @@ def tmem_user(
         where = T.tmem_addr(acc, lane=quarter * 32, col=store_col)
         T.ptx.tcgen05.st(where, regs, num=1)  # @tmem-st
         T.ptx.tcgen05.wait_st()
-        T.ptx.tcgen05.ld(regs, T.tmem_addr(acc, lane=quarter * 32), num=1)
-        T.ptx.tcgen05.wait_ld()
+        T.ptx.tcgen05.ld(regs, T.tmem_addr(acc, lane=quarter * 32), num=1)  # @tmem-ld
+        if wait_ld:
+            T.ptx.tcgen05.wait_ld()
         out[T.block_id() * 128 + T.thread_id()] = regs[0]  # @tmem-read
         if cluster:
             T.ptx.cluster.sync()  # @cluster-sync
@@ -221,5 +223,119 @@ def halve_bf16(phase: str | None = None):
         else:
             with T.phase(phase):
                 x[i] = T.cast(x[i], "float32") * 0.5
+
+    return k
+
+
+def wgmma_tile(wait: bool = True):
+    """One warpgroup: D (64 x 8) = A (64 x 64) @ B (8 x 64)^T with A[m, k] = m % 4 + 1 and
+    B[n, k] = n + 1 written by the threads (bf16, 128B swizzle), then ``out[t, i] = acc[i]``.
+    Without ``wait`` the accumulators are read before ``wgmma.wait_group``."""
+
+    @T.kernel(target="sm_90a", grid=1, block=128)
+    def k(out: T.Buffer((128, 4), "float32")):
+        smem = T.SMEMPool(name="smem")
+        a = smem.alloc_mma((64, 64), "bfloat16", "128B", name="A")
+        b = smem.alloc_mma((8, 64), "bfloat16", "128B", name="B")
+        smem.commit()
+        t = T.thread_id()
+        for j in T.serial(32, name="j"):
+            e = t * 32 + j
+            a[e // 64, e % 64] = T.cast(e // 64 % 4 + 1, "bfloat16")
+        for j in T.serial(4, name="j"):
+            e = t * 4 + j
+            b[e // 64, e % 64] = T.cast(e // 64 + 1, "bfloat16")
+        T.ptx.fence.proxy_async_shared_cta()
+        T.cuda.syncthreads()
+        acc = T.alloc_local(4, "float32", name="acc")
+        T.ptx.wgmma.fence()
+        T.ptx.wgmma.mma_async(  # @wgmma
+            acc, T.ptx.wgmma.desc(a, 0, 0), T.ptx.wgmma.desc(b, 0, 0), n=8, scale_d=0
+        )
+        T.ptx.wgmma.commit_group()
+        if wait:
+            T.ptx.wgmma.wait_group(0)
+        for i in T.unroll(4, name="i"):
+            out[t, i] = acc[i]  # @acc-read
+
+    return k
+
+
+def lane_clash(kind: str, same: bool):
+    """One warp stores with two lanes on each address, then every lane loads ``buf[0, 0]``.
+    ``"st"``: lanes 2j and 2j + 1 store element j of ``buf`` (values 2j and 2j + 1, or j
+    twice when ``same``). ``"stmatrix"``: lane 8i + r gives row r's address for every matrix
+    i, so the four 8x8 matrices land on one tile (words 1, 2, 3, 4, or 1 four times)."""
+
+    @T.kernel(target="sm_90a", grid=1, block=32)
+    def k(out: T.Buffer((32,), "float32")):
+        smem = T.SMEMPool(name="smem")
+        buf = smem.alloc((8, 8), "uint16", name="buf")
+        smem.commit()
+        t = T.thread_id()
+        j = t // 2
+        if kind == "st":
+            buf[j // 8, j % 8] = T.cast(j if same else t, "uint16")  # @clash-st
+        else:
+            words = [1, 1, 1, 1] if same else [1, 2, 3, 4]
+            T.ptx.stmatrix_x4((buf, t % 8, 0), words)  # @clash-stmatrix
+        out[t] = T.cast(buf[0, 0], "float32")  # @broadcast-read
+
+    return k
+
+
+# wgmma descriptor bits of a K-major 128B-swizzled operand (PTX ISA 9.0, 9.7.15.5.1.2.2
+# "Matrix Descriptor Format"): layout type 1 (128B) in bits 62-63, SBO = 1024 bytes (eight
+# 128-byte rows) >> 4 in bits 32-45, LBO = 1 (unused by swizzled K-major layouts) in 16-29
+SW128_K_HIGH = (1 << 62) | ((1024 >> 4) << 32) | (1 << 16)
+
+
+def wgmma_base_offset(rows_in: int = 3):
+    """D (64 x 8) = A (64 x 16) @ B (8 x 16)^T with A in shared memory at P = (a 1024-byte
+    aligned base) + 128 * ``rows_in``: 128-byte but not 1024-byte aligned. A is written by
+    the threads as a 128B-swizzled K-major tile whose repeating pattern starts at P (row r at
+    P + 128 r, its 16-byte chunk c at chunk c ^ (r % 8)); its descriptor starts at P with the
+    kernel argument ``base_offset`` in bits 49-51 (the PTX ISA asks for (P >> 7) & 7, written
+    to ``where[0]`` with P itself in ``where[1]``). B is an ordinary aligned 128B tile.
+    ``out[t, i] = acc[i]`` (the m64n8 fragment of D)."""
+
+    @T.kernel(target="sm_90a", grid=1, block=128)
+    def k(
+        a_in: T.Buffer((64, 64), "bfloat16"),
+        b_in: T.Buffer((8, 64), "bfloat16"),
+        out: T.Buffer((128, 4), "float32"),
+        where: T.Buffer((2,), "uint32"),
+        base_offset: T.uint32,
+    ):
+        smem = T.SMEMPool(name="smem")
+        raw = smem.alloc((8 * 1024 // 2 + 512,), "bfloat16", align=1024, name="raw")
+        b = smem.alloc_mma((8, 64), "bfloat16", "128B", name="B")
+        smem.commit()
+        t = T.thread_id()
+        shift = 128 * rows_in  # bytes from raw's 1024-aligned start to P
+        for j in T.serial(32, name="j"):
+            e = t * 32 + j
+            r, kk = e // 64, e % 64
+            chunk = (kk // 8) ^ (r % 8)
+            byte = shift + (r // 8) * 1024 + (r % 8) * 128 + chunk * 16 + (kk % 8) * 2
+            raw[byte // 2] = a_in[r, kk]  # @bo-fill
+        for j in T.serial(4, name="j"):
+            e = t * 4 + j
+            b[e // 64, e % 64] = b_in[e // 64, e % 64]
+        T.ptx.fence.proxy_async_shared_cta()
+        T.cuda.syncthreads()
+        start = T.smem_addr(raw, shift // 2)
+        with T.If(t == 0):
+            where[0] = (start >> 7) & 7
+            where[1] = start
+        low = T.cast((start >> 4) & 0x3FFF, "uint64")
+        a_desc = low | T.cast(base_offset & 7, "uint64") << 49 | SW128_K_HIGH
+        acc = T.alloc_local(4, "float32", name="acc")
+        T.ptx.wgmma.fence()
+        T.ptx.wgmma.mma_async(acc, a_desc, T.ptx.wgmma.desc(b, 0, 0), n=8, scale_d=0)
+        T.ptx.wgmma.commit_group()
+        T.ptx.wgmma.wait_group(0)
+        for i in T.unroll(4, name="i"):
+            out[t, i] = acc[i]
 
     return k

@@ -27,14 +27,14 @@ Corpus entries elsewhere (kind):
   test_tcgen05_attention.py: wrong LBO on the MN-major V descriptor (wrong result); P stored
     over S before S is read (race).
 That is 32 distinct mutated kernels (the held-at-exit kernel, which also never relinquishes,
-counted once); with the 14 here, 46.
+counted once); with the 18 here, 50.
 
 Entries here (kind):
   1. expect-tx bytes too many: the phase never completes (mbarrier / deadlock)
   2. two arrivals expected, one made, then waited on (deadlock)
   3. staged TMA stores without fence.proxy.async (proxy)
   4. tcgen05.st then tcgen05.ld without wait::st (race, TMEM)
-  5. tcgen05.ld without wait::ld, registers read (race, registers)
+  5. tcgen05.ld without wait::ld, registers read (race, registers, in every schedule)
   6. dealloc without the barrier after the other warps' TMEM accesses (tmem-protocol / race)
   7. Hopper GEMM consumers waiting with the wrong parity (race / uninitialized)
   8. Hopper GEMM consumers not waiting for the full barrier (race / uninitialized)
@@ -45,6 +45,10 @@ Entries here (kind):
   13. Hopper GEMM epilogue marked as the mainloop: C_epilogue written outside its phase
       (lifetime)
   14. Hopper GEMM wgmma B descriptor with 64B instead of 128B swizzle bits (wrong result)
+  15. wgmma accumulators read before wgmma.wait_group (race, registers, in every schedule)
+  16. two lanes of one st.shared storing different values to one element (race)
+  17. two lanes of one stmatrix giving one row address for different data (race)
+  18. a tcgen05.st whose lanes all map to one TMEM cell, storing their thread ids (race)
 """
 
 from __future__ import annotations
@@ -56,12 +60,14 @@ from pathlib import Path
 
 import ml_dtypes
 import numpy as np
+import pytest
 
 import tilemem.sim as sim
 from tilemem import T, examples, kernels
 from tilemem.cuda.tma import tile_map
 from tilemem.errors import TilememWarning
 from tilemem.ir.nodes import UINT64, Const
+from tilemem.sim.machine import write_conflict
 
 from . import simkernels
 from .simkernels import line
@@ -125,13 +131,52 @@ def test_tmem_load_without_wait_st(monkeypatch):
     assert any(line("tmem-st") in sources(h) for h in races)
 
 
-def test_tmem_registers_read_without_wait_ld(monkeypatch):
-    """(Under "adversarial" the load completes only after the dealloc: "tmem-protocol".)"""
-    k = _tmem_user(monkeypatch, T.ptx.tcgen05, "wait_ld", lambda: None)
-    result = sim.run(k, np.zeros(128, np.float32), schedule="in-order")
+def _register_races(result, buffer: str, wait: str, issued: str, read: str) -> list:
+    """The register races of ``result``: each on ``buffer``, naming the asynchronous
+    instruction (line ``issued``), the early read (line ``read``) and the missing ``wait``."""
     races = [h for h in result.of_kind("race") if h.space == "registers"]
-    assert races and all(h.buffer == "regs" for h in races)
-    assert any(line("tmem-read") in sources(h) for h in races)
+    assert races, result.hazards
+    for h in races:
+        assert h.buffer == buffer and sources(h) == {read, issued}, h
+        assert f"add {wait} before reading {buffer}" in h.message, h.message
+    return races
+
+
+@pytest.mark.parametrize("schedule", ["random", "in-order", "adversarial"])
+def test_tmem_registers_read_without_wait_ld(schedule):
+    """The destination of a tcgen05.ld read before tcgen05.wait::ld is a race in every
+    schedule, however late the load completes (under "adversarial" it lands after the dealloc,
+    which is reported too)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TilememWarning)
+        k = simkernels.tmem_user(wait_ld=False)
+    result = sim.run(k, np.zeros(128, np.float32), schedule=schedule, seed=3)
+    races = _register_races(result, "regs", "tcgen05.wait::ld", line("tmem-ld"), line("tmem-read"))
+    assert {h.where for h in races} == {"elements 0..0"}
+    assert all("regs[0] before the tcgen05.ld.32x32b.x1" in h.message for h in races)
+
+
+@pytest.mark.parametrize("schedule", ["random", "in-order", "adversarial"])
+def test_wgmma_accumulators_read_before_wait_group(schedule):
+    result = sim.run(
+        simkernels.wgmma_tile(wait=False), np.zeros((128, 4), np.float32), schedule=schedule, seed=5
+    )
+    races = _register_races(result, "acc", "wgmma.wait_group", line("wgmma"), line("acc-read"))
+    assert all("before the wgmma.mma_async m64n8k16" in h.message for h in races)
+
+
+def test_wgmma_tile_with_its_wait_is_clean_and_right():
+    """D = A @ B^T with A[m, k] = m % 4 + 1, B[n, k] = n + 1 over one k16 step:
+    D[m, n] = 16 (m % 4 + 1)(n + 1). Lane l of warp w holds D[16 w + l // 4 + 8 (i // 2),
+    2 (l % 4) + i % 2] in acc[i] (PTX ISA 9.0, "wgmma" register fragment of D, m64nNk16)."""
+    for schedule in ("random", "adversarial"):
+        out = np.zeros((128, 4), np.float32)
+        result = sim.run(simkernels.wgmma_tile(), out, schedule=schedule)
+        assert result.ok, result.hazards
+        t, i = np.meshgrid(np.arange(128), np.arange(4), indexing="ij")
+        m = 16 * (t // 32) + (t % 32) // 4 + 8 * (i // 2)
+        n = 2 * (t % 4) + i % 2
+        np.testing.assert_array_equal(out, 16.0 * (m % 4 + 1) * (n + 1))
 
 
 def test_dealloc_without_the_barrier_after_the_loads(monkeypatch):
@@ -299,3 +344,53 @@ def test_hopper_wgmma_b_descriptor_swizzle_bits(monkeypatch):
     # small integers: every fp32 sum is exact, so the right kernel matches bit for bit
     ref = (a.astype(np.float64) @ b.astype(np.float64).T).astype(np.float32).astype(BF16)
     assert not np.array_equal(c.astype(np.float32), ref.astype(np.float32))
+
+
+@pytest.mark.parametrize("kind", ["st", "stmatrix"])
+def test_two_lanes_of_one_store_writing_different_values(kind):
+    """PTX ISA memory consistency model: accesses of one instruction by different threads are
+    not ordered, so two lanes storing different values to one byte leave either value."""
+    (h,) = sim.run(simkernels.lane_clash(kind, same=False), np.zeros(32, np.float32)).hazards
+    assert h.kind == "race" and h.space == "shared" and h.buffer == "buf"
+    assert h.where.startswith("bytes 0..0 ")  # the first clash: element 0's low byte
+    first, second = h.accesses
+    assert first.source == second.source == line(f"clash-{kind}")
+    # st: lanes 0 and 1 store 0 and 1 to element 0; stmatrix: lanes 0 and 8 give row 0 of
+    # matrices 0 and 1, whose row 0 holds word 0 (1) and word 1 (2) of lanes 0..3
+    lanes, values = {"st": ("0 1", "(0x00, 0x01)"), "stmatrix": ("0 8", "(0x01, 0x02)")}[kind]
+    assert (first.lanes, second.lanes) == tuple(lanes.split())
+    assert values in h.message and "unspecified which" in h.message
+
+
+@pytest.mark.parametrize("kind", ["st", "stmatrix"])
+def test_lanes_storing_one_value_and_loading_one_address_are_fine(kind):
+    out = np.zeros(32, np.float32)
+    result = sim.run(simkernels.lane_clash(kind, same=True), out)
+    assert result.ok, result.hazards
+    assert (out == {"st": 0.0, "stmatrix": 1.0}[kind]).all()  # element 0 as stored
+
+
+def test_write_conflict_finds_one_unit_with_two_values():
+    units = np.array([5, 3, 5, 7, 3])
+    assert write_conflict(units, np.array([1, 2, 1, 0, 2])) is None  # repeats of one value
+    assert write_conflict(units, np.array([1, 2, 9, 0, 2])) == (0, 2)  # unit 5: 1 and 9
+    assert write_conflict(np.arange(4), np.arange(4)) is None
+
+
+def test_tcgen05_st_lanes_on_one_cell(monkeypatch):
+    """With the 32x32b cell map broken so that every lane of a warp addresses its quarter's
+    first lane, one tcgen05.st writes one cell with 32 different values."""
+    tcgen05 = importlib.import_module("tilemem.ir.intrinsics.tcgen05")
+    monkeypatch.setattr(
+        tcgen05, "tmem_ld_cells", lambda shape, num: (np.zeros((32, num), int),) * 2
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TilememWarning)
+        k = simkernels.tmem_user()
+    result = sim.run(k, np.zeros(128, np.float32), schedule="in-order")
+    clashes = [h for h in result.of_kind("race") if "of one tcgen05.st" in h.message]
+    assert clashes and all(h.space == "tmem" and h.buffer == "acc" for h in clashes)
+    h = clashes[0]
+    assert sources(h) == {line("tmem-st")}
+    assert [a.lanes for a in h.accesses] == ["0", "1"]  # threads 32 q and 32 q + 1 first
+    assert "different values (0x" in h.message and "unspecified which" in h.message

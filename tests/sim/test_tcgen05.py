@@ -5,10 +5,11 @@ the 32x32b shape names, and wrong descriptor bits or lanes must show."""
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
-from tilemem.dtype import DataType, float32_to_bits
+from tilemem.dtype import DataType, bits_to_float32, float32_to_bits
 from tilemem.errors import SimError
 from tilemem.ir.intrinsics.tcgen05 import (
     _sim_alloc,
@@ -165,6 +166,40 @@ def test_a_wrong_instruction_descriptor_gives_other_numbers(wrong):
     )
     mma(ctx, a_desc, b_desc, idesc, 0)
     assert not np.array_equal(d_cells(ctx, 128, 64), a @ b.T)
+
+
+@pytest.mark.parametrize("fmt", ["float6_e2m3fn", "float6_e3m2fn"])
+def test_fp6_codes_decode_and_encode_as_ml_dtypes(fmt):
+    codes = np.arange(64, dtype=np.uint8)
+    theirs = codes.view(getattr(ml_dtypes, fmt)).astype(np.float32)
+    np.testing.assert_array_equal(bits_to_float32(codes, fmt), theirs)
+    x = np.random.default_rng(1).standard_normal(512).astype(np.float32) * 12
+    want = x.astype(getattr(ml_dtypes, fmt)).view(np.uint8)  # nearest even, saturating
+    np.testing.assert_array_equal(float32_to_bits(x, fmt), want)
+
+
+@pytest.mark.parametrize(
+    "a_fmt, b_fmt", [("float6_e2m3fn", "float6_e3m2fn"), ("float6_e3m2fn", "float8_e4m3fn")]
+)
+def test_fp6_operands_of_kind_f8f6f4(a_fmt, b_fmt):
+    """kind::f8f6f4 (K = 32) with fp6 operands, one per byte of shared memory in its low six
+    bits. Golden: the values are ml_dtypes' own decoding of random codes of each format."""
+    rng = np.random.default_rng(6)
+
+    def codes(fmt, shape):
+        top = {"float6_e2m3fn": 64, "float6_e3m2fn": 64, "float8_e4m3fn": 0x70}[fmt]
+        bits = rng.integers(0, top, shape).astype(np.uint8)  # (e4m3: finite, |x| <= 240)
+        return bits.view(getattr(ml_dtypes, fmt)).astype(np.float32)
+
+    a, b = codes(a_fmt, (128, 32)), codes(b_fmt, (64, 32))
+    ctx = FakeContext(warp=1)
+    a_desc = place(ctx.smem, A_BASE, a, "float8_e4m3fn", "128B", "K", "sm_100a", fmt=a_fmt)
+    b_desc = place(ctx.smem, B_BASE, b, "float8_e4m3fn", "128B", "K", "sm_100a", fmt=b_fmt)
+    assert ctx.smem[A_BASE : A_BASE + 4096].max() < 64  # six bits in each byte
+    idesc = instr_descriptor("f8f6f4", 128, 64, a_fmt, b_fmt)
+    mma(ctx, a_desc, b_desc, idesc, 0, "f8f6f4")
+    want = a.astype(np.float64) @ b.astype(np.float64).T  # every product exact in fp32
+    np.testing.assert_allclose(d_cells(ctx, 128, 64), want, rtol=2**-22)
 
 
 def test_nvfp4_block_scaled_mma():

@@ -45,8 +45,13 @@ def test_columns_held_at_exit_and_no_relinquish(monkeypatch):
     monkeypatch.setattr(build_module, "_check_pools_finished", lambda builder: None)
     result = sim.run(_tmem_user(deallocate=False), np.zeros(128, np.float32))
     messages = [h.message for h in result.of_kind("tmem-protocol")]
-    assert any("exited holding TMEM columns 0..127" in m for m in messages)
     assert any("never issued tcgen05.relinquish_alloc_permit" in m for m in messages)
+    (held,) = [h for h in result.of_kind("tmem-protocol") if "exited holding" in h.message]
+    assert "TMEM columns 0..127 (allocated by warp 0 at " in held.message
+    assert held.where == "columns 0..127"
+    (alloc,) = held.accesses  # the tcgen05.alloc that took the columns, where and by whom
+    assert alloc.op == "tcgen05.alloc" and alloc.source == line("tmem-alloc")
+    assert (alloc.cta, alloc.warp) == ((0, 0, 0), 0)
 
 
 def test_access_outside_the_allocation():

@@ -5,13 +5,17 @@ and a wrong descriptor must give other numbers."""
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
+import tilemem.sim as sim
 from tilemem.dtype import DataType
 from tilemem.ir.intrinsics.wgmma import _sim_mma_async
 from tilemem.ir.nodes import BufferVar
+from tilemem.layout.decode import swizzle_address
 
+from . import simkernels
 from .hwfake import FakeContext, place, run
 
 A_BASE, B_BASE = 0x1000, 0x9000  # both on every swizzle period
@@ -147,3 +151,54 @@ def test_a_wrong_descriptor_field_gives_other_numbers(field, delta):
     wrong_desc = a_desc ^ (delta << field)
     wrong = simulate(smem, wrong_desc, b_desc, 16, "bfloat16")
     assert any(not np.array_equal(x, y) for x, y in zip(right, wrong))
+
+
+# -- the descriptor's base offset (bits 49-51) ------------------------------------------------
+
+
+def test_base_offset_moves_the_pattern_origin_by_hand():
+    """PTX ISA 9.0, 9.7.15.5.1.2.2 "Matrix Descriptor Format": base offset 0 when the
+    repeating pattern starts on its boundary (128B: 1024 bytes, 32B: 256 bytes), else
+    (pattern start >> 7) & 7. 128B, pattern starting at P = 0x580: base offset 11 & 7 = 3;
+    its row r (at P + 128 r) has phase r, so chunk 2 of rows 0, 1, 5 sits at chunk 2 ^ r:
+    0x580 + 0x20, 0x600 + 0x30, 0x800 + 0x70."""
+    unswizzled = np.array([0x5A0, 0x620, 0x820])
+    assert swizzle_address(unswizzled, "128B", base_offset=3).tolist() == [0x5A0, 0x630, 0x870]
+    # absolute phases (base offset 0, what TMA writes) differ: rows 0, 1, 5 of the pattern
+    # at P are absolute rows 3, 4, 0 there, chunk 2 going to 2 ^ 3, 2 ^ 4, 2 ^ 0
+    assert swizzle_address(unswizzled, "128B").tolist() == [0x590, 0x660, 0x820]
+    # 32B (bit 4 ^= bit 7), pattern at P = 0x480: base offset 9 & 7 = 1; P + 128 is the
+    # pattern's second 128 bytes (bit 7 of the phase set), P itself its first
+    assert swizzle_address(np.array([0x480, 0x500]), "32B", base_offset=1).tolist() == [
+        0x480,
+        0x510,
+    ]
+
+
+def _base_offset_run(base_offset: int):
+    k = simkernels.wgmma_base_offset()
+    rng = np.random.default_rng(5)
+    a = rng.integers(-3, 4, (64, 64)).astype(np.float32).astype(ml_dtypes.bfloat16)
+    b = rng.integers(-3, 4, (8, 64)).astype(np.float32).astype(ml_dtypes.bfloat16)
+    out, where = np.zeros((128, 4), np.float32), np.zeros(2, np.uint32)
+    result = sim.run(k, a, b, out, where, base_offset)
+    assert result.ok, result.hazards
+    d = a[:, :16].astype(np.float32) @ b[:, :16].astype(np.float32).T
+    return out, np.concatenate([fragment_of(d, w, 8) for w in range(4)]), where
+
+
+def test_an_operand_at_a_misaligned_base_reads_right_with_the_ptx_base_offset():
+    """The operand's pattern starts at P = 0x400 (dynamic shared memory) + 384 = 0x580; only
+    the base offset (P >> 7) & 7 = 3 reads it as written."""
+    out, want, where = _base_offset_run(3)
+    assert where.tolist() == [3, 0x580]
+    np.testing.assert_array_equal(out, want)
+    for wrong in (0, 5):  # 0: absolute phases; 5 = -3 mod 8: the phase shifted the other way
+        out, want, _ = _base_offset_run(wrong)
+        assert not np.array_equal(out, want)
+
+
+def test_base_offset_kernel_compiles_with_nvrtc():
+    """The GPU comparison (tests/cuda/test_sim_vs_gpu.py) runs this kernel on sm_90a."""
+    pytest.importorskip("cuda.core", reason="compiling needs the cuda extra (NVRTC)")
+    assert simkernels.wgmma_base_offset().compile()[:4] == b"\x7fELF"

@@ -17,8 +17,9 @@ tiles of its cluster (``Schedule``):
 - the epilogue rounds to bf16, writes 64-column slices (48 for the 240-wide tile) with
   ``stmatrix`` into the consumer's two staging tiles and TMA-stores them; meanwhile the
   producer is already filling the ring for the next tile. TMA zero-fills loads and clips
-  stores outside the matrices, so M, N and K need not be multiples of the tile (rows must
-  stay 16-byte aligned).
+  stores outside the matrices, so M, N and K need not be multiples of the tile. Shapes whose
+  rows are not 16-byte aligned, or smaller than one TMA box, run on padded workspace copies
+  (``gemm/shapes.py``).
 
 Tile order (``tile_coords``): tiles are taken in groups of ``group_m`` rows of M tiles, every N
 tile of a group before the next group, so the CTAs that run together reuse A and B from L2.
@@ -28,12 +29,13 @@ prints it.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from .. import lang as T
-from ..cuda.device import array_interface, check, driver
+from ..cuda.device import array_interface, check, device_pointer, driver
 from ..cuda.kernel import KernelProgram
 from ..cuda.launch import Launcher
 from ..cuda.tma import tile_map
@@ -41,6 +43,7 @@ from ..dtype import as_dtype
 from ..errors import GemmShapeError
 from ..intmath import ceil_div
 from . import plan as gemm_plan
+from . import shapes
 from .plan import (
     CONSUMERS,
     EPILOGUE_BUFFERS,
@@ -82,6 +85,7 @@ class Schedule:
     group_m: Any
     cluster_m: int
     rank: Any  # %cluster_ctarank, or 0 without clusters
+    splits: Any = 1  # split-K: K ranges per tile (a kernel parameter), each a unit of its own
 
     def units(self):
         """(units this CTA's cluster takes, its first unit, the unit stride, M units)."""
@@ -89,17 +93,26 @@ class Schedule:
         m_units = self.m_tiles if cm == 1 else (self.m_tiles + cm - 1) // cm
         first = T.let("cluster_id", T.block_id() // cm)
         stride = T.let("clusters", T.grid_dim() // cm)
-        count = T.let("my_units", (m_units * self.n_tiles - first + stride - 1) // stride)
+        total = m_units * self.n_tiles
+        if not isinstance(self.splits, int):
+            total = total * self.splits
+        count = T.let("my_units", (total - first + stride - 1) // stride)
         return count, first, stride, m_units
 
     def tile(self, i, units):
-        """(M tile, N tile) of this CTA in its ``i``-th unit; ``units`` from :meth:`units`."""
+        """(M tile, N tile, K range) of this CTA in its ``i``-th unit; ``units`` from
+        :meth:`units`. With split-K, unit ``u`` is K range ``u % splits`` of tile ``u / splits``
+        (the ranges of one tile run side by side); otherwise the K range is 0 (all of K)."""
         _, first, stride, m_units = units
         unit = T.let("unit", first + i * stride)
+        split: Any = 0
+        if not isinstance(self.splits, int):
+            split = T.let("split", unit % self.splits)
+            unit = T.let("tile_unit", unit // self.splits)
         m_unit, n_tile = tile_coords(unit, m_units, self.n_tiles, self.group_m)
         if self.cluster_m == 1:
-            return m_unit, n_tile
-        return T.let("m_tile", m_unit * self.cluster_m + self.rank), n_tile
+            return m_unit, n_tile, split
+        return T.let("m_tile", m_unit * self.cluster_m + self.rank), n_tile, split
 
 
 def _init_barriers(full, empty, cluster_m: int) -> None:
@@ -118,33 +131,57 @@ def _init_barriers(full, empty, cluster_m: int) -> None:
         T.cuda.syncthreads()
 
 
+ZERO_BARRIER = 3  # bar.sync id: the idle consumer has zeroed A's unloaded rows (1, 2: epilogue)
+
+
+def _zero_a_rows(a, a_rows: int) -> None:
+    """The idle second consumer zeroes rows ``a_rows..63`` of every A stage, once, while the
+    producer already fills rows ``0..a_rows``: the first consumer's wgmma reads 64 rows but
+    TMA fills only ``a_rows``, and the rest must hold numbers (they give rows of C past M,
+    never stored). Thread ``t`` of the warpgroup takes column ``t % tile_k`` of rows
+    ``a_rows + t / tile_k + j * (128 / tile_k)``; generic-proxy stores, fenced for the async
+    proxy that wgmma reads through, then bar.sync :data:`ZERO_BARRIER` with the first
+    consumer (256 threads)."""
+    stages, cols = a.shape[0], a.shape[-1]
+    per_pass = 128 // cols  # rows a pass of the warpgroup covers: 2 for bf16, 1 for fp8
+    t = T.let("z_t", T.thread_id() % 128)
+    col, row0 = T.let("z_col", t % cols), T.let("z_row", a_rows + t // cols)
+    zero = T.cast(0, a.dtype.name)
+    for j in T.serial((TILE_M // CONSUMERS - a_rows) // per_pass, name="z"):
+        for s in range(stages):
+            a[s, row0 + j * per_pass, col] = zero
+    T.ptx.fence.proxy_async_shared_cta()
+    T.cuda.named_barrier(ZERO_BARRIER, 2 * 128)
+
+
 def _stage_and_phase(step, stages: int):
     """Ring slot of K step ``step`` (counted over all of the CTA's tiles) and its parity."""
     return T.let("stage", step % stages), T.let("phase", (step // stages) % 2)
 
 
-def _producer(tma_a, tma_b, a, b, full, empty, sched: Schedule) -> None:
+def _producer(tma_a, tma_b, a, b, full, empty, sched: Schedule, a_rows: int = TILE_M) -> None:
     """Per K step: wait for the stage to be free everywhere it is read, arm ``full`` with the
     stage's bytes, load this CTA's A tile and its share of B. With a cluster, B's
     ``TILE_N / cluster_m`` rows of this rank are multicast into every CTA of the cluster, which
     all compute the same N tile, so each CTA's ``full`` barrier still receives a whole stage."""
     stages, tk, tile_n = a.shape[0], a.shape[-1], b.shape[1]
-    stage_bytes = (a.nbytes + b.nbytes) // stages
+    stage_bytes = (a.nbytes * a_rows // TILE_M + b.nbytes) // stages  # A: the top a_rows
     k_tiles, cluster_m = sched.k_tiles, sched.cluster_m
     b_rows = tile_n // cluster_m
     units = sched.units()
     for i in T.serial(units[0], name="t"):
-        m_tile, n_tile = sched.tile(i, units)
+        m_tile, n_tile, split = sched.tile(i, units)
         for kt in T.serial(k_tiles, name="kt"):
             s, phase = _stage_and_phase(i * k_tiles + kt, stages)
+            k0 = kt * tk if isinstance(split, int) else T.let("k0", (split * k_tiles + kt) * tk)
             T.ptx.mbarrier.wait((empty, s), phase ^ 1)
             T.ptx.mbarrier.arrive_expect_tx((full, s), stage_bytes)
-            T.ptx.tma.load(tma_a, (a, s, 0, 0), (full, s), [kt * tk, m_tile * TILE_M])
+            T.ptx.tma.load(tma_a, (a, s, 0, 0), (full, s), [k0, m_tile * TILE_M])
             T.ptx.tma.load(
                 tma_b,
                 (b, s, sched.rank * b_rows, 0),
                 (full, s),
-                [kt * tk, n_tile * tile_n + sched.rank * b_rows],
+                [k0, n_tile * tile_n + sched.rank * b_rows],
                 multicast_mask=(1 << cluster_m) - 1 if cluster_m > 1 else None,
             )
 
@@ -233,40 +270,157 @@ def _epilogue(acc, c, tma_c, consumer, m0, n0, tile) -> None:
             T.ptx.tma.wait_group_read(EPILOGUE_BUFFERS - 1)
 
 
-def _consumer(tma_c, a, b, c, full, empty, consumer, sched: Schedule) -> None:
+def _store_partial(acc, work, m_rows, consumer, m0, n0, split) -> None:
+    """Split-K: this K range's fp32 sums of the consumer's 64 rows into ``work`` (``splits x
+    m_rows`` rows, whole tiles of columns): row ``split * m_rows + r`` for C's row ``r``, rows
+    ``r >= m_rows`` skipped. Fragment layout as in :func:`_epilogue`: ``acc[4 j + 2 h + e]`` is
+    row ``16 w + lane / 4 + 8 h``, column ``8 j + 2 (lane % 4) + e``. Plain stores, read by
+    :func:`splitk_reduce` after the kernel."""
+    lane, warp = T.lane_id(), T.warp_id() % 4
+    row = T.let("p_row", m0 + consumer * (TILE_M // CONSUMERS) + warp * 16 + lane // 4)
+    col = T.let("p_col", n0 + lane % 4 * 2)
+    for half in range(2):
+        with T.If(row + 8 * half < m_rows):
+            out = T.let(f"p_out{half}", split * m_rows + row + 8 * half)
+            for j in range(acc.shape[0] // 4):
+                for e in range(2):
+                    work[out, col + 8 * j + e] = acc[4 * j + 2 * half + e]
+
+
+def _idle(full, empty, stages: int, sched: Schedule) -> None:
+    """A consumer whose rows are never loaded (the second, when a stage holds 64 rows of A or
+    fewer): it frees each stage as soon as it is full, as its wgmma would have."""
+    units = sched.units()
+    for i in T.serial(units[0], name="t"):
+        for kt in T.serial(sched.k_tiles, name="kt"):
+            s, phase = _stage_and_phase(i * sched.k_tiles + kt, stages)
+            T.ptx.mbarrier.wait((full, s), phase)
+            _release(empty, s, sched.cluster_m)
+
+
+def _consumer(
+    tma_c, a, b, c, full, empty, consumer, sched: Schedule, partial=None, a_rows: int = TILE_M
+) -> None:
+    """Per unit: the mainloop, then the epilogue (bf16 C by TMA), or with split-K
+    (``partial = (work, m_rows)``) the fp32 partial sums into the workspace. When a stage
+    holds at most 64 rows of A (``a_rows``) only the first consumer computes; the second
+    frees the stages (:func:`_idle`)."""
+    if a_rows <= TILE_M // CONSUMERS:
+        with T.If(consumer == 0):
+            with T.Then():
+                if a_rows < TILE_M // CONSUMERS:
+                    T.cuda.named_barrier(ZERO_BARRIER, 2 * 128)  # A's other rows are zero
+                _compute(tma_c, a, b, c, full, empty, 0, sched, partial)
+            with T.Else():
+                if a_rows < TILE_M // CONSUMERS:
+                    _zero_a_rows(a, a_rows)
+                _idle(full, empty, a.shape[0], sched)
+        return
+    _compute(tma_c, a, b, c, full, empty, consumer, sched, partial)
+
+
+def _compute(tma_c, a, b, c, full, empty, consumer, sched: Schedule, partial=None) -> None:
+    """The consumer's units: mainloop and epilogue each (see :func:`_consumer`)."""
     tile_n = b.shape[1]
     acc = T.alloc_local(tile_n // 2, "float32", name="acc")
     units = sched.units()
     for i in T.serial(units[0], name="t"):
-        m_tile, n_tile = sched.tile(i, units)
+        m_tile, n_tile, split = sched.tile(i, units)
         first_step = T.let("first_step", i * sched.k_tiles)
         with T.phase("mainloop"):
             _mainloop(acc, a, b, full, empty, consumer, first_step, sched)
         with T.phase("epilogue"):
-            _epilogue(acc, c, tma_c, consumer, m_tile * TILE_M, n_tile * tile_n, i)
-    with T.If(T.thread_id() % 128 == 0):
-        T.ptx.tma.wait_group(0)  # C fully written before the CTA retires
+            if partial is None:
+                _epilogue(acc, c, tma_c, consumer, m_tile * TILE_M, n_tile * tile_n, i)
+            else:
+                work, m_rows = partial
+                _store_partial(acc, work, m_rows, consumer, m_tile * TILE_M, n_tile * tile_n, split)
+    if partial is None:
+        with T.If(T.thread_id() % 128 == 0):
+            T.ptx.tma.wait_group(0)  # C fully written before the CTA retires
 
 
 def hopper_gemm_persistent(
-    cluster_m: int = 1, dtype: str = "bfloat16", tile_n: int = TILE_N
+    cluster_m: int = 1,
+    dtype: str = "bfloat16",
+    tile_n: int = TILE_N,
+    split_k: bool = False,
+    a_rows: int = TILE_M,
 ) -> KernelProgram:
     """The kernel: ``(tma_a, tma_b, tma_c, m_tiles, n_tiles, k_tiles, group_m)``, 384 threads,
     launched with at most one CTA per SM. ``cluster_m`` = 2 or 4 groups CTAs of adjacent M
     tiles in a cluster (launched with cluster dimensions at run time) that share B by multicast,
     each loading ``tile_n / cluster_m`` of its rows. ``dtype`` is A's and B's type
     (:data:`~.plan.INPUT_TYPES`); C stays bfloat16. The CTA tile is ``TILE_M x tile_n``
-    (:data:`~.plan.TILE_NS`; 240 only with ``cluster_m`` 1 or 2, see :func:`~.plan.b_share`)."""
+    (:data:`~.plan.TILE_NS`; 240 only with ``cluster_m`` 1 or 2, see :func:`~.plan.b_share`).
+
+    ``split_k`` (CTAs alone only) builds the split-K kernel ``(tma_a, tma_b, m_tiles, n_tiles,
+    k_tiles, group_m, splits, m_rows, work)``: each tile's K splits into ``splits`` ranges of
+    ``k_tiles`` K tiles, each range a unit of work; its fp32 sums go to ``work`` (``splits *
+    m_rows`` rows) and :func:`splitk_reduce` adds them into C.
+
+    ``a_rows`` < 128 (:data:`~.plan.A_ROWS`, CTAs alone only) loads only that many rows of A
+    a stage, for M <= ``a_rows``: the stage's bytes shrink to what the product needs (a
+    16-token step reads 2 KiB of A a K tile, not 16), and the second consumer idles."""
     if cluster_m not in CLUSTER_SIZES:
         raise GemmShapeError(
             f"cluster_m is one of {CLUSTER_SIZES} (CTAs sharing B by multicast), got {cluster_m}"
         )
+    if split_k and cluster_m != 1:
+        raise GemmShapeError(
+            f"split-K runs CTAs alone (its units are K ranges, not M tiles sharing B), got "
+            f"cluster_m={cluster_m}: use cluster_m=1"
+        )
+    if a_rows != TILE_M and cluster_m != 1:
+        raise GemmShapeError(
+            f"a_rows={a_rows} (one row of M tiles) runs CTAs alone: a pair's second CTA would "
+            f"compute rows past M; got cluster_m={cluster_m}: use cluster_m=1"
+        )
     if dtype not in INPUT_TYPES:
         raise GemmShapeError(f"the GEMM takes A and B as one of {INPUT_TYPES}, got {dtype!r}")
+    gemm_plan.a_box(a_rows, dtype)  # a known row count
     gemm_plan.b_share(cluster_m, dtype, tile_n=tile_n)  # the multicast split is whole atoms
     name = "hopper_gemm_persistent" + (f"_cluster{cluster_m}" if cluster_m > 1 else "")
     name += "_e4m3" if dtype == "float8_e4m3fn" else ""
     name += f"_n{gemm_plan.check_tile_n(tile_n)}" if tile_n != TILE_N else ""
+    name += f"_a{a_rows}" if a_rows != TILE_M else ""
+
+    def body(tma_a, tma_b, tma_c, m_tiles, n_tiles, k_tiles, group_m, splits=1, partial=None):
+        smem = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n)
+        a, b, c = smem.buffer("A"), smem.buffer("B"), smem.buffer("C_stage")
+        full, empty = smem.buffer("full_bar"), smem.buffer("empty_bar")
+        _init_barriers(full, empty, cluster_m)
+        rank = T.let("cta_rank", T.ptx.cluster.ctarank()) if cluster_m > 1 else 0
+        sched = Schedule(m_tiles, n_tiles, k_tiles, group_m, cluster_m, rank, splits)
+        warpgroup = T.let("warpgroup", T.warp_id() // 4)
+        with T.If(warpgroup == 0):
+            with T.Then():
+                T.ptx.setmaxnreg.dec(PRODUCER_REGS)
+                with T.If(T.all_of(T.warp_id() == 0, T.ptx.elect_sync())), T.phase("mainloop"):
+                    _producer(tma_a, tma_b, a, b, full, empty, sched, a_rows)
+            with T.Else():
+                T.ptx.setmaxnreg.inc(CONSUMER_REGS)
+                _consumer(tma_c, a, b, c, full, empty, warpgroup - 1, sched, partial, a_rows)
+        if cluster_m > 1:  # no CTA leaves while a peer may still arrive on its barriers
+            T.ptx.cluster.sync()
+
+    if split_k:
+
+        @T.kernel(target="sm_90a", grid=(132,), block=(THREADS,), name=name + "_splitk")
+        def split_kernel(
+            tma_a: T.TensorMap,
+            tma_b: T.TensorMap,
+            m_tiles: T.int32,
+            n_tiles: T.int32,
+            k_tiles: T.int32,
+            group_m: T.int32,
+            splits: T.int32,
+            m_rows: T.int32,
+            work: T.Buffer(("work_rows", "work_cols"), "float32"),
+        ):
+            body(tma_a, tma_b, None, m_tiles, n_tiles, k_tiles, group_m, splits, (work, m_rows))
+
+        return split_kernel
 
     @T.kernel(target="sm_90a", grid=(132,), block=(THREADS,), name=name)
     def kernel(
@@ -278,23 +432,34 @@ def hopper_gemm_persistent(
         k_tiles: T.int32,
         group_m: T.int32,
     ):
-        smem = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n)
-        a, b, c = smem.buffer("A"), smem.buffer("B"), smem.buffer("C_stage")
-        full, empty = smem.buffer("full_bar"), smem.buffer("empty_bar")
-        _init_barriers(full, empty, cluster_m)
-        rank = T.let("cta_rank", T.ptx.cluster.ctarank()) if cluster_m > 1 else 0
-        sched = Schedule(m_tiles, n_tiles, k_tiles, group_m, cluster_m, rank)
-        warpgroup = T.let("warpgroup", T.warp_id() // 4)
-        with T.If(warpgroup == 0):
-            with T.Then():
-                T.ptx.setmaxnreg.dec(PRODUCER_REGS)
-                with T.If(T.all_of(T.warp_id() == 0, T.ptx.elect_sync())), T.phase("mainloop"):
-                    _producer(tma_a, tma_b, a, b, full, empty, sched)
-            with T.Else():
-                T.ptx.setmaxnreg.inc(CONSUMER_REGS)
-                _consumer(tma_c, a, b, c, full, empty, warpgroup - 1, sched)
-        if cluster_m > 1:  # no CTA leaves while a peer may still arrive on its barriers
-            T.ptx.cluster.sync()
+        body(tma_a, tma_b, tma_c, m_tiles, n_tiles, k_tiles, group_m)
+
+    return kernel
+
+
+REDUCE_THREADS = 256
+
+
+def splitk_reduce() -> KernelProgram:
+    """``(work, c, splits)``: ``C[r, j] = bf16(sum_s work[s * M + r, j])`` for the ``M x N`` C,
+    one thread an element (grid ``ceil(M N / 256)`` of 256 threads), the ranges added in order
+    (deterministic). C may have any N: plain stores, no TMA."""
+
+    @T.kernel(target="sm_90a", grid=(1,), block=(REDUCE_THREADS,), name="hopper_gemm_splitk_reduce")
+    def kernel(
+        work: T.Buffer(("work_rows", "work_cols"), "float32"),
+        c: T.Buffer(("m", "n"), "bfloat16"),
+        splits: T.int32,
+    ):
+        m, n = c.shape
+        i = T.let("i", T.block_id() * REDUCE_THREADS + T.thread_id())
+        with T.If(i < m * n):
+            row, col = T.let("row", i // n), T.let("col", i % n)
+            total = T.alloc_local(1, "float32", name="total")
+            total[0] = T.cast(0, "float32")
+            for s in T.serial(splits, name="s"):
+                total[0] = total[0] + work[s * m + row, col]
+            c[row, col] = T.cast(total[0], "bfloat16")
 
     return kernel
 
@@ -306,8 +471,11 @@ class HopperGemm:
     callable (what a benchmark times); calling the object does both at once. ``group_m`` is the
     rasterisation group (M tiles), ``cluster_m`` the CTAs per cluster sharing B (1, 2 or 4),
     ``dtype`` the type of A and B (C is bfloat16), ``l2_promotion`` the TMA L2 fetch size for
-    A and B, ``tile_n`` the CTA tile's width (:data:`~.plan.TILE_NS`). One object is one
-    kernel configuration; :class:`AutoGemm` picks the configuration from the shape.
+    A and B, ``tile_n`` the CTA tile's width (:data:`~.plan.TILE_NS`), ``split_k`` builds the
+    split-K kernel and its reduction (CTAs alone; ``prepare`` then takes ``splits``),
+    ``a_rows`` the rows of A a stage loads (128, or 64/32/16 for M up to that; CTAs alone). One
+    object is one kernel configuration; :class:`AutoGemm` picks the configuration from the
+    shape.
     """
 
     def __init__(
@@ -317,31 +485,123 @@ class HopperGemm:
         dtype: str = "bfloat16",
         l2_promotion: int = 0,
         tile_n: int = TILE_N,
+        split_k: bool = False,
+        a_rows: int = TILE_M,
     ):
         _check_group_m(group_m)
         self.group_m, self.cluster_m, self.l2_promotion = group_m, cluster_m, l2_promotion
-        self.dtype, self.tile_n = dtype, tile_n
-        self.program = hopper_gemm_persistent(cluster_m, dtype, tile_n)
+        self.dtype, self.tile_n, self.split_k, self.a_rows = dtype, tile_n, split_k, a_rows
+        self.program = hopper_gemm_persistent(cluster_m, dtype, tile_n, split_k, a_rows)
         self.launcher = Launcher(self.program)
+        self.reduce = Launcher(splitk_reduce()) if split_k else None
         self.plan = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n)  # the same
         self.b_share = gemm_plan.b_share(cluster_m, dtype, tile_n=tile_n)  # B's TMA box
+        # A's TMA box: the plan's A stage, or its top a_rows rows
+        self.a_box = self.plan.buffer("A") if a_rows == TILE_M else gemm_plan.a_box(a_rows, dtype)
         self.sms = _sm_count(self.launcher.device.device_id, self.program.name)
         cluster = (cluster_m, 1, 1)
         self.max_clusters = (
             self.launcher.max_active_clusters(cluster) if cluster_m > 1 else self.sms
         )
 
-    def prepare(self, a, b, c, ctas: int | None = None) -> Callable[..., None]:
+    def prepare(
+        self, a, b, c, ctas: int | None = None, splits: int | None = None
+    ) -> Callable[..., None]:
         """Check and map the operands; ``ctas`` caps the persistent grid (default: one per SM)
-        and must hold at least one cluster."""
+        and must hold at least one cluster. Any ``M, N, K >= 1`` runs: a shape the kernel's TMA
+        boxes and row pitches do not take goes through padded workspace copies
+        (:mod:`~.shapes`, which also states their cost). ``splits`` (split-K objects only;
+        default :func:`split_count`'s) divides the K tiles into that many ranges."""
         _check_ctas(ctas, self.cluster_m)
-        m, k, n = _check_operands(a, b, c, self.dtype, self.tile_n)
+        m, k, n = _check_layout(a, b, c, self.dtype)
+        if self.a_rows < TILE_M and m > self.a_rows:
+            raise GemmShapeError(
+                f"M = {m}: this kernel loads {self.a_rows} rows of A a tile (a_rows), so it "
+                f"computes M <= {self.a_rows} only; use a_rows=128 (or AutoGemm)"
+            )
+        stage = shapes.staging(m, n, k, self.dtype, self.tile_n, self.a_rows)
+        if self.split_k:
+            return self._prepare_split(a, b, c, stage, ctas, splits)
+        if splits is not None:
+            raise GemmShapeError(
+                f"splits={splits!r} needs the split-K kernel: HopperGemm(..., split_k=True)"
+            )
+        if not stage.needed:
+            _check_operands(a, b, c, self.dtype, self.tile_n, self.a_rows)  # the kernel's rules
+            return self._launch(a, b, c, stage, ctas)
+        work = {
+            name: _DeviceMatrix(
+                rows, cols, "bfloat16" if name == "C" else self.dtype, self.program.name
+            )
+            for name, (rows, cols) in stage.workspace_shapes().items()
+        }
+        kernel = self._launch(work.get("A", a), work.get("B", b), work.get("C", c), stage, ctas)
+        ins = _copies_in(stage, a, b, work)
+        out = _copy2d(stage.c, work["C"], c) if stage.c is not None else None
+
+        def launch(stream=None) -> None:
+            handle = _stream_handle(stream, self.launcher)
+            for copy in ins:
+                copy(handle)
+            kernel(handle)
+            if out is not None:
+                out(handle)
+
+        launch.workspace = work  # type: ignore[attr-defined]  # lives as long as the launch
+        return launch
+
+    def _prepare_split(self, a, b, c, stage, ctas, splits) -> Callable[..., None]:
+        """Split-K: A and B staged as needed, the kernel's fp32 sums of each K range into a
+        ``splits * M x`` (whole N tiles) workspace, then :func:`splitk_reduce` writes C (any
+        N: C is never staged)."""
+        m, n = stage.m, stage.n
+        k_tiles = ceil_div(stage.kp, tile_k(self.dtype))
+        if splits is None:
+            splits = split_count(m, n, stage.k, self.tile_n, self.sms, self.dtype)
+        _check_splits(splits, k_tiles)
+        name = self.program.name
+        work = {
+            op: _DeviceMatrix(rows, cols, self.dtype, name)
+            for op, (rows, cols) in stage.workspace_shapes().items()
+            if op != "C"
+        }
+        ka, kb = work.get("A", a), work.get("B", b)
         maps = (
-            tile_map(a, self.plan.buffer("A"), self.l2_promotion),
+            tile_map(ka, self.a_box, self.l2_promotion),
+            tile_map(kb, self.b_share, self.l2_promotion),
+        )
+        tiles = (ceil_div(m, TILE_M), ceil_div(stage.np_, self.tile_n), k_tiles // splits)
+        partial = _DeviceMatrix(splits * m, tiles[1] * self.tile_n, "float32", name)
+        grid = (min(self.sms, tiles[0] * tiles[1] * splits, ctas or self.sms),)
+        reduce_grid = (ceil_div(m * n, REDUCE_THREADS),)
+        ins = _copies_in(stage, a, b, work)
+        reduce = self.reduce
+        assert reduce is not None  # built with split_k
+
+        def launch(stream=None) -> None:
+            handle = _stream_handle(stream, self.launcher)
+            for copy in ins:
+                copy(handle)
+            self.launcher(*maps, *tiles, self.group_m, splits, m, partial, grid=grid, stream=handle)
+            reduce(partial, c, splits, grid=reduce_grid, stream=handle)
+
+        launch.workspace = {**work, "partial": partial}  # type: ignore[attr-defined]
+        return launch
+
+    def _launch(self, a, b, c, stage: shapes.Staging, ctas: int | None) -> Callable[..., None]:
+        """The kernel's launch on the matrices it reads and writes (the operands, or their
+        workspaces) for the product ``stage`` describes."""
+        maps = (
+            tile_map(a, self.a_box, self.l2_promotion),
             tile_map(b, self.b_share, self.l2_promotion),
             tile_map(c, self.plan.buffer("C_stage")),
         )
-        tiles = (ceil_div(m, TILE_M), ceil_div(n, self.tile_n), ceil_div(k, tile_k(self.dtype)))
+        tk = tile_k(self.dtype)
+        tiles = (
+            ceil_div(stage.m, TILE_M),
+            ceil_div(stage.np_, self.tile_n),
+            ceil_div(stage.kp, tk),
+        )
         cm = self.cluster_m
         units = ceil_div(tiles[0], cm) * tiles[1]
         clusters = min(self.max_clusters, units, max(1, (ctas or self.sms) // cm))
@@ -365,16 +625,20 @@ class HopperGemm:
 # column against 2.50 for 256 (+1%) and stages C in five unswizzled 48-column slices: 1.01,
 # set from that count before any run, so it wins only where it saves a whole round against
 # 256 and 192 (4999 x 3000: 13 tiles of 240 across N give 260 units, 4 rounds, where 192
-# needs 5). docs/PERFORMANCE.md "GEMM" has the runs.
-WIDTH_COST = {256: 1.0, 240: 1.01, 192: 1.03, 128: 1.40}
+# needs 5). 128 x 64 streams (2 * 64 + 2 * 64) / 64 = 4 rows per column against 3 for 128:
+# 1.40 x 4 / 3 = 1.87, rounded to 1.9 before any run; it wins where every width fits in one
+# round, so the CTAs of a small product each do half the work of 128 x 128 (1024^3: 128 tiles
+# instead of 64). docs/PERFORMANCE.md "GEMM" has the runs.
+WIDTH_COST = {256: 1.0, 240: 1.01, 192: 1.03, 128: 1.40, 64: 1.9}
 
 
 def launch_config(m: int, n: int, sms: int) -> tuple[int, int]:
     """(tile_n, cluster_m) for an ``m x n`` C on ``sms`` SMs, from the shape alone.
 
     For each width of :data:`~.plan.TILE_NS`: ``tiles = ceil(m / 128) * ceil(n / tile_n)``.
-    If they fit in one wave (``tiles <= sms``) the CTAs run alone (a cluster only adds its
-    barriers); else in 2x1 clusters that share B (half of B's L2 reads), ``sms / 2`` of them.
+    If they fit in one wave (``tiles <= sms``), or there is one row of M tiles (a pair's second
+    CTA would compute rows past M), the CTAs run alone (a cluster only adds its barriers);
+    else in 2x1 clusters that share B (half of B's L2 reads), ``sms / 2`` of them.
     A partial tile costs a whole one, so the time is ``rounds = ceil(units / slots)`` rounds
     of one tile each, and the cost ``rounds * tile_n * WIDTH_COST[tile_n]``; the cheapest
     width wins, the widest on a tie. One SM cannot hold a pair: with ``sms == 1`` CTAs run
@@ -389,7 +653,8 @@ def launch_config(m: int, n: int, sms: int) -> tuple[int, int]:
     best: tuple[float, int, int] | None = None
     for tile_n in gemm_plan.TILE_NS:
         m_tiles, n_tiles = ceil_div(m, TILE_M), ceil_div(n, tile_n)
-        cluster_m = 1 if m_tiles * n_tiles <= sms or sms < 2 else 2  # a pair needs 2 SMs
+        alone = m_tiles * n_tiles <= sms or m_tiles < 2 or sms < 2  # a pair needs 2 SMs
+        cluster_m = 1 if alone else 2
         units = ceil_div(m_tiles, cluster_m) * n_tiles
         rounds = ceil_div(units, sms // cluster_m)
         cost = rounds * tile_n * WIDTH_COST[tile_n]
@@ -399,36 +664,78 @@ def launch_config(m: int, n: int, sms: int) -> tuple[int, int]:
     return best[1], best[2]
 
 
+MAX_SPLITS = 16
+MIN_SPLIT_STEPS = 4  # K tiles per range: fewer and the ring's fill and the epilogue dominate
+SPLIT_TRAFFIC = 0.25  # partial sums' bytes (written, then read) against the operands' bytes
+
+
+def split_count(m: int, n: int, k: int, tile_n: int, sms: int, dtype: str = "bfloat16") -> int:
+    """K ranges per tile (split-K) for an ``m x n x k`` product on ``128 x tile_n`` tiles.
+
+    With ``tiles = ceil(m / 128) * ceil(n / tile_n)`` and ``k_tiles = ceil(k / tile_k)``, the
+    largest ``s <= MAX_SPLITS`` that divides ``k_tiles``, keeps ``k_tiles / s >=
+    MIN_SPLIT_STEPS``, fits one wave (``tiles * s <= sms``) and whose fp32 partial sums
+    (``8 s m n`` bytes: written once, read once) stay within ``SPLIT_TRAFFIC`` of the operand
+    bytes ``(m + n) k`` elements; 1 (no split) when none does. A tile count that already fills
+    the SMs gets 1: splitting cannot add CTAs there, only traffic.
+    """
+    tiles = ceil_div(m, TILE_M) * ceil_div(n, tile_n)
+    k_tiles = ceil_div(k, tile_k(dtype))
+    operand_bytes = (m + n) * k * as_dtype(dtype).bits // 8
+    best = 1
+    for s in range(2, MAX_SPLITS + 1):
+        fits = tiles * s <= sms and k_tiles % s == 0 and k_tiles // s >= MIN_SPLIT_STEPS
+        if fits and 8 * s * m * n <= SPLIT_TRAFFIC * operand_bytes:
+            best = s
+    return best
+
+
+def a_rows_for(m: int) -> int:
+    """Rows of A a stage loads for ``m`` rows of C: the fewest of :data:`~.plan.A_ROWS` that
+    hold them (16, 32, 64), 128 for ``m > 64``."""
+    return min(r for r in gemm_plan.A_ROWS if r >= min(m, TILE_M))
+
+
 class AutoGemm:
-    """``C = A @ B^T`` with the kernel configuration :func:`launch_config` picks for each
-    shape before the launch (one :class:`HopperGemm` per configuration, built on first use).
-    ``prepare`` and calling work as in :class:`HopperGemm`."""
+    """``C = A @ B^T`` with the kernel configuration :func:`launch_config` and
+    :func:`split_count` pick for each shape before the launch (one :class:`HopperGemm` per
+    configuration, built on first use). ``prepare`` and calling work as in
+    :class:`HopperGemm`."""
 
     def __init__(
         self, group_m: int = DEFAULT_GROUP_M, dtype: str = "bfloat16", l2_promotion: int = 0
     ):
         _check_group_m(group_m)
         self.group_m, self.dtype, self.l2_promotion = group_m, dtype, l2_promotion
-        self.gemms: dict[tuple[int, int], HopperGemm] = {}
+        self.gemms: dict[tuple[int, int, bool, int], HopperGemm] = {}
         self.sms: int | None = None
 
-    def gemm_for(self, m: int, n: int) -> HopperGemm:
-        """The configured kernel for an ``m x n`` C."""
+    def config(self, m: int, n: int, k: int | None = None) -> tuple[int, int, int, int]:
+        """(tile_n, cluster_m, splits, a_rows) for an ``m x n`` C over ``k`` (no split
+        without k; :func:`a_rows_for` M)."""
         if self.sms is None:
             from cuda.core import Device  # the launcher's device: the current one
 
             self.sms = _sm_count(Device().device_id, "AutoGemm")
-        key = launch_config(m, n, self.sms)
+        tile_n, cluster_m = launch_config(m, n, self.sms)
+        splits = 1 if k is None else split_count(m, n, k, tile_n, self.sms, self.dtype)
+        return tile_n, cluster_m, splits, a_rows_for(m)
+
+    def gemm_for(self, m: int, n: int, k: int | None = None) -> HopperGemm:
+        """The configured kernel for an ``m x n`` C (over ``k``: split-K where it pays)."""
+        tile_n, cluster_m, splits, a_rows = self.config(m, n, k)
+        key = (tile_n, cluster_m, splits > 1, a_rows)
         if key not in self.gemms:
-            tile_n, cluster_m = key
             self.gemms[key] = HopperGemm(
-                self.group_m, cluster_m, self.dtype, self.l2_promotion, tile_n
+                self.group_m, cluster_m, self.dtype, self.l2_promotion, tile_n, splits > 1, a_rows
             )
         return self.gemms[key]
 
     def prepare(self, a, b, c, ctas: int | None = None) -> Callable[..., None]:
-        m, _, n = _check_operands(a, b, c, self.dtype, min(gemm_plan.TILE_NS))
-        return self.gemm_for(m, n).prepare(a, b, c, ctas)
+        m, k, n = _check_layout(a, b, c, self.dtype)
+        splits = self.config(m, n, k)[2]
+        gemm = self.gemm_for(m, n, k)
+        return gemm.prepare(a, b, c, ctas, splits if gemm.split_k else None)
 
     def __call__(self, a, b, c, stream=None) -> None:
         self.prepare(a, b, c)(stream)
@@ -480,9 +787,9 @@ def dtype_name(x) -> str:
     return str(getattr(x, "dtype", "")).removeprefix("torch.")
 
 
-def _check_operands(a, b, c, dtype: str = "bfloat16", tile_n: int = TILE_N) -> tuple[int, int, int]:
-    """(M, K, N) after the rules: 2-D and row-major, A and B of ``dtype`` and C bfloat16, B's K
-    equals A's, C is M x N, rows 16-byte aligned, each matrix at least one TMA box."""
+def _check_layout(a, b, c, dtype: str = "bfloat16") -> tuple[int, int, int]:
+    """(M, K, N) after the rules every shape follows: 2-D and row-major, A and B of ``dtype``
+    and C bfloat16, B's K equals A's, C is M x N, and M, N, K >= 1."""
     shapes = [tuple(int(s) for s in getattr(x, "shape", ())) for x in (a, b, c)]
     if any(len(s) != 2 for s in shapes):
         raise GemmShapeError(f"A, B and C must be 2-D, got shapes {shapes}")
@@ -492,6 +799,11 @@ def _check_operands(a, b, c, dtype: str = "bfloat16", tile_n: int = TILE_N) -> t
             f"C = A @ B^T needs A (M, K), B (N, K), C (M, N); got A {shapes[0]}, B {shapes[1]}, "
             f"C {shapes[2]}"
         )
+    if min(m, n, k) < 1:
+        raise GemmShapeError(
+            f"M, N, K = {m}, {n}, {k}: the GEMM takes M, N, K >= 1 (an empty product has nothing "
+            "to compute; skip the call)"
+        )
     for name, x, want in zip("ABC", (a, b, c), (dtype, dtype, "bfloat16")):
         if dtype_name(x) != want:
             raise GemmShapeError(f"{name} must be {want}, got {getattr(x, 'dtype', None)}")
@@ -500,6 +812,15 @@ def _check_operands(a, b, c, dtype: str = "bfloat16", tile_n: int = TILE_N) -> t
                 f"{name} must be dense row-major (its tensor map assumes it): pass "
                 f"{name.lower()}.contiguous(), or for B = W^T pass W itself"
             )
+    return m, k, n
+
+
+def _check_operands(
+    a, b, c, dtype: str = "bfloat16", tile_n: int = TILE_N, a_rows: int = TILE_M
+) -> tuple[int, int, int]:
+    """(M, K, N) of operands the kernel takes as they are: :func:`_check_layout`, rows 16-byte
+    aligned, each matrix at least one TMA box (:mod:`~.shapes` stages the others)."""
+    m, k, n = _check_layout(a, b, c, dtype)
     k_align = 16 * 8 // as_dtype(dtype).bits
     if k % k_align or n % 8:
         raise GemmShapeError(
@@ -507,9 +828,75 @@ def _check_operands(a, b, c, dtype: str = "bfloat16", tile_n: int = TILE_N) -> t
             "pitches): pad them"
         )
     tk = tile_k(dtype)
-    if m < TILE_M or n < tile_n or k < tk:
+    min_m = max(a_rows, shapes.C_BOX_ROWS)
+    if m < min_m or n < tile_n or k < tk:
         raise GemmShapeError(
-            f"M, N, K = {m}, {n}, {k}: this kernel needs M >= {TILE_M}, N >= {tile_n}, "
+            f"M, N, K = {m}, {n}, {k}: this kernel needs M >= {min_m}, N >= {tile_n}, "
             f"K >= {tk} (one TMA box each); use torch.matmul for smaller products"
         )
     return m, k, n
+
+
+class _DeviceMatrix:
+    """A zero-filled, dense row-major ``rows x cols`` device matrix of ``elem``-byte elements
+    (``cuMemAlloc``, ``cuMemsetD8``), freed with the object: a staging workspace. It carries
+    the ``__cuda_array_interface__`` and ``dtype`` name the GEMM's checks and tensor maps read."""
+
+    def __init__(self, rows: int, cols: int, dtype: str, kernel: str):
+        drv = driver()
+        self.shape, self.dtype, self.kernel = (rows, cols), dtype, kernel
+        nbytes = rows * cols * as_dtype(dtype).bits // 8
+        self.ptr = int(check(drv.cuMemAlloc(nbytes), f"cuMemAlloc({nbytes})", kernel))
+        check(drv.cuMemsetD8(self.ptr, 0, nbytes), "cuMemsetD8 of the workspace", kernel)
+        check(drv.cuCtxSynchronize(), "zeroing the workspace", kernel)  # before any stream uses it
+        typestr = f"|V{as_dtype(dtype).bits // 8}"
+        self.__cuda_array_interface__ = {
+            "shape": (rows, cols),
+            "typestr": typestr,
+            "data": (self.ptr, False),
+            "strides": None,
+            "version": 3,
+        }
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):  # at interpreter exit the driver may be gone
+            driver().cuMemFree(self.ptr)
+
+
+def _copy2d(copy: shapes.Copy2D, src, dst) -> Callable[[int], None]:
+    """``copy`` between two device matrices as one ``cuMemcpy2DAsync`` on a stream handle."""
+    drv = driver()
+    params = drv.CUDA_MEMCPY2D()
+    device = drv.CUmemorytype.CU_MEMORYTYPE_DEVICE
+    params.srcMemoryType, params.dstMemoryType = device, device
+    params.srcDevice, params.dstDevice = device_pointer(src), device_pointer(dst)
+    params.srcPitch, params.dstPitch = copy.src_pitch, copy.dst_pitch
+    params.WidthInBytes, params.Height = copy.width, copy.rows
+
+    def run(stream: int) -> None:
+        check(drv.cuMemcpy2DAsync(params, drv.CUstream(stream)), "staging copy", "HopperGemm")
+
+    return run
+
+
+def _copies_in(stage: shapes.Staging, a, b, work: dict) -> list[Callable[[int], None]]:
+    """The staging copies of A and B into their workspaces (those that are staged)."""
+    copies = (("A", stage.a, a), ("B", stage.b, b))
+    return [_copy2d(cp, src, work[name]) for name, cp, src in copies if cp is not None]
+
+
+def _check_splits(splits, k_tiles: int) -> None:
+    """GemmShapeError unless ``splits`` is a positive int dividing ``k_tiles``: every range
+    then has the same number of K tiles, all inside K (no range loads only padding)."""
+    if type(splits) is not int or splits < 1 or k_tiles % splits:
+        raise GemmShapeError(
+            f"splits={splits!r} must be a positive int dividing the {k_tiles} K tiles (equal K "
+            "ranges); pick a divisor, or leave splits out for split_count's choice"
+        )
+
+
+def _stream_handle(stream, launcher: Launcher) -> int:
+    """The raw handle of ``stream`` (a ``cuda.core`` Stream, anything with ``handle``, or an
+    int), the launcher's default stream for None."""
+    stream = stream if stream is not None else launcher.device.default_stream
+    return int(stream.handle) if hasattr(stream, "handle") else int(stream)

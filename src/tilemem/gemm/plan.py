@@ -19,7 +19,7 @@ from ..plan.stages import BufferRequest, StageSolution, solve_stages
 from ..pool import Buffer, SMEMPool
 
 TILE_M, TILE_N = 128, 256
-TILE_NS = (256, 240, 192, 128)  # CTA tile widths: wgmma m64nN takes N up to 256 in steps of 8
+TILE_NS = (256, 240, 192, 128, 64)  # CTA tile widths: wgmma m64nN takes N up to 256 in steps of 8
 SWIZZLE_ROW_BYTES = 128  # a K tile is one 128-byte swizzle row of A and B
 SWIZZLE_ATOM_ROWS = 8  # the 128-byte swizzle repeats every 8 rows (1024 bytes)
 INPUT_TYPES = ("bfloat16", "float8_e4m3fn")  # A and B; C is bfloat16, accumulation float32
@@ -28,6 +28,7 @@ EPILOGUE_COLS = 64  # columns of C per staging tile: one 128-byte swizzle row of
 NARROW_EPILOGUE_COLS = 48  # for widths that 64 does not divide (240 = 5 x 48): unswizzled
 EPILOGUE_BUFFERS = 2  # per consumer: fill one while the TMA store of the other drains
 PHASES = ("mainloop", "epilogue")
+A_ROWS = (128, 64, 32, 16)  # rows of A a stage loads: all of the tile, or fewer for small M
 
 
 def tile_k(dtype: str = "bfloat16") -> int:
@@ -78,7 +79,7 @@ def requests(dtype: str = "bfloat16", tile_n: int = TILE_N) -> list[BufferReques
 
 def stages(target: str = "sm_90a", dtype: str = "bfloat16", tile_n: int = TILE_N) -> StageSolution:
     """The deepest A/B ring beside the C staging tiles: 4 stages on sm_90a for 128 x 256
-    (224 KiB + 64 B), 128 x 240 and 128 x 192, 6 for 128 x 128."""
+    (224 KiB + 64 B), 128 x 240 and 128 x 192, 6 for 128 x 128, 8 for 128 x 64."""
     return solve_stages(requests(dtype, tile_n), target, ctas_per_sm=1)
 
 
@@ -120,3 +121,16 @@ def b_share(
             "smaller cluster"
         )
     return smem.alloc_mma((rows, tile_k(dtype)), dtype, "128B", name="B_share")
+
+
+def a_box(a_rows: int, dtype: str = "bfloat16", target: str = "sm_90a") -> Buffer:
+    """The rows of an A stage that the producer loads: ``a_rows x tile_k`` at the top of the
+    stage, laid out like A's rows (a plan-only buffer from which the A tensor map takes its
+    box). With fewer than 64 rows only the first consumer's wgmma reads them; its rows past
+    ``a_rows`` hold whatever the stage held before and give rows of C past M, never stored."""
+    if a_rows not in A_ROWS:
+        raise GemmShapeError(
+            f"a stage loads one of {A_ROWS} rows of A (whole 8-row swizzle atoms), got {a_rows!r}"
+        )
+    smem = SMEMPool(name="a_box", target=target)
+    return smem.alloc_mma((a_rows, tile_k(dtype)), dtype, "128B", name="A_box")

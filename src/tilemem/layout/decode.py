@@ -15,8 +15,8 @@ bits      field
 16-29     leading-dimension byte offset (LBO) >> 4
 32-45     stride-dimension byte offset (SBO) >> 4
 46-48     tcgen05: version, fixed 0b001
-49-51     base offset (the swizzle pattern's row phase; 0 when the operand starts
-          on a pattern repeat)
+49-51     base offset: (pattern start >> 7) & 7 when the swizzle's repeating pattern
+          does not start on its boundary (1024 / 512 / 256 bytes), else 0
 52        tcgen05: LBO mode (0: relative byte offset)
 62-63     wgmma layout: 0 none (interleave), 1 128B, 2 64B, 3 32B
 61-63     tcgen05 layout: 0 none, 1 128B with 32-byte atoms, 2 128B, 4 64B, 6 32B
@@ -38,9 +38,13 @@ MN         W          (k % 8) * W  + (k // 8) * SBO + (c % W) + (c // W) * LBO
 (K-major: r is the M/N row, c the K chunk; MN-major: k is the K row, c the M/N chunk.) The
 swizzle ``Swizzle<B, M, S>`` then XORs address bits ``[M, M+B)`` with bits ``[M+S, M+S+B)``
 of the *absolute* address: 32B ``<1,4,3>``, 64B ``<2,4,3>``, 128B ``<3,4,3>``, 128B with
-32-byte atoms ``<2,5,2>``. tilemem models the base offset as a phase added to the
-pattern's 128-byte row index (address bits 7-9) before the XOR; CuTe and tilemem always
-encode 0, and a kernel whose operands start on a pattern repeat needs nothing else.
+32-byte atoms ``<2,5,2>``. The base offset moves the pattern's origin (PTX ISA 9.0,
+9.7.15.5.1.2.2 "Matrix Descriptor Format" and 9.7.16.4.1 "Shared Memory Descriptor": 0 when
+the repeating pattern starts on a 1024 / 512 / 256-byte boundary, else ``(pattern start
+addr >> 7) & 7``): a pattern starting at P puts row r at P + 128 r with phase r, so the
+phase of address ``a`` is ``((a >> 7) - base_offset) & 7``, i.e. the XOR takes its bits
+from ``a - 128 * base_offset``. CuTe and tilemem always encode 0 (operands start on a
+pattern repeat, and TMA swizzles absolute addresses, so its tiles' pattern does too).
 """
 
 from __future__ import annotations
@@ -137,13 +141,14 @@ def decode_tcgen05_descriptor(desc: int) -> SmemDescriptor:
 
 
 def swizzle_address(addr: np.ndarray, swizzle: str, base_offset: int = 0) -> np.ndarray:
-    """``Swizzle<B, M, S>`` of absolute shared-memory byte addresses (see the module
-    docstring): ``a ^ (((a + 128 * base_offset) >> S) & (((1 << B) - 1) << M))``."""
+    """``Swizzle<B, M, S>`` of absolute shared-memory byte addresses whose pattern starts
+    ``base_offset`` 128-byte rows past its boundary (see the module docstring):
+    ``a ^ (((a - 128 * base_offset) >> S) & (((1 << B) - 1) << M))``."""
     b, m, s, _ = _SWIZZLES[swizzle]
     a = np.asarray(addr, dtype=np.int64)
     if b == 0:
         return a
-    src = a + 128 * base_offset
+    src = a - 128 * base_offset  # two's complement: the masked bits wrap modulo the pattern
     return a ^ ((src >> s) & (((1 << b) - 1) << m))
 
 

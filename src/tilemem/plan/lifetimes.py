@@ -56,7 +56,13 @@ order of slot, then larger alignment, then larger size. A state is pruned when
   class was searched already (slots only grow with the heights and the incumbent only
   shrinks, so it cannot do better);
 - it would place an item before an identical one (same size, alignment, phases, lanes)
-  of lower index.
+  of lower index;
+- (*exchange*) it would place an item ``r`` at or above the end of another waiting item
+  ``s`` put at its slot. Placing ``s`` there first leaves ``r``'s slot where it was and,
+  once ``r`` is placed, the same heights (every height is raised to ``r``'s offset
+  anyway) with ``s`` done; slots only grow with the heights, so every completion through
+  ``r`` is matched, item for item no higher, through the sibling ``s``, which is searched
+  first (its slot is lower).
 
 The search stops as soon as the incumbent meets the clique bound (the heaviest clique;
 with live *sets* it can exceed the busiest phase: buffers live in {a, b}, {b, c}, {a, c}).
@@ -66,7 +72,9 @@ It does not start when the incumbent meets it already (``Packing.nodes`` is then
 further order only while the incumbent is above a bound (the heaviest class of cells,
 then the clique bound), since no order can then do strictly better; the result is the
 same as trying all five. First fit keeps the placed items sorted by offset and tests
-conflicts as bit masks, computed once per kind of root (same phases and lanes). Classes
+conflicts as bit masks, computed once per kind of root (same phases and lanes); with few
+kinds (a kernel's pools: kinds^2 <= items) it keeps each kind's positions as merged runs
+instead and bisects the runs of the kinds that block an item, about n log n. Classes
 of cells with the same members are kept once, and the phases are split by the roots'
 live masks rather than visited one by one, so many phases cost little. Bron-Kerbosch
 stops after ``CLIQUE_LIMIT`` steps (there can be 3^(n/3) maximal cliques); the cliques
@@ -81,17 +89,17 @@ state, so ``nodes`` is the budget plus one.
 
 *Guarantee.* When the search finishes (``Packing.exact``), the footprint is the minimum
 over all feasible placements. Every plan of the real-kernel corpus in
-``benchmarks/packing.py`` is proven so in under a millisecond; of the random kernel-like
-instances of up to 24 buffers in ``benchmarks/planning.py`` about 99.9% are, and the rest
-spend the budget (docs/PERFORMANCE.md has the measured rates and times). The problem stays
-NP-hard and the search exponential in the worst case, so a 16-buffer pool can exceed
-``node_limit``
-(50,000 nodes by default; fewer for pools with more items and cliques, see ``pack``).
-Then, and for larger pools where the search runs out, the best placement found so far is
-returned, and ``exact`` is False unless it meets the clique bound. In every case the
-footprint is at most that of first fit in allocation order, which by the lemma is at
-most bump placement in allocation order. The search visits items in a fixed order and
-keys its memo by integers and tuples only, so the same items give the same offsets.
+``benchmarks/packing.py`` is proven so in under a millisecond, and nearly every random
+kernel-like instance of up to 24 buffers in ``benchmarks/planning.py`` (docs/PERFORMANCE.md
+has the measured rates and times). The problem stays NP-hard and the search exponential
+in the worst case, so a pool can exceed ``node_limit`` (50,000 nodes by default; fewer
+for pools with more items and cliques, see ``pack``) or the CPU time ``pack`` allows
+(``SEARCH_SECONDS``, looked at every ``CHECK_EVERY`` nodes). Then the best placement found
+so far is returned, and ``exact`` is False unless it meets the clique bound. In every
+case the footprint is at most that of first fit in allocation order, which by the lemma
+is at most bump placement in allocation order. The search visits items in a fixed order
+and keys its memo by integers and tuples only, so the same items give the same offsets,
+unless the time limit (which depends on the machine) ended the search.
 
 *Lower bound.* ``max`` over phases (and TMEM lane groups) of the total size of the items
 live there: no placement can do better, so a reader sees how far a footprint is from it.
@@ -106,18 +114,21 @@ the others are placed around them.
 from __future__ import annotations
 
 import functools
-from bisect import insort
+import time
+from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..errors import AllocationError
 from ..intmath import align_up, is_power_of_two
-from .packing import bump_total
+from .packing import bump_total, overlapping_index_pairs
 
 ALL_LANES = -1  # lane mask of an item without lanes: conflicts on every lane
 NODE_LIMIT = 50_000  # search nodes before the best placement found so far is returned
 NODE_COST = 128  # items x (cliques + 1) up to which a node costs one node of the budget
 CLIQUE_LIMIT = 2_000  # Bron-Kerbosch steps before the cliques found so far are used
+SEARCH_SECONDS = 0.8  # CPU seconds of search after which pack() returns its best placement
+CHECK_EVERY = 64  # nodes between two looks at the clock
 
 
 @dataclass(frozen=True)
@@ -181,6 +192,7 @@ class _Instance:
         if len(self.index) != len(self.items):
             raise AllocationError("item names must be unique")
         all_phases = (1 << max(1, len(self.phases))) - 1
+        self._masks: dict[frozenset[str], int] = {}  # live set -> phase mask, once per set
         self.live = [self._phase_mask(it, all_phases) for it in self.items]
         self.lanes = [ALL_LANES if it.lanes is None else _lane_mask(it.lanes) for it in self.items]
         self.parent = [self._parent(it) for it in self.items]
@@ -192,6 +204,13 @@ class _Instance:
     def _phase_mask(self, item: Item, all_phases: int) -> int:
         if item.live is None:
             return all_phases
+        mask = self._masks.get(item.live)
+        if mask is None:
+            mask = self._masks[item.live] = self._new_phase_mask(item)
+        return mask
+
+    def _new_phase_mask(self, item: Item) -> int:
+        assert item.live is not None
         index = self.phase_index
         unknown = sorted(p for p in item.live if p not in index)
         if unknown:
@@ -201,10 +220,14 @@ class _Instance:
         return _bit_mask(index[p] for p in item.live)
 
     def _parent(self, item: Item) -> int | None:
-        for label, value in (("length", item.length), ("align", item.align)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise AllocationError(f"{item.name}: {label} must be an integer >= 0, got {value}")
-        if not is_power_of_two(item.align):
+        length, align = item.length, item.align
+        if not (type(length) is int and length >= 0 and type(align) is int and align > 0):
+            for label, value in (("length", length), ("align", align)):
+                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                    raise AllocationError(
+                        f"{item.name}: {label} must be an integer >= 0, got {value}"
+                    )
+        if align & (align - 1) or not is_power_of_two(align):
             raise AllocationError(f"{item.name}: align must be a power of two, got {item.align}")
         if item.offset is not None and item.offset % item.align:
             raise AllocationError(
@@ -333,12 +356,14 @@ class _Search:
             sorted((self.fixed[b], self.fixed[b] + self.length[b])
                    for b in _bits(self.conflict_mask[r] & solid))
             for r in range(n)
-        ]  # fmt: skip
+        ] if solid else [[]] * n  # fmt: skip
         self.twin_before = self._twins()
         self.none = n  # a bit no item has
         self.cliques: list[int] | None = None
         self.nodes = 0
         self.complete = True
+        self.seconds: float | None = None  # the search's CPU time (None: no limit)
+        self.deadline: float | None = None  # this thread's CPU time at which it stops
 
     def _conflict_masks(self) -> list[int]:
         """Per root, the roots it conflicts with, as a bit mask. Roots of one kind (the same
@@ -359,6 +384,13 @@ class _Search:
         masks = [0] * len(inst.items)
         for r in inst.roots:
             masks[r] = reach[inst.pack_live[r], inst.pack_lanes[r]] & ~(1 << r)
+        number = {key: k for k, key in enumerate(kinds)}
+        self.kind_of = [number.get((inst.pack_live[r], inst.pack_lanes[r]), -1)
+                        for r in range(len(inst.items))]  # fmt: skip
+        self.blocking = [
+            [number[other] for other in kinds if live & other[0] and lanes & other[1]]
+            for live, lanes in kinds
+        ]  # per kind, the kinds whose items it conflicts with
         return masks
 
     def find_cliques(self) -> None:
@@ -419,6 +451,10 @@ class _Search:
     def first_fit(self, order: Sequence[int]) -> dict[int, int]:
         """Each item of ``order`` in turn at its lowest position: the lowest multiple of its
         alignment clear of every placed item it conflicts with."""
+        if len(self.blocking) ** 2 <= len(order) and not any(
+            self.length[r] or x for r, x in self.fixed.items()
+        ):
+            return self._first_fit_by_kind(order)
         offsets = dict(self.fixed)
         placed = sorted((x, x + self.length[r], r) for r, x in offsets.items())
         for r in order:
@@ -431,6 +467,31 @@ class _Search:
                     x = -(-hi // align) * align
             offsets[r] = x
             insort(placed, (x, x + size, r))
+        return offsets
+
+    def _first_fit_by_kind(self, order: Sequence[int]) -> dict[int, int]:
+        """:meth:`first_fit` for few kinds of items (same phases and lanes) and nothing fixed
+        that blocks (only empty items at 0). The positions taken by each kind are kept as
+        sorted disjoint runs, so an item looks only at the runs of the kinds it conflicts
+        with, one bisection each, until a pass moves it no more: about ``n log n`` for
+        kernel-like pools, where scanning every placed item is ``n^2``."""
+        offsets = dict(self.fixed)
+        starts: list[list[int]] = [[] for _ in self.blocking]
+        ends: list[list[int]] = [[] for _ in self.blocking]
+        for r in order:
+            size, align, kind = self.length[r], self.align[r], self.kind_of[r]
+            x, moved = 0, True
+            while moved:
+                moved = False
+                for k in self.blocking[kind]:
+                    i = bisect_right(ends[k], x)  # the first run ending above x
+                    if i < len(ends[k]) and starts[k][i] < x + size:
+                        x, moved = -(-ends[k][i] // align) * align, True
+            offsets[r] = x
+            lo, hi = bisect_left(ends[kind], x), bisect_right(starts[kind], x + size)
+            first = min(x, starts[kind][lo]) if lo < hi else x
+            last = max(x + size, ends[kind][hi - 1]) if lo < hi else x + size
+            starts[kind][lo:hi], ends[kind][lo:hi] = [first], [last]  # merged with touching runs
         return offsets
 
     def footprint(self, offsets: dict[int, int]) -> int:
@@ -461,19 +522,31 @@ class _Search:
         self.path: list[tuple[int, int]] = []
         self.seen: dict[int, list[tuple[int, ...]]] = {}
         if self.best_end > self.bound:
+            if self.seconds is not None:  # the clock is read only when a search runs
+                self.deadline = time.thread_time() + self.seconds
             unplaced = sum(1 << r for r in self.free)
-            self._dfs(unplaced, (0,) * len(self.classes))
+            self._dfs(unplaced, (0,) * len(self.classes), self.fixed_end)
         return self.best
 
-    def _skyline_slot(self, r: int, heights: tuple[int, ...]) -> int:
-        """Where ``r`` goes next: above the skyline of its cells, clear of fixed items."""
-        base = 0
-        for k in self.cells[r]:
-            if heights[k] > base:
-                base = heights[k]
-        align = self.align[r]
-        x = -(-base // align) * align
-        return _clear(self.obstacles[r], x, self.length[r], align) if self.obstacles[r] else x
+    def _slots(self, unplaced: int, heights: tuple[int, ...]) -> dict[int, int]:
+        """Where each waiting item goes next, its skyline slot: the lowest multiple of its
+        alignment at or above the heights of its cells, clear of the fixed items. Items over
+        the same cells share the skyline under them, which is found once."""
+        under: dict[tuple[int, ...], int] = {}
+        slot = {}
+        cells, align, obstacles = self.cells, self.align, self.obstacles
+        for r in _bits(unplaced):
+            base = under.get(cells[r])
+            if base is None:
+                base = 0
+                for k in cells[r]:
+                    if heights[k] > base:
+                        base = heights[k]
+                under[cells[r]] = base
+            step = align[r]
+            x = -(-base // step) * step
+            slot[r] = _clear(obstacles[r], x, self.length[r], step) if obstacles[r] else x
+        return slot
 
     def _dominated(self, unplaced: int, heights: tuple[int, ...]) -> bool:
         """True if this state, or one at most as high everywhere, was searched already."""
@@ -484,33 +557,43 @@ class _Search:
         known.append(heights)
         return False
 
-    def _dfs(self, unplaced: int, heights: tuple[int, ...]) -> None:
+    def _dfs(self, unplaced: int, heights: tuple[int, ...], top: int) -> None:
+        """Search from the state: ``unplaced`` items, the classes' ``heights`` and ``top``,
+        the highest end placed so far (the fixed items' included)."""
         self.nodes += 1
-        if self.nodes > self.node_limit:
+        if self.nodes > self.node_limit or (
+            not self.nodes % CHECK_EVERY
+            and self.deadline is not None
+            and time.thread_time() > self.deadline
+        ):
             self.complete = False
             return
         if not unplaced:
-            end = max(self.fixed_end, *(x + self.length[r] for r, x in self.path))
-            if end < self.best_end:
+            if top < self.best_end:
                 self.best = {**self.fixed, **dict(self.path)}
-                self.best_end = end
+                self.best_end = top
             return
         if self._dominated(unplaced, heights):
             return
-        slot = {r: self._skyline_slot(r, heights) for r in _bits(unplaced)}
+        slot = self._slots(unplaced, heights)
         if self._state_bound(slot, self.best_end) >= self.best_end:
             return
+        # an item going at or above the end of another waiting item's slot leaves that
+        # item's whole range free below it: the order placing that item first does at least
+        # as well (the module docstring, *exchange*), so such children are not tried
+        low_end = min(x + self.length[r] for r, x in slot.items())
         children = sorted(
             (x, -self.align[r], -self.length[r], r)
             for r, x in slot.items()
-            if not unplaced >> self.twin_before.get(r, self.none) & 1  # identical items in order
+            if x < low_end
+            and not unplaced >> self.twin_before.get(r, self.none) & 1  # identical items in order
         )
         for x, _, _, r in children:
             raised = [max(h, x) for h in heights]  # later items go at or above x
             for k in self.cells[r]:
                 raised[k] = x + self.length[r]
             self.path.append((r, x))
-            self._dfs(unplaced & ~(1 << r), tuple(raised))
+            self._dfs(unplaced & ~(1 << r), tuple(raised), max(top, x + self.length[r]))
             self.path.pop()
             if self.best_end <= self.bound or not self.complete:
                 return
@@ -530,10 +613,12 @@ class _Search:
         above = [0] * len(self.cliques or ())
         length, member_of = self.length, self.member_of
         for x, r in sorted([(x, r) for r, x in slot.items()], reverse=True):
-            size = length[r]
+            size, top = length[r], 0
             for c in member_of[r]:
-                above[c] += size
-            top = x + max((above[c] for c in member_of[r]), default=0)
+                total = above[c] = above[c] + size
+                if total > top:
+                    top = total
+            top += x
             if top > best:
                 best = top
                 if best >= enough:
@@ -594,18 +679,58 @@ def _bits(mask: int) -> list[int]:
 
 
 def pack(
-    items: Sequence[Item], phases: Sequence[str] | None = None, *, node_limit: int = NODE_LIMIT
+    items: Sequence[Item],
+    phases: Sequence[str] | None = None,
+    *,
+    node_limit: int = NODE_LIMIT,
+    seconds: float | None = SEARCH_SECONDS,
 ) -> Packing:
     """Offsets for ``items`` with conflicting items disjoint and the footprint minimal.
 
     See the module docstring for the algorithm and its guarantee. ``phases`` orders the
     phase names (default: the names the items use, sorted). ``node_limit`` bounds the
     search; a pool whose nodes cost more (more than ``NODE_COST`` items x (cliques + 1))
-    gets proportionally fewer, so the planning time stays about the same.
+    gets proportionally fewer, so the planning time stays about the same. ``seconds``
+    bounds the CPU time of the search (this thread's, from its first node; the set-up
+    before it is bounded by ``CLIQUE_LIMIT`` and the five first-fit orders): a search
+    still running then stops at the next check (every ``CHECK_EVERY`` nodes) with the
+    best placement found, and ``exact`` says whether it is proven. Where the time limit
+    ends a search the result depends on the machine's speed; ``seconds=None`` leaves only
+    ``node_limit``, so the same items always give the same offsets.
     """
+    seconds = _check_seconds(seconds)
+    return _pack(_Instance(items, phases), node_limit, seconds)
+
+
+def pack_checked(
+    items: Sequence[Item],
+    phases: Sequence[str] | None = None,
+    *,
+    node_limit: int = NODE_LIMIT,
+    seconds: float | None = SEARCH_SECONDS,
+) -> tuple[Packing, list[Overlap]]:
+    """:func:`pack` and :func:`conflicts` of its offsets, from one working form of the items
+    (what a pool does at commit). Only items placed by hand (a fixed ``offset``, or a view
+    of another) can conflict: the packer keeps every other pair that conflicts apart."""
+    seconds = _check_seconds(seconds)
     inst = _Instance(items, phases)
+    packing = _pack(inst, node_limit, seconds)
+    by_hand = any(it.offset is not None or it.alias_of is not None for it in inst.items)
+    return packing, _conflicts(inst, packing.offsets) if by_hand else []
+
+
+def _check_seconds(seconds: float | None) -> float | None:
+    if seconds is not None and (
+        isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0
+    ):
+        raise AllocationError(f"seconds must be a number > 0 or None, got {seconds!r}")
+    return seconds
+
+
+def _pack(inst: _Instance, node_limit: int, seconds: float | None) -> Packing:
     classes = inst.cell_classes()
     search = _Search(inst, node_limit, classes)
+    search.seconds = seconds
     alloc_order = search.first_fit(search.free)
     best, best_end = alloc_order, search.footprint(alloc_order)
     bound = search.class_bound()  # no placement is smaller: an order meeting it ends the work
@@ -644,17 +769,13 @@ def conflicts(
 ) -> list[Overlap]:
     """Pairs that share positions (TMEM: lanes too) and a phase; a view is exempt from its
     ancestors only. Offsets are absolute, in item order."""
-    inst = _Instance(items, phases)
-    ends = [x + it.length for x, it in zip(offsets, inst.items)]
-    order = sorted((n for n, it in enumerate(inst.items) if it.length), key=offsets.__getitem__)
-    pairs = []
-    for i, a in enumerate(order):  # by start: the items sharing positions with a follow it
-        for b in order[i + 1 :]:
-            if offsets[b] >= ends[a]:
-                break
-            pairs.append((a, b) if a < b else (b, a))
+    return _conflicts(_Instance(items, phases), offsets)
+
+
+def _conflicts(inst: _Instance, offsets: Sequence[int]) -> list[Overlap]:
+    ranges = [(x, x + it.length) for x, it in zip(offsets, inst.items)]
     found = []
-    for a, b in sorted(pairs):
+    for a, b in overlapping_index_pairs(ranges):
         overlap = _overlap(inst, offsets, a, b)
         if overlap is not None:
             found.append(overlap)

@@ -50,17 +50,34 @@ def place(cursor: int, size: int, align: int) -> Placement:
 def bump_total(items: Iterable[tuple[int, int]], start: int = 0) -> tuple[int, int]:
     """High-water mark and padding of placing ``(size, align)`` items in order from ``start``."""
     cursor, padding = start, 0
-    for size, align in items:
-        spot = place(cursor, size, align)
-        cursor, padding = spot.end, padding + spot.padding
+    for given, align in items:
+        size = given if type(given) is int and given >= 0 else place(cursor, given, align).length
+        offset = align_up(cursor, align)
+        cursor, padding = offset + size, padding + offset - cursor
     return cursor, padding
 
 
 def overlapping_pairs(spans: Sequence[tuple[str, int, int]]) -> list[tuple[str, str]]:
-    """Pairs of names whose half-open ``[start, end)`` ranges intersect."""
+    """Pairs of names whose half-open ``[start, end)`` ranges intersect, in the order of
+    their positions in ``spans`` (first, then second)."""
+    pairs = overlapping_index_pairs([(start, end) for _, start, end in spans])
+    return [(spans[i][0], spans[j][0]) for i, j in pairs]
+
+
+def overlapping_index_pairs(ranges: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted index pairs ``(i, j)``, ``i < j``, of non-empty half-open ranges that intersect.
+
+    A sweep by start: after sorting, the ranges meeting range ``a`` from above are the ones
+    that follow it and start below its end, so the work is the sort plus the pairs found.
+    """
+    order = sorted((i for i, (lo, hi) in enumerate(ranges) if hi > lo), key=lambda i: ranges[i])
     pairs = []
-    for i, (a, a0, a1) in enumerate(spans):
-        for b, b0, b1 in spans[i + 1 :]:
-            if a0 < b1 and b0 < a1 and a1 > a0 and b1 > b0:
-                pairs.append((a, b))
+    for k, a in enumerate(order):
+        end = ranges[a][1]
+        for m in range(k + 1, len(order)):
+            b = order[m]
+            if ranges[b][0] >= end:
+                break
+            pairs.append((a, b) if a < b else (b, a))
+    pairs.sort()
     return pairs

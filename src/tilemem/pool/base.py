@@ -3,13 +3,64 @@ moves, and the names of one CTA's buffers."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+from typing import TypeVar
+
+from ..dtype import DataType, DTypeLike, as_dtype
 from ..errors import AllocationError
 from ..layout import Layout, TileLayout
 from ..layout.smem import layout_swizzle_mode
 from ..plan.model import PlanEntry
-from ..plan.packing import overlapping_pairs
-from ..validate import check_buffer_name
+from ..plan.packing import overlapping_index_pairs
+from ..validate import MAX_ELEMENTS, check_buffer_name, check_shape
 from .buffer import TMEM, Buffer
+
+_Fact = TypeVar("_Fact")
+_FACTS: dict[tuple[int, str], tuple[Layout, object]] = {}
+_FACTS_KEPT = 4096  # distinct (layout, fact) pairs kept before the memo starts afresh
+_NAMES: set[str] = set()  # buffer names that passed check_buffer_name (at most _FACTS_KEPT)
+_DTYPES: dict[str, DataType] = {}  # dtype name -> its DataType
+
+
+def layout_fact(layout: Layout, fact: str, compute: Callable[[Layout], _Fact]) -> _Fact:
+    """``compute(layout)``, kept per layout object: layouts are immutable values, and the
+    pools take theirs from caches, so the same objects come back allocation after
+    allocation. An entry holds its layout, so the ``id`` it is keyed by stays that layout's
+    while the entry lives."""
+    key = (id(layout), fact)
+    hit = _FACTS.get(key)
+    if hit is not None and hit[0] is layout:
+        return hit[1]  # type: ignore[return-value]
+    value = compute(layout)
+    if len(_FACTS) >= _FACTS_KEPT:
+        _FACTS.clear()
+    _FACTS[key] = (layout, value)
+    return value
+
+
+def pool_shape(shape) -> tuple[int, ...]:
+    """:func:`~tilemem.validate.check_shape`'s answer; a tuple of positive ints (the usual
+    argument) is accepted without the general conversion."""
+    if (
+        type(shape) is tuple
+        and shape
+        and all(type(s) is int and s > 0 for s in shape)
+        and math.prod(shape) <= MAX_ELEMENTS
+    ):
+        return shape
+    return check_shape(shape)
+
+
+def pool_dtype(dtype: DTypeLike) -> DataType:
+    """:func:`~tilemem.dtype.as_dtype`; a dtype name is looked up once (DataTypes are
+    immutable values)."""
+    if type(dtype) is str:
+        known = _DTYPES.get(dtype)
+        if known is None:
+            known = _DTYPES[dtype] = as_dtype(dtype)  # raises for an unknown name
+        return known
+    return as_dtype(dtype)
 
 
 def lane_set(layout: Layout) -> frozenset[int]:
@@ -18,6 +69,10 @@ def lane_set(layout: Layout) -> frozenset[int]:
     Lanes are ``offset + sum(c_i * stride_i)`` over the TLane Iters of shard and replica.
     TMEM buffers have TileLayouts only (TMEMPool refuses any other layout).
     """
+    return layout_fact(layout, "lanes", _lane_set)
+
+
+def _lane_set(layout: Layout) -> frozenset[int]:
     assert isinstance(layout, TileLayout), layout
     lanes = {layout.offset.get("TLane", 0)}
     for it in (*layout.shard, *layout.replica):
@@ -28,6 +83,10 @@ def lane_set(layout: Layout) -> frozenset[int]:
 
 def lane_runs(layout: Layout) -> tuple[tuple[int, int], ...]:
     """The lanes of :func:`lane_set` as sorted [first, end) runs."""
+    return layout_fact(layout, "lane runs", _lane_runs)
+
+
+def _lane_runs(layout: Layout) -> tuple[tuple[int, int], ...]:
     runs: list[list[int]] = []
     for lane in sorted(lane_set(layout)):
         if runs and runs[-1][1] == lane:
@@ -86,7 +145,10 @@ class BumpPool:
         """Raise before any state changes when ``name`` is unusable or taken in this CTA."""
         if name is None:
             return
-        check_buffer_name(name, "buffer name")
+        if type(name) is not str or name not in _NAMES:
+            check_buffer_name(name, "buffer name")
+            if len(_NAMES) < _FACTS_KEPT:
+                _NAMES.add(name)
         if name in self._names:
             raise AllocationError(
                 f"this CTA already has a buffer named {name!r}: SMEM and TMEM buffers (and the "
@@ -117,14 +179,14 @@ class BumpPool:
         self._high_water = max(self._high_water, position)
 
     def _entries(self, spots) -> tuple[PlanEntry, ...]:
-        """Plan entries from ``(buffer, offset, size, align, padding)`` rows, overlaps included."""
+        """Plan entries from ``(buffer, offset, size, align, padding)`` rows (one per buffer, in
+        order), with their overlaps and lifetimes."""
         spots = list(spots)
-        partners: dict[str, list[str]] = {b.name: [] for b, *_ in spots}
-        for a, b in overlapping_pairs(
-            [(b.name, offset, offset + size) for b, offset, size, _, _ in spots]
-        ):
-            partners[a].append(b)
-            partners[b].append(a)
+        partners: list[list[str]] = [[] for _ in spots]
+        ranges = [(offset, offset + size) for _, offset, size, _, _ in spots]
+        for i, j in overlapping_index_pairs(ranges):  # by (i, j): each list in buffer order
+            partners[i].append(spots[j][0].name)
+            partners[j].append(spots[i][0].name)
         return tuple(
             PlanEntry(
                 name=b.name,
@@ -137,9 +199,21 @@ class BumpPool:
                 shape=b.shape,
                 layout=b.layout_name,
                 layout_kind=b.layout_kind,
-                overlaps=tuple(partners[b.name]),
-                swizzle=int(layout_swizzle_mode(b.layout)),
+                overlaps=tuple(overlaps),
+                swizzle=layout_fact(b.layout, "swizzle", _swizzle_value),
                 lanes=lane_runs(b.layout) if b.scope == TMEM else (),
+                phases=phases,
+                alias_of=alias_of,
             )
-            for b, offset, size, align, padding in spots
+            for (b, offset, size, align, padding), overlaps, (phases, alias_of) in zip(
+                spots, partners, self._lifetime_fields()
+            )
         )
+
+    def _lifetime_fields(self) -> list[tuple[tuple[str, ...], str | None]]:
+        """Per buffer, the plan's ``phases`` and ``alias_of`` (LifetimePool)."""
+        raise NotImplementedError
+
+
+def _swizzle_value(layout: Layout) -> int:
+    return int(layout_swizzle_mode(layout))

@@ -40,25 +40,32 @@ class Buffer:
     layout_detail: str = ""  # what the kind leaves open: swizzle mode, data path, strides
     pool: Any = None
 
-    def __getattribute__(self, name: str) -> Any:
-        """A pool with phases places its buffers at commit (docs/DESIGN.md#lifetimes): reading an
-        offset before then is an error, not a silent None."""
-        value = object.__getattribute__(self, name)
-        if value is None and name in ("byte_offset", "col_offset"):
-            pool = object.__getattribute__(self, "pool")
-            scope = object.__getattribute__(self, "scope")
-            if _OFFSET_FIELD.get(scope) == name and getattr(pool, "places_at_commit", False):
-                raise PoolStateError(
-                    f"buffer {object.__getattribute__(self, 'name')!r} has no {name} yet: pool "
-                    f"{pool.name!r} has phases, so commit() places its buffers by lifetime; "
-                    "read offsets after commit(), or use alias_of=/offset= to fix a position"
-                )
-        return value
+    def __post_init__(self) -> None:
+        """A buffer waiting for its offset keeps none: reading it goes to ``__getattr__``,
+        so every other attribute is read at full speed."""
+        field = _OFFSET_FIELD.get(self.scope)
+        if field is not None and self.__dict__[field] is None:
+            del self.__dict__[field]
+
+    def __getattr__(self, name: str) -> Any:
+        """The offset of a buffer not placed yet: a pool with phases places its buffers at
+        commit (docs/DESIGN.md#lifetimes), so reading it before then is an error, not a silent
+        None."""
+        if name not in ("byte_offset", "col_offset"):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        pool: Any = self.__dict__.get("pool")
+        if getattr(pool, "places_at_commit", False):
+            raise PoolStateError(
+                f"buffer {self.__dict__.get('name')!r} has no {name} yet: pool "
+                f"{pool.name!r} has phases, so commit() places its buffers by lifetime; "
+                "read offsets after commit(), or use alias_of=/offset= to fix a position"
+            )
+        return None
 
     @property
     def placed(self) -> bool:
         """Whether the buffer has its offset (a lifetime pool's buffers get it at commit)."""
-        return object.__getattribute__(self, _OFFSET_FIELD[self.scope]) is not None
+        return self.__dict__.get(_OFFSET_FIELD[self.scope]) is not None
 
     @property
     def layout_name(self) -> str:
@@ -97,7 +104,7 @@ class Buffer:
         self._emitter("write").store(self, index, value)
 
     def __repr__(self) -> str:
-        offset = object.__getattribute__(self, _OFFSET_FIELD[self.scope])
+        offset = self.__dict__.get(_OFFSET_FIELD[self.scope])
         offset = "(at commit)" if offset is None else offset
         where = (
             f"byte_offset={offset}"
@@ -108,3 +115,8 @@ class Buffer:
             f"Buffer({self.name!r}, {self.shape}, {self.dtype.name}, {self.scope}, {where}, "
             f"layout={self.layout_name})"
         )
+
+
+# The offsets' defaults live in __init__ only: without class attributes of those names, an
+# instance without its offset reaches __getattr__ (see Buffer.__post_init__).
+del Buffer.byte_offset, Buffer.col_offset

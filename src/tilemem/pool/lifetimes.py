@@ -8,18 +8,17 @@ A pool made with ``phases=`` places its buffers at ``commit()`` with
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
 from ..errors import AliasError, AlignmentError, AllocationError
-from ..plan.lifetimes import Item, Overlap, Packing, conflicts, pack
-from ..plan.model import PlanEntry
+from ..plan.lifetimes import Item, Overlap, Packing, pack_checked
 from ..plan.packing import Placement, place
 from ..validate import check_int, check_name
 from .buffer import Buffer
 
 Lifetime = tuple[frozenset[str] | None, Buffer | None, int | None]  # live, alias_of, offset
+_NO_LIFETIME: Lifetime = (None, None, None)
 
 
 def check_phases(phases) -> tuple[str, ...] | None:
@@ -53,6 +52,8 @@ class LifetimePool:
 
     def _init_lifetimes(self, phases) -> None:
         self.phases = check_phases(phases)
+        # each phase name -> the live set of that phase alone (``live="mainloop"``)
+        self._single = {p: frozenset((p,)) for p in self.phases or ()}
         self._lifetimes: list[Lifetime] = []
         self._packing: Packing | None = None
         self._provisional: Packing | None = None  # the latest packing computed
@@ -116,8 +117,10 @@ class LifetimePool:
 
     def _check_lifetime(self, live, alias_of, offset, unit: str) -> Lifetime:
         """Validate ``live=``, ``alias_of=`` and ``offset=`` before any state changes."""
-        live_set = None
-        if live is not None:
+        if live is None and alias_of is None and offset is None:
+            return _NO_LIFETIME  # the common case: live throughout, placed by the pool
+        live_set = self._single.get(live) if type(live) is str else None  # one known phase
+        if live_set is None and live is not None:
             if self.phases is None:
                 raise AllocationError(
                     f"live={live!r} needs a pool with phases: pass phases=(...) to the pool "
@@ -135,7 +138,7 @@ class LifetimePool:
             if not all(isinstance(p, str) for p in names):
                 raise AllocationError(f"live names phases by their names (str), got {live!r}")
             live_set = frozenset(names)
-            unknown = sorted(str(p) for p in live_set - set(self.phases))
+            unknown = sorted(str(p) for p in live_set.difference(self._single))
             if not live_set or unknown:
                 raise AllocationError(
                     f"live={live!r}: unknown phases {unknown}; pool {self.name!r} has phases "
@@ -208,27 +211,26 @@ class LifetimePool:
 
     def _pack(self, items: list[Item], unit: str) -> Packing:
         """Offsets for every buffer; AliasError when fixed buffers overlap while live together."""
-        packing = pack(items, self.phases)
-        found = conflicts(items, packing.offsets, self.phases)
+        packing, found = pack_checked(items, self.phases)
         if found:
             raise AliasError(_alias_message(self.name, found, unit))
         self._provisional = packing
         return packing
 
-    def _with_lifetimes(self, entries: tuple[PlanEntry, ...]) -> tuple[PlanEntry, ...]:
-        if self.phases is None:
-            return tuple(
-                dataclasses.replace(e, alias_of=parent.name) if parent is not None else e
-                for e, (_, parent, _) in zip(entries, self._lifetimes)
-            )
-        return tuple(
-            dataclasses.replace(
-                e,
-                phases=tuple(p for p in self.phases if live is None or p in live),
-                alias_of=None if parent is None else parent.name,
-            )
-            for e, (live, parent, _) in zip(entries, self._lifetimes)
-        )
+    def _lifetime_fields(self) -> list[tuple[tuple[str, ...], str | None]]:
+        """Per buffer, the plan's ``phases`` (the phases it is live in, in program order; none
+        in a pool without phases) and ``alias_of`` (the parent of a view)."""
+        phases = self.phases
+        in_order: dict[frozenset[str], tuple[str, ...]] = {}
+        fields = []
+        for live, parent, _ in self._lifetimes:
+            kept: tuple[str, ...] = ()
+            if phases is not None:
+                kept = phases if live is None else in_order.get(live, ())
+                if live is not None and live not in in_order:
+                    kept = in_order[live] = tuple(p for p in phases if p in live)
+            fields.append((kept, None if parent is None else parent.name))
+        return fields
 
     def _plan_totals(self, packing: Packing | None) -> dict:
         """The PoolPlan fields of a pool with phases: its phases, lower bound and bump."""

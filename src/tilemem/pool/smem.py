@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from typing import Any
 
-from ..dtype import DataType, DTypeLike, as_dtype
+from ..dtype import DataType, DTypeLike
 from ..errors import AlignmentError, AllocationError, PoolStateError, TargetError
 from ..intmath import is_power_of_two
 from ..layout import (
@@ -25,8 +26,8 @@ from ..plan.model import LayoutKind, MemoryPlan, PoolPlan
 from ..plan.occupancy import check_tmem_residency
 from ..plan.packing import Placement, check_align, place
 from ..plan.target import Target, get_target
-from ..validate import check_int, check_name, check_shape
-from .base import BumpPool, buffer_count
+from ..validate import check_int, check_name
+from .base import BumpPool, buffer_count, layout_fact, pool_dtype, pool_shape
 from .buffer import SMEM, Buffer
 from .emit import current_emitter
 from .lifetimes import Lifetime, LifetimePool, check_phases
@@ -58,6 +59,37 @@ def swizzle_period_bytes(layout: Layout, dtype: DataType) -> int:
             "bits, not a power-of-two number of bytes, so no buffer start keeps it aligned"
         )
     return period_bits // 8
+
+
+@functools.lru_cache(maxsize=1024)
+def _row_major(shape: tuple[int, ...]) -> TileLayout:
+    """The default layout, kept per shape: layouts are immutable values, and a kernel
+    allocates a few shapes many times."""
+    return TileLayout.row_major(shape)
+
+
+@functools.lru_cache(maxsize=1024)
+def _mma_tile(
+    shape: tuple[int, ...], dtype: DataType, mode: SwizzleMode
+) -> tuple[Layout, int, tuple[LayoutKind, str]]:
+    """An MMA operand tile's checked layout, its swizzle period in bytes and its kind, kept
+    per (shape, dtype, mode). Without a swizzle, rows that are not a multiple of 16 bytes
+    hold no core matrix: the tile is then plain row-major."""
+    check_mma_tile(shape, dtype, mode)
+    kind = (LayoutKind.MMA_OPERAND, mode.label)
+    if mode == SwizzleMode.SWIZZLE_NONE and shape[-1] * dtype.bits % 128:
+        kind = (LayoutKind.ROW_MAJOR, "")
+    return mma_shared_layout(dtype, mode, shape), mode.period_bytes, kind
+
+
+@functools.lru_cache(maxsize=1024)
+def _strided(shape: tuple[int, ...], strides: tuple[int, ...]) -> TileLayout:
+    """The layout of ``strides=``, kept per (shape, strides) like :func:`_row_major`."""
+    return TileLayout.of(shape, strides)
+
+
+def _span_m(layout: Layout) -> int:
+    return layout.span("m")
 
 
 def _kernel_settings(
@@ -171,7 +203,7 @@ class SMEMPool(LifetimePool, BumpPool):
         """
         self._check_open("alloc")
         lifetime = self._check_lifetime(live, alias_of, offset, "bytes")
-        shape, dtype = check_shape(shape), as_dtype(dtype)
+        shape, dtype = pool_shape(shape), pool_dtype(dtype)
         if scope not in SCOPES:
             raise AllocationError(
                 f"SMEMPool.alloc places shared memory: scope must be one of {SCOPES}, got {scope!r}"
@@ -213,29 +245,24 @@ class SMEMPool(LifetimePool, BumpPool):
                 )
             swizzle = swizzle_mode
         lifetime = self._check_lifetime(live, alias_of, offset, "bytes")
-        shape, dtype = check_shape(shape), as_dtype(dtype)
+        shape, dtype = pool_shape(shape), pool_dtype(dtype)
         align = check_align(align)
         self._check_new_name(name)
         if isinstance(swizzle, str) and swizzle == "auto":
             mode = widest_swizzle(dtype, shape[-1])
         else:
             mode = SwizzleMode.parse(swizzle)
-        check_mma_tile(shape, dtype, mode)
-        layout = mma_shared_layout(dtype, mode, shape)
-        spot = place(self._cursor, 0, max(align, dtype.natural_align))
+        layout, period, kind = _mma_tile(shape, dtype, mode)
         bumped = self.phases is None and lifetime[1] is None and lifetime[2] is None
-        if bumped and spot.offset % mode.period_bytes:
-            raise AlignmentError(
-                f"MMA tile {name or '(unnamed)'} {shape} {dtype.name} would start at byte "
-                f"{spot.offset}, not a multiple of the {mode.period_bytes}-byte {mode.name} period "
-                f"(the hardware swizzles absolute addresses): pass align={mode.period_bytes}"
-            )
-        align = max(align, mode.period_bytes)  # the plan (and padding advice) must keep it
-        kind = (LayoutKind.MMA_OPERAND, mode.label)
-        if (
-            mode == SwizzleMode.SWIZZLE_NONE and shape[-1] * dtype.bits % 128
-        ):  # no core matrix: plain row-major
-            kind = (LayoutKind.ROW_MAJOR, "")
+        if bumped:
+            start = place(self._cursor, 0, max(align, dtype.natural_align)).offset
+            if start % period:
+                raise AlignmentError(
+                    f"MMA tile {name or '(unnamed)'} {shape} {dtype.name} would start at byte "
+                    f"{start}, not a multiple of the {period}-byte {mode.name} period "
+                    f"(the hardware swizzles absolute addresses): pass align={period}"
+                )
+        align = max(align, period)  # the plan (and padding advice) must keep it
         return self._place(shape, dtype, layout, align, name, kind, lifetime)
 
     def move_base_to(self, offset: int) -> None:
@@ -260,8 +287,8 @@ class SMEMPool(LifetimePool, BumpPool):
                 f"commit(size={size}) is below the high-water mark {high_water} bytes of "
                 f"pool {self.name!r}: pass size >= {high_water} or omit it"
             )
-        if self.target is not None:
-            check_smem_capacity(self._pool_plan(size, spots), self.target)
+        if self.target is not None and size > self.target.max_smem_per_block:
+            check_smem_capacity(self._pool_plan(size, spots), self.target)  # raises
         self.check_tmem_residency(size=size)  # before any state changes
         if self.phases is not None:
             self._settle(spots, high_water)
@@ -329,10 +356,8 @@ class SMEMPool(LifetimePool, BumpPool):
         if packing is None and self.phases is not None:
             packing = self._provisional  # set by the _commit_spots() that gave ``spots``
         spots = self._spots if spots is None else spots
-        entries = self._with_lifetimes(
-            self._entries(
-                (b, s.offset, s.length, s.align, s.padding) for b, s in zip(self._buffers, spots)
-            )
+        entries = self._entries(
+            (b, s.offset, s.length, s.align, s.padding) for b, s in zip(self._buffers, spots)
         )
         high_water = self._high_water_with(s.end for s in spots)
         lifetimes = self._plan_totals(packing)
@@ -402,11 +427,11 @@ class SMEMPool(LifetimePool, BumpPool):
                     f"shape {shape} has {len(shape)} dimensions but strides {strides} has "
                     f"{len(strides)}"
                 )
-            return TileLayout.of(shape, strides), LayoutKind.STRIDED, str(strides)
+            return _strided(shape, strides), LayoutKind.STRIDED, str(strides)
         if isinstance(layout, str):
             if layout != "default":
                 raise AllocationError(f"layout must be a Layout or 'default', got {layout!r}")
-            return TileLayout.row_major(shape), LayoutKind.ROW_MAJOR, ""
+            return _row_major(shape), LayoutKind.ROW_MAJOR, ""
         if not isinstance(layout, Layout):
             raise AllocationError(f"layout must be a Layout or 'default', got {layout!r}")
         if layout.size() != math.prod(shape):
@@ -430,7 +455,7 @@ class SMEMPool(LifetimePool, BumpPool):
         lifetime: Lifetime,
     ) -> Buffer:
         align = max(align, dtype.natural_align)
-        elements = max(math.prod(shape), layout.span("m"))
+        elements = max(math.prod(shape), layout_fact(layout, "span m", _span_m))
         nbytes = dtype.storage_bytes(elements)
         spot = self._spot(nbytes, align, lifetime, "bytes")
         buf = Buffer(

@@ -10,9 +10,10 @@ address is ``base + (lane << 16) + column``.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 
-from ..dtype import DTypeLike, as_dtype
+from ..dtype import DataType, DTypeLike
 from ..errors import AllocationError, LayoutError, PoolStateError, TMEMOverflowError
 from ..intmath import ceil_div, is_power_of_two
 from ..layout import Layout, TileLayout, sf_tmem_layout, tmem_datapath_layout
@@ -22,8 +23,8 @@ from ..plan.cpp_header import stage_namespace
 from ..plan.lifetimes import Packing
 from ..plan.model import LayoutKind, PoolPlan, StageViews, TMEMAllocation
 from ..plan.occupancy import check_tmem_per_cta
-from ..validate import check_int, check_name, check_shape, is_int
-from .base import BumpPool, buffer_count, lane_set
+from ..validate import check_int, check_name, is_int
+from .base import BumpPool, buffer_count, lane_set, layout_fact, pool_dtype, pool_shape
 from .buffer import SMEM, TMEM, Buffer
 from .lifetimes import Lifetime, LifetimePool, check_phases
 from .smem import SMEMPool, describe_layout
@@ -67,7 +68,28 @@ def _span(window: tuple[TileLayout, int, int], base: int) -> tuple[int, int]:
 def column_footprint(layout: Layout, bits: int) -> int:
     """32-bit columns from the buffer's first column to the last one its layout touches:
     ``ceil(span(TCol) * bits / 32)``, ``TCol`` counting elements of the dtype."""
-    return ceil_div(layout.span("TCol") * bits, 32)
+    return ceil_div(_span_tcol(layout) * bits, 32)
+
+
+def _span_tcol(layout: Layout) -> int:
+    return layout_fact(layout, "span TCol", _tcol_span)
+
+
+def _tcol_span(layout: Layout) -> int:
+    return layout.span("TCol")
+
+
+# Layouts are immutable values and a kernel allocates a few kinds of TMEM buffer many
+# times: the layouts below are kept per argument tuple (arguments already checked ints, so
+# equal keys mean equal calls; a refused call raises and is not kept).
+@functools.lru_cache(maxsize=1024)
+def _datapath_layout(letter: str, rows: int, cols: int, dtype: DataType | None) -> TileLayout:
+    return tmem_datapath_layout(letter, rows, cols, dtype=dtype)
+
+
+@functools.lru_cache(maxsize=1024)
+def _sf_layout(rows: int, sf_k: int, per_mma: int, reuse: int, depth: int | None) -> TileLayout:
+    return sf_tmem_layout(rows, sf_k, per_mma, reuse, depth)
 
 
 class TMEMPool(LifetimePool, BumpPool):
@@ -243,7 +265,7 @@ class TMEMPool(LifetimePool, BumpPool):
         """
         self._check_open("alloc")
         lifetime = self._check_lifetime(live, alias_of, offset, "columns")
-        shape, dtype = check_shape(shape), as_dtype(dtype)
+        shape, dtype = pool_shape(shape), pool_dtype(dtype)
         self._check_new_name(name)
         if layout is not None and datapath is not None:
             raise AllocationError(
@@ -255,7 +277,10 @@ class TMEMPool(LifetimePool, BumpPool):
                 raise AllocationError(
                     f"datapath={datapath!r} needs a 2-D shape (rows, cols), got {shape}"
                 )
-            layout = tmem_datapath_layout(datapath, *shape, dtype=dtype)
+            if type(datapath) is str:
+                layout = _datapath_layout(datapath, *shape, dtype)
+            else:
+                layout = tmem_datapath_layout(datapath, *shape, dtype=dtype)
             kind = (LayoutKind.TMEM_DATAPATH, str(datapath))
         elif layout is not None:
             kind = (LayoutKind.CUSTOM, self._check_layout(layout, shape))
@@ -265,7 +290,7 @@ class TMEMPool(LifetimePool, BumpPool):
         if cols is None and datapath is not None:
             cols = footprint  # an accumulator: one element per 32-bit cell (16-bit ones too)
         elif cols is None:
-            cols = _whole_columns(layout.span("TCol"), dtype.bits, f"buffer {shape} {dtype.name}")
+            cols = _whole_columns(_span_tcol(layout), dtype.bits, f"buffer {shape} {dtype.name}")
         else:
             cols = check_int(cols, "cols (32-bit TMEM columns)", minimum=1, maximum=TMEM_COLS)
             if cols < footprint:
@@ -293,7 +318,7 @@ class TMEMPool(LifetimePool, BumpPool):
         sf_reuse)``."""
         self._check_open("alloc_sf")
         lifetime = self._check_lifetime(live, alias_of, offset, "columns")
-        shape, dtype = check_shape(shape), as_dtype(dtype)
+        shape, dtype = pool_shape(shape), pool_dtype(dtype)
         self._check_new_name(name)
         if dtype.bits != 8:
             raise AllocationError(
@@ -312,11 +337,12 @@ class TMEMPool(LifetimePool, BumpPool):
             raise AllocationError(
                 f"sf_reuse={sf_reuse!r} must be a positive divisor of shape[-1]={width}"
             )
+        make = _sf_layout if type(sf_per_mma) is int else sf_tmem_layout
         try:
-            layout = sf_tmem_layout(rows, width // sf_reuse, sf_per_mma, sf_reuse, pipe_depth)
+            layout = make(rows, width // sf_reuse, sf_per_mma, sf_reuse, pipe_depth)
         except LayoutError as exc:
             raise AllocationError(f"alloc_sf {shape}: {exc}") from None
-        cols = _whole_columns(layout.span("TCol"), dtype.bits, f"scale factors {shape}")
+        cols = _whole_columns(_span_tcol(layout), dtype.bits, f"scale factors {shape}")
         kind = (LayoutKind.SCALE_FACTOR, f"x{sf_per_mma}/mma")
         return self._place(shape, dtype, layout, cols, name, kind, lifetime)
 
@@ -431,9 +457,7 @@ class TMEMPool(LifetimePool, BumpPool):
 
     def pool_plan(self) -> PoolPlan:
         offsets = self._plan_offsets()
-        entries = self._with_lifetimes(
-            self._entries((b, col, b.cols, 1, 0) for b, col in zip(self._buffers, offsets))
-        )
+        entries = self._entries((b, col, b.cols, 1, 0) for b, col in zip(self._buffers, offsets))
         where = {b.name: col for b, col in zip(self._buffers, offsets)}
         # None before commit: tcgen05.alloc takes its columns at commit ("auto" resolves there)
         size = self.total_cols if self._committed and isinstance(self.total_cols, int) else None
@@ -561,7 +585,7 @@ class TMEMPool(LifetimePool, BumpPool):
         """Data path D for ``(128, cols)``; else ``lane = row, col = column`` with leading
         dimensions (stages) placed one after another along the columns."""
         if len(shape) == 2 and shape[0] == TMEM_LANES:
-            return tmem_datapath_layout("D", *shape), (LayoutKind.TMEM_DATAPATH, "D")
+            return _datapath_layout("D", *shape, None), (LayoutKind.TMEM_DATAPATH, "D")
         if len(shape) < 2:
             raise AllocationError(
                 f"a TMEM buffer needs a shape (rows, cols) or a layout=, got {shape}"

@@ -15,6 +15,7 @@ from ..errors import SimError
 from ..ir.nodes import Call
 from .machine import (
     CTA,
+    QUEUE_WAITS,
     SMEM_BASE,
     TMEM_COLS,
     TMEM_LANES,
@@ -25,6 +26,7 @@ from .machine import (
     Queue,
     Wait,
     Warp,
+    write_conflict,
 )
 from .values import LANES
 
@@ -149,7 +151,7 @@ class Context:
         idx = np.arange(values.shape[1])
         gid, vc = self.actor()
         rec = self.rec()
-        self.m._check(shadow, idx, gid, vc, False, rec, "registers", var.name, _elements)
+        self.m.check_registers(self.w, var, shadow, idx, gid, vc, False, rec)
         shadow.record_read(idx, gid, int(vc[gid]), rec)
         return values.copy()
 
@@ -159,7 +161,7 @@ class Context:
         idx = np.arange(regs.shape[1])
         gid, vc = self.actor()
         rec = self.rec()
-        self.m._check(shadow, idx, gid, vc, True, rec, "registers", var.name, _elements)
+        self.m.check_registers(self.w, var, shadow, idx, gid, vc, True, rec)
         shadow.record_write(idx, gid, int(vc[gid]), rec, self.async_)
         values = np.asarray(values).reshape(regs.shape)
         regs[lanes] = values[lanes].astype(regs.dtype)
@@ -227,8 +229,38 @@ class Context:
         rec = self.rec()
         name = self._tmem_name(cols[ok], cta)
         self.m._check(sm.shadow, idx, gid, vc, True, rec, "tmem", name, _cells)
+        self._lane_conflict(idx, data[ok], lanes.shape, np.flatnonzero(ok.reshape(-1)), name)
         sm.shadow.record_write(idx, gid, int(vc[gid]), rec, self.async_)
         sm.data[lanes[ok], cols[ok]] = data[ok]
+
+    def _lane_conflict(self, idx, data, shape, positions, name: str) -> None:
+        """Two writes of one instruction to one TMEM cell with different values (a
+        ``tcgen05.st`` whose lanes share a cell): the hardware keeps one, unspecified which.
+        ``shape`` is the cells' (thread, register) shape for a store."""
+        clash = write_conflict(idx, data)
+        if clash is None:
+            return
+        i, j = clash
+        rec = self.rec()
+        recs: tuple[int, ...]
+        if len(shape) == 2 and shape[0] == LANES:  # row = the thread's lane
+            a, b = sorted(int(positions[k]) // shape[1] for k in (i, j))
+            recs, who = (
+                (self.m.lane_record(rec, a), self.m.lane_record(rec, b)),
+                f"lanes {a} and {b}",
+            )
+        else:
+            recs, who = (rec,), "two writes"
+        self.m.report(
+            "race",
+            f"{who} of one {self.op_name} write TMEM cell {_cells(idx[[i]])} of {name} with "
+            f"different values ({int(data[i]):#x}, {int(data[j]):#x}); the hardware keeps one "
+            "of them, unspecified which: give each lane its own cell, or write one value",
+            recs,
+            space="tmem",
+            buffer=name,
+            where=_cells(idx[[i]]),
+        )
 
     def _tmem_name(self, cols, cta: CTA) -> str:
         if cols.size == 0:
@@ -283,9 +315,9 @@ class Context:
         start = sm.free_start(ncols)
         assert start is not None
         sm.owner[start : start + ncols] = cta.linear
-        sm.allocs[start] = (ncols, cta, self.w.index)
         cta.tmem_used = True
         cta.alloc_rec = self.rec()
+        sm.allocs[start] = (ncols, cta, self.w.index, cta.alloc_rec)
         self.smem_write(np.array([slot]), np.array([start], np.uint32).view(np.uint8).reshape(1, 4))
         return start
 
@@ -302,7 +334,7 @@ class Context:
                 where=f"columns {start}..{start + ncols - 1}",
             )
             return
-        n, _, warp = alloc
+        n, _, warp, _ = alloc
         if warp != self.w.index:
             self.hazard(
                 "tmem-protocol",
@@ -430,7 +462,9 @@ class Context:
             w.queues[name] = q
         return w.queues[name]
 
-    def issue(self, queue: str, complete: Callable, what: str) -> None:
+    def issue(self, queue: str, complete: Callable, what: str, *, writes=()) -> None:
+        """Queue ``complete`` on this warp's ``queue``; ``writes``: ``(local array, count)``
+        pairs whose first ``count`` elements the operation writes (see :meth:`_reserve`)."""
         q = self._queue(queue)
         gid = self.w.gid
         np.maximum(q.vc, self.m.vc[gid], out=q.vc)
@@ -454,8 +488,22 @@ class Context:
         else:
             q.group_vc[q.group] = op.vc.copy()
         self.m.pending_ops += 1
+        for var, count in writes:
+            self._reserve(op, var, count)
         if self.m.schedule == "in-order":
             self.m.complete_queue(q, lambda o: True)
+
+    def _reserve(self, op: AsyncOp, var, count: int) -> None:
+        """The destination registers of an asynchronous operation count as written by it at
+        its issue: the warp's accesses before the wait that completes it are races in every
+        schedule, however late the operation itself completes."""
+        _, shadow = self._regs(var)
+        idx = np.arange(count)
+        rec = self.rec(op.what)
+        self.m._check(shadow, idx, op.agent, op.vc, True, rec, "registers", var.name, _elements)
+        shadow.record_write(idx, op.agent, int(op.vc[op.agent]), rec, True)
+        op.writes.add(var)
+        self.w.reg_waits[var] = QUEUE_WAITS[op.queue]
 
     def commit_group(self, queue: str) -> None:
         self._queue(queue).group += 1
@@ -596,6 +644,22 @@ class AsyncContext(Context):
 
     def value(self, i: int) -> np.ndarray:
         raise SimError(f"{self.op.what}: read operands at the issue, not at completion")
+
+    # Registers reserved at the issue were checked and recorded there (a later operation of
+    # the same queue may have reserved them since): only the data moves now.
+    def regs_read(self, var) -> np.ndarray:
+        if var not in self.op.writes:
+            return super().regs_read(var)
+        return self._regs(var)[0].copy()
+
+    def regs_write(self, var, values, lanes=None) -> None:
+        if var not in self.op.writes:
+            super().regs_write(var, values, lanes)
+            return
+        regs = self._regs(var)[0]
+        lanes = self.active if lanes is None else lanes
+        values = np.asarray(values).reshape(regs.shape)
+        regs[lanes] = values[lanes].astype(regs.dtype)
 
 
 def _elements(idx) -> str:

@@ -183,9 +183,9 @@ class Runner:
             return
         addrs, mask = self._smem_addrs(var, index, mask, "st.shared")
         data = encode_bytes(value[mask], var.dtype)
-        self.m.smem_access(
-            self.w.cta, addrs, self._actor(), True, self._rec("st.shared", mask), data
-        )
+        rec = self._rec("st.shared", mask)
+        lanes = np.flatnonzero(mask)
+        self.m.smem_access(self.w.cta, addrs, self._actor(), True, rec, data, lanes=lanes)
 
     def _smem_addrs(self, var: BufferVar, index: np.ndarray, mask: np.ndarray, op: str):
         size = var.dtype.bits // 8
@@ -243,9 +243,7 @@ class Runner:
         if shadow.wt.max() >= 0:  # an asynchronous operation writes this array
             uniq = np.unique(idx)
             rec = self._rec("st.local" if value is not None else "ld.local", mask)
-            self.m._check(
-                shadow, uniq, gid, vc, value is not None, rec, "registers", var.name, _elements
-            )
+            self.m.check_registers(self.w, var, shadow, uniq, gid, vc, value is not None, rec)
             if value is not None:
                 shadow.record_write(uniq, gid, int(vc[gid]), rec, False)
             else:
@@ -338,10 +336,6 @@ class Runner:
             pass
         else:
             raise SimError(f"no semantics for statement {type(s).__name__}")
-
-
-def _elements(idx) -> str:
-    return f"elements {int(np.min(idx))}..{int(np.max(idx))}"
 
 
 def _byte_range(offs: np.ndarray, size: int) -> str:

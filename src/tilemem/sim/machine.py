@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from collections import Counter, deque
 from collections.abc import Callable, Generator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -25,6 +25,15 @@ from .result import Access, Hazard
 from .shadow import Shadow
 
 QUEUES = ("wgmma", "bulk", "tma", "tcgen05", "tcgen05.ld", "tcgen05.st")
+# the instruction that completes each queue's operations for the issuing warp
+QUEUE_WAITS = {
+    "wgmma": "wgmma.wait_group",
+    "bulk": "cp.async.bulk.wait_group",
+    "tma": "the mbarrier wait of its complete_tx",
+    "tcgen05": "the mbarrier wait of its tcgen05.commit",
+    "tcgen05.ld": "tcgen05.wait::ld",
+    "tcgen05.st": "tcgen05.wait::st",
+}
 SMEM_BASE = 1024  # dynamic shared memory starts after the 1 KB the system reserves (sm_90+)
 TMEM_LANES, TMEM_COLS = 128, 512
 MAX_HAZARDS = 200
@@ -65,6 +74,7 @@ class AsyncOp:
     phase: str | None
     source: str
     done: bool = False
+    writes: set = field(default_factory=set)  # local arrays reserved at the issue
 
 
 class Queue:
@@ -151,7 +161,7 @@ class SM:
         self.data = np.zeros((TMEM_LANES, TMEM_COLS), np.uint32)
         self.shadow = Shadow(TMEM_LANES * TMEM_COLS)
         self.owner = np.full(TMEM_COLS, -1, np.int64)  # CTA index holding each column
-        self.allocs: dict[int, tuple] = {}  # start column -> (ncols, cta, warp)
+        self.allocs: dict[int, tuple] = {}  # start column -> (ncols, cta, warp, alloc record)
 
     def free_start(self, ncols: int) -> int | None:
         for start in range(0, TMEM_COLS, ncols):
@@ -180,6 +190,7 @@ class Warp:
         self.cache: dict[int, np.ndarray] = {}  # results of blocking calls inside expressions
         self.cluster_gen: int | None = None
         self.fences: list[int] = []  # own clock at each fence.proxy.async
+        self.reg_waits: dict = {}  # local array -> the wait completing its pending write
 
     @property
     def name(self) -> str:
@@ -278,11 +289,13 @@ class Machine:
         space: str = "",
         buffer: str = "",
         where: str = "",
+        per_message: bool = False,
     ) -> None:
+        """Record a hazard once per kind, buffer and instructions involved; reports without
+        accesses (and ``per_message`` ones, such as each CTA's at exit) once per message."""
         accesses = tuple(self.access(r) for r in recs if r >= 0)
-        # reports at exit have no accesses: one per distinct finding
         key: tuple = (kind, space, buffer, tuple((a.op, a.source) for a in accesses))
-        key += ("" if accesses else message,)
+        key += (message if per_message or not accesses else "",)
         if key in self.seen or len(self.hazards) >= MAX_HAZARDS:
             return
         self.seen.add(key)
@@ -363,6 +376,35 @@ class Machine:
                     where=where(first),
                 )
 
+    def check_registers(self, warp, var, shadow, idx, gid, vc, write, rec) -> None:
+        """Races on a warp's local array; an access before the wait of the asynchronous
+        operation still writing the registers (a tcgen05.ld or wgmma destination) names
+        that operation and its wait."""
+        unordered = shadow.unordered_writes(idx, vc)
+        if not write and not unordered.any():  # the common case: a read after its wait
+            return
+        pending = shadow.wasync[idx] & unordered
+        if pending.any():
+            first = idx[pending]
+            writer = int(shadow.wrec[first[0]])
+            wait = warp.reg_waits.get(var, "the wait that completes it")
+            lo, hi = _span(first)
+            regs = f"{var.name}[{lo}]" if lo == hi else f"{var.name}[{lo}..{hi}]"
+            verb = "write of" if write else "read of"
+            self.report(
+                "race",
+                f"{verb} registers {regs} before the {self.records[writer][0]} that writes "
+                f"them has completed (they hold unspecified values until {wait}); add {wait} "
+                f"before {'writing' if write else 'reading'} {var.name}",
+                (rec, writer),
+                space="registers",
+                buffer=var.name,
+                where=_elements(first),
+            )
+        rest = idx[~pending]
+        if rest.size:
+            self._check(shadow, rest, gid, vc, write, rec, "registers", var.name, _elements)
+
     # -- shared memory ----------------------------------------------------------------
     def buffer_at(self, addr: int, phase: str | None) -> tuple | None:
         """The declared buffer holding shared address ``addr`` (one live in ``phase`` first)."""
@@ -393,6 +435,13 @@ class Machine:
         idx = flat[keep]
         if idx.size:
             self._smem_checks(cta, idx, gid, vc, write, rec, async_, phase)
+        if write and not async_ and idx.size:  # the lanes of one generic store
+            nbytes = np.shape(addrs)[-1] if np.ndim(addrs) else 1
+            rows = np.flatnonzero(keep) // nbytes
+            lanes = kw.get("lanes")
+            self._lane_conflict(
+                idx, data[keep], rows if lanes is None else np.asarray(lanes)[rows], rec, phase
+            )
         if write:
             cta.smem[idx] = data[keep]
             cta.smem_shadow.record_write(idx, gid, int(vc[gid]), rec, async_)
@@ -401,6 +450,36 @@ class Machine:
         out = np.zeros(flat.size, np.uint8)
         out[keep] = cta.smem[idx]
         return out.reshape(np.shape(addrs))
+
+    def _lane_conflict(self, idx, data, lanes, rec, phase) -> None:
+        """Two lanes of one store writing one shared byte with different values: the
+        hardware keeps one, unspecified which (the PTX ISA memory consistency model orders
+        no two threads' accesses of one instruction). The same value twice is harmless."""
+        clash = write_conflict(idx, data)
+        if clash is None:
+            return
+        i, j = clash
+        name, where = self._smem_name(phase)(idx[[i]])
+        op = self.records[rec][0]
+        a, b = sorted((int(lanes[i]), int(lanes[j])))
+        self.report(
+            "race",
+            f"lanes {a} and {b} of one {op} write {name or 'shared'} {where} with different values "
+            f"({int(data[i]):#04x}, {int(data[j]):#04x}); the hardware keeps one of them, "
+            "unspecified which: give each lane its own address, or write one value",
+            (self.lane_record(rec, a), self.lane_record(rec, b)),
+            space="shared",
+            buffer=name,
+            where=where,
+        )
+
+    def lane_record(self, rec: int, lane: int) -> int:
+        """A copy of access record ``rec`` narrowed to one lane (one side of a lane clash)."""
+        op, cta, warp, _, phase, source = self.records[rec]
+        one = np.zeros(32, bool)
+        one[lane] = True
+        self.records.append((op, cta, warp, one, phase, source))
+        return len(self.records) - 1
 
     def _smem_checks(self, cta, idx, gid, vc, write, rec, async_, phase) -> None:
         cover = self.cover if phase is None else self.live_cover(phase)
@@ -520,6 +599,19 @@ class Machine:
             if phase is None or live is None or phase in live:
                 out[lo:hi] = True
         return out
+
+
+def write_conflict(units: np.ndarray, data: np.ndarray) -> tuple[int, int] | None:
+    """Positions ``(i, j)`` of two writes of one instruction to the same unit with different
+    data, or None. After a stable sort by unit, equal units are adjacent and a unit holds
+    two values iff some adjacent pair of its writes differs."""
+    order = np.argsort(units, kind="stable")
+    u, d = units[order], data[order]
+    clash = (u[1:] == u[:-1]) & (d[1:] != d[:-1])
+    if not clash.any():
+        return None
+    k = int(np.argmax(clash))
+    return int(order[k]), int(order[k + 1])
 
 
 def _never() -> Generator:

@@ -252,14 +252,17 @@ def _cta_exit(machine: Machine, cta: CTA) -> None:
     if cta.deadlocked:
         return
     sm = cta.sm
-    for start, (n, owner, warp) in list(sm.allocs.items()):
+    for start, (n, owner, warp, rec) in list(sm.allocs.items()):
         if owner is cta:
             machine.report(
                 "tmem-protocol",
                 f"CTA {cta.block} exited holding TMEM columns {start}..{start + n - 1} (allocated "
-                f"by warp {warp}); tcgen05.dealloc them before the kernel ends",
+                f"by warp {warp} at {machine.access(rec).source}); tcgen05.dealloc them (the "
+                "allocating warp, after the last access) before the kernel ends",
+                (rec,),
                 space="tmem",
                 where=f"columns {start}..{start + n - 1}",
+                per_message=True,
             )
             sm.owner[start : start + n] = -1
             del sm.allocs[start]

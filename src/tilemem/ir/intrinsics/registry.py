@@ -228,8 +228,18 @@ class SimContext(Protocol):
         ...
 
     # -- asynchronous operations ----------------------------------------------------------
-    def issue(self, queue: str, complete: Callable[[SimContext], None], what: str) -> None:
-        """Queue an asynchronous operation (``what`` names it in reports)."""
+    def issue(
+        self,
+        queue: str,
+        complete: Callable[[SimContext], None],
+        what: str,
+        *,
+        writes: tuple = (),
+    ) -> None:
+        """Queue an asynchronous operation (``what`` names it in reports). ``writes``: the
+        ``(local array, count)`` pairs of destination registers it fills (a tcgen05.ld, a
+        wgmma accumulator): from the issue on they belong to the operation, so the warp's
+        accesses to them before the wait that completes it are ``"race"`` hazards."""
         ...
 
     def commit_group(self, queue: str) -> None: ...

@@ -174,7 +174,8 @@ def _as_cells(values: np.ndarray) -> np.ndarray:
 
 def _sim_ld(ctx, call) -> None:
     """Each lane's ``num`` registers get TMEM cells (lane, col .. col + num - 1) when the load
-    completes, no later than ``tcgen05.wait::ld``."""
+    completes, no later than ``tcgen05.wait::ld``; reading them before that wait is a race
+    (PTX ISA 9.0, "tcgen05.wait")."""
     dst, num = call.args[0], call.attr("num")
     cells = _tmem_cells(ctx, ctx.uniform(1), "32x32b", num, f"tcgen05.ld.32x32b.x{num}")
     if cells is None:
@@ -186,7 +187,7 @@ def _sim_ld(ctx, call) -> None:
         regs[:, :num] = data.view(regs.dtype)
         actx.regs_write(dst, regs)
 
-    ctx.issue("tcgen05.ld", complete, f"tcgen05.ld.32x32b.x{num}")
+    ctx.issue("tcgen05.ld", complete, f"tcgen05.ld.32x32b.x{num}", writes=((dst, num),))
 
 
 def _sim_st(ctx, call) -> None:
@@ -264,15 +265,13 @@ _DENSE_KINDS = ("f16", "tf32", "f8f6f4", "i8")
 
 # -- MMA semantics ---------------------------------------------------------------------------
 
-# container bits of each operand format in shared memory per kind: kind::f8f6f4 keeps fp4 in
-# bytes (low bits), the mx fp4 kinds pack two per byte
-_OPERAND_BITS = {"bfloat16": 16, "float16": 16, "tf32": 32, "float4_e2m1fn": 8}
+# container bits of each operand format in shared memory per kind: kind::f8f6f4 (and
+# mxf8f6f4) keep fp4 and fp6 one per byte, in its low bits; the mx fp4 kinds pack two per byte
+_OPERAND_BITS = {"bfloat16": 16, "float16": 16, "tf32": 32}
 _PACKED_FP4_KINDS = ("mxf4", "mxf4nvf4")
 
 
 def _operand_bits(fmt: str, kind: str) -> int:
-    if fmt in ("float6_e2m3fn", "float6_e3m2fn"):
-        raise SimError(f"tcgen05.mma kind::{kind}: fp6 operands are not simulated")
     if fmt == "float4_e2m1fn" and kind in _PACKED_FP4_KINDS:
         return 4
     return _OPERAND_BITS.get(fmt, 8)

@@ -142,7 +142,8 @@ def _sim_mma_async(ctx, call) -> None:
             old = actx.regs_read(acc).astype(np.float64) if add else 0.0
             actx.regs_write(acc, (old + prod[rows, cols]).astype(np.float32))
 
-    ctx.issue("wgmma", complete, f"wgmma.mma_async m64n{n}k{k}")
+    count = int(np.prod(acc.shape))  # accessing them before wgmma.wait_group is a race
+    ctx.issue("wgmma", complete, f"wgmma.mma_async m64n{n}k{k}", writes=((acc, count),))
 
 
 @intrinsic(
