@@ -125,3 +125,12 @@ def test_a_build_error_inside_a_kernel_body_keeps_its_own_message():
                 pass
 
     assert str(info.value).startswith("parameter 'y' of kernel 'inner' needs an annotation")
+
+
+def test_a_symbolic_extent_takes_its_name():
+    # the extent "n" becomes a scalar parameter n: a let of the same name gets another
+    @T.kernel(target="sm_90a", block=32)
+    def k(x: T.Buffer(("n",), "float32")):
+        T.let("n", 1)
+
+    assert "  let n_1: int32 = 1" in str(k.ir).splitlines()
