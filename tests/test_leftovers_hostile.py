@@ -104,7 +104,8 @@ def test_launch_config_refuses(m, n, sms, words):
         (4096, 4096, 2, (256, 2)),
         # one tile each way: 256: 256; 240: 242.4; 192: 197.76; 128: 128*1.4 = 179.2 -> 128
         (128, 128, 1, (128, 1)),
-        (300, 520, 132, (128, 1)),  # 3 x 5 tiles of 128 fit one wave: 179.2 beats 197.76
+        # 3 x 9 tiles of 128 x 64 fit one wave: 64 * 1.9 = 121.6 beats 128's 179.2
+        (300, 520, 132, (64, 1)),
     ],
 )
 def test_launch_config_small_devices(m, n, sms, want):
