@@ -600,10 +600,13 @@ class Coverage:
 
     def time_limit(self, tests: list[str]) -> float:
         """Seconds a mutant run of ``tests`` may take before it counts as hanging: twice their
-        traced time plus start-up, the whole traced run when it is the whole selection."""
+        traced time plus start-up (10 s and twice what the traced run spent outside its tests:
+        imports and collection, which a busy machine slows as much as the tests), the whole
+        traced run when it is the whole selection."""
         if tests == self.selection:
             return self.total + 10
-        return 10 + 2 * sum(self.seconds.get(t, 1.0) for t in tests)
+        outside = max(0.0, self.total - sum(self.seconds.values()))
+        return 10 + 2 * outside + 2 * sum(self.seconds.get(t, 1.0) for t in tests)
 
     def tests_for(self, mutant: Mutant) -> list[str]:
         """The tests of every file with a test that runs a line of ``mutant``, in run order;

@@ -9,8 +9,8 @@ import pytest
 
 from tilemem import T
 from tilemem.cuda.codegen import CudaCodegen
-from tilemem.cuda.compile import _context
-from tilemem.cuda.device import device_pointer, element_bytes
+from tilemem.cuda.compile import CompileError, _context, compile_cubin
+from tilemem.cuda.device import check, device_pointer, element_bytes
 from tilemem.cuda.tma import _L2_PROMOTION_CODES, _SWIZZLE_CODES, EncodedTensorMap
 from tilemem.dtype import DataType
 from tilemem.errors import CodegenError, LaunchError, TMAError
@@ -24,6 +24,7 @@ from tilemem.ir.nodes import (
     For,
     IfThenElse,
     Select,
+    Stmt,
     UnOp,
     Var,
 )
@@ -182,3 +183,33 @@ def test_what_has_no_lowering_is_refused():
         _codegen().expr(Odd())
     with pytest.raises(CodegenError, match=r"no CUDA lowering for intrinsic 'ptx\.nothing'"):
         _codegen().expr(Call("ptx.nothing", (), (), I32))
+
+
+def test_a_statement_without_a_lowering_is_refused():
+    class Odd(Stmt):
+        pass
+
+    with pytest.raises(CodegenError, match="cannot lower statement Odd"):
+        _codegen().stmt(Odd(), 0)
+
+
+def test_a_program_describes_itself():
+    # 192 float32 elements need no shared memory
+    assert repr(_program()) == "<KernelProgram k for sm_90a, 0 B dynamic SMEM>"
+
+
+def test_driver_results_unpack_to_their_values():
+    assert check((0, 5), "query", "k") == 5  # one value: itself
+    assert check((0, 5, 6), "query", "k") == [5, 6]  # several: a list
+    assert check(0, "launch", "k") == []  # none
+
+
+def test_element_bytes_from_the_array_interface():
+    cai = SimpleNamespace(__cuda_array_interface__={"data": (0, False), "typestr": "<f8"})
+    assert element_bytes(cai) == 8  # "<f8": little-endian float of 8 bytes
+
+
+def test_nvrtc_errors_become_compile_errors_with_the_log():
+    pytest.importorskip("cuda.core")
+    with pytest.raises(CompileError, match="NVRTC could not compile kernel 'bad' for sm_90a"):
+        compile_cubin("this is not C++;\n", "sm_90a", name="bad")

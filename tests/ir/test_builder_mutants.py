@@ -6,6 +6,7 @@ import pytest
 
 from tilemem import T
 from tilemem.errors import IRError, TilememError
+from tilemem.ir import BuildError
 from tilemem.ir.builder import c_name
 from tilemem.pool import SMEMPool
 
@@ -111,3 +112,25 @@ def test_a_pool_cannot_be_carved_out_of_another_kernels_buffer():
             smem.commit()
             inner = T.SMEMPool(ptr=foreign)
             inner.alloc((16,), "float32", name="b")
+
+
+def test_a_build_error_inside_a_kernel_body_keeps_its_own_message():
+    # a BuildError already names where it happened: it gets no second "file:line in" prefix
+    with pytest.raises(BuildError) as info:
+
+        @T.kernel(target="sm_90a", block=32)
+        def outer(x: T.Buffer((32,), "float32")):
+            @T.kernel(target="sm_90a", block=32)
+            def inner(y):
+                pass
+
+    assert str(info.value).startswith("parameter 'y' of kernel 'inner' needs an annotation")
+
+
+def test_a_symbolic_extent_takes_its_name():
+    # the extent "n" becomes a scalar parameter n: a let of the same name gets another
+    @T.kernel(target="sm_90a", block=32)
+    def k(x: T.Buffer(("n",), "float32")):
+        T.let("n", 1)
+
+    assert "  let n_1: int32 = 1" in str(k.ir).splitlines()

@@ -35,6 +35,8 @@ def shared_descriptor(buf: Buffer, coords, high_fn: Callable, major: str = "K") 
     if all(isinstance(c, int) for c in coords):
         offset = operand_byte_offset(buf.layout, buf.dtype, coords)
     else:  # run-time coordinates: the unswizzled tile offset as arithmetic
+        # the constant ones still obey the slice-start rule (a run-time one stands in as 0)
+        operand_byte_offset(buf.layout, buf.dtype, [c if isinstance(c, int) else 0 for c in coords])
         elements = layout_index(tile_of(buf.layout), coords)["m"]
         offset = binop("//", binop("*", elements, buf.dtype.bits), 8)
     start = binop("+", smem_addr(buf), offset)
