@@ -40,6 +40,8 @@ def pytest_configure(config):
     def say(line: str) -> None:
         capture = config.pluginmanager.getplugin("capturemanager")
         terminal = config.pluginmanager.getplugin("terminalreporter")
+        if hasattr(config, "workerinput"):  # an xdist worker's reporter writes to no terminal
+            terminal = None
         if capture is None:
             print(line, file=sys.stderr, flush=True)
         elif terminal is None:
