@@ -135,14 +135,22 @@ def _a_box(a_rows: int, tile_n: int):
     return plan.buffer("A") if a_rows == 128 else gemm_plan.a_box(a_rows)
 
 
-def _gemm_any_shape(a, b, c, seed: int, a_rows: int = 128):
-    """C = A @ B^T through the staging of shapes.py and the simulated kernel (128 x 256)."""
+def _staged_inputs(a, b, tile_n: int, a_rows: int):
+    """The host side of the staging: shapes.staging's plan for these operands and zeroed
+    workspaces, with A and B copied in where the plan stages them."""
     (m, k), n = a.shape, b.shape[0]
-    st = shapes.staging(m, n, k, "bfloat16", 256, a_rows)
+    st = shapes.staging(m, n, k, "bfloat16", tile_n, a_rows)
     work = {name: np.zeros(s, ml_dtypes.bfloat16) for name, s in st.workspace_shapes().items()}
     for name, copy, x in (("A", st.a, a), ("B", st.b, b)):
         if copy is not None:
             shapes.copy_host(copy, x, work[name])
+    return st, work
+
+
+def _gemm_any_shape(a, b, c, seed: int, a_rows: int = 128):
+    """C = A @ B^T through the staging of shapes.py and the simulated kernel (128 x 256)."""
+    m = a.shape[0]
+    st, work = _staged_inputs(a, b, 256, a_rows)
     ka, kb, kc = work.get("A", a), work.get("B", b), work.get("C", c)
     plan = gemm_plan.hopper_gemm_persistent_plan("bfloat16", "sm_90a", 256)
     maps = (
@@ -222,12 +230,8 @@ def _gemm_split_k(a, b, c, splits: int, seed: int, a_rows: int) -> None:
     """C = A @ B^T as HopperGemm's split-K path does it: A and B staged as needed, the kernel
     writes each K range's fp32 sums to the workspace, the reduction adds them into C."""
     kernel, reduce = _split_programs(a_rows)
-    (m, k), n = a.shape, b.shape[0]
-    st = shapes.staging(m, n, k, "bfloat16", 128, a_rows)
-    work = {name: np.zeros(s, ml_dtypes.bfloat16) for name, s in st.workspace_shapes().items()}
-    for name, copy, x in (("A", st.a, a), ("B", st.b, b)):
-        if copy is not None:
-            shapes.copy_host(copy, x, work[name])
+    m, n = a.shape[0], b.shape[0]
+    st, work = _staged_inputs(a, b, 128, a_rows)
     maps = (
         tile_map(work.get("A", a), _a_box(a_rows, 128)),
         tile_map(work.get("B", b), gemm_plan.b_share(1, "bfloat16", tile_n=128)),
