@@ -73,7 +73,7 @@ from . import simkernels
 from .simkernels import line
 from .test_mutants_gemm import KERNELS_PY, _hopper_example, _line_after, _skip_call_at
 from .test_tcgen05_attention import run_attention
-from .test_tcgen05_kernels import _xor_desc, run_gemm
+from .test_tcgen05_kernels import _build, _xor_desc, run_gemm
 
 BF16 = ml_dtypes.bfloat16
 SIMKERNELS_PY = Path(simkernels.__file__).resolve()
@@ -239,14 +239,6 @@ def test_hopper_gemm_consumer_does_not_wait_for_the_load(monkeypatch):
     assert found and any(a.op.startswith("wgmma") for h in found for a in h.accesses)
 
 
-def _blackwell(monkeypatch, owner, name, fn):
-    monkeypatch.setattr(owner, name, fn)
-    program = kernels.blackwell_gemm()
-    _ = program.ir
-    monkeypatch.undo()
-    return program
-
-
 def test_blackwell_gemm_without_the_accumulator_commit(monkeypatch):
     original = T.ptx.tcgen05.commit
 
@@ -255,7 +247,7 @@ def test_blackwell_gemm_without_the_accumulator_commit(monkeypatch):
             return None
         return original(bar, *args, **kwargs)
 
-    program = _blackwell(monkeypatch, T.ptx.tcgen05, "commit", commit)
+    program = _build(monkeypatch, T.ptx.tcgen05, "commit", commit)
     result, _, _ = run_gemm(program, schedule="in-order")
     stuck = result.of_kind("deadlock")
     drain = _line_after(KERNELS_PY, "def _drain_accumulator", "T.ptx.mbarrier.wait((acc_full")
@@ -263,7 +255,7 @@ def test_blackwell_gemm_without_the_accumulator_commit(monkeypatch):
 
 
 def test_blackwell_gemm_a_descriptor_start_address_off_by_16_bytes(monkeypatch):
-    program = _blackwell(monkeypatch, T.ptx.tcgen05, "desc", _xor_desc(1))  # bits 0-13: addr >> 4
+    program = _build(monkeypatch, T.ptx.tcgen05, "desc", _xor_desc(1))  # bits 0-13: addr >> 4
     _, c, ref = run_gemm(program, schedule="in-order")
     assert not np.array_equal(c, ref)
 
