@@ -32,7 +32,7 @@ import numpy as np
 
 from ..dtype import as_dtype
 from ..errors import GemmShapeError
-from ..intmath import ceil_div
+from ..intmath import align_up
 from .plan import CONSUMERS, TILE_M, tile_k
 
 ROW_ALIGN_BYTES = 16  # TMA: every global stride (row pitch) a multiple of 16 bytes
@@ -115,8 +115,8 @@ def staging(m: int, n: int, k: int, dtype: str, tile_n: int, a_rows: int = TILE_
             )
     elem = as_dtype(dtype).bits // 8
     align = ROW_ALIGN_BYTES // elem
-    kp = max(ceil_div(k, align) * align, tile_k(dtype))
-    np_ = max(ceil_div(n, ROW_ALIGN_BYTES // C_BYTES) * (ROW_ALIGN_BYTES // C_BYTES), tile_n)
+    kp = max(align_up(k, align), tile_k(dtype))
+    np_ = max(align_up(n, ROW_ALIGN_BYTES // C_BYTES), tile_n)
     return Staging(m, n, k, max(m, a_rows), max(m, C_BOX_ROWS), np_, kp, elem)
 
 
