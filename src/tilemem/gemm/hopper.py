@@ -42,12 +42,12 @@ from ..cuda.tma import tile_map
 from ..dtype import as_dtype
 from ..errors import GemmShapeError
 from ..intmath import ceil_div
+from ..validate import check_int
 from . import plan as gemm_plan
 from . import shapes
 from .plan import (
     CONSUMERS,
     EPILOGUE_BUFFERS,
-    INPUT_TYPES,
     TILE_M,
     TILE_N,
     tile_k,
@@ -376,8 +376,7 @@ def hopper_gemm_persistent(
             f"a_rows={a_rows} (one row of M tiles) runs CTAs alone: a pair's second CTA would "
             f"compute rows past M; got cluster_m={cluster_m}: use cluster_m=1"
         )
-    if dtype not in INPUT_TYPES:
-        raise GemmShapeError(f"the GEMM takes A and B as one of {INPUT_TYPES}, got {dtype!r}")
+    gemm_plan.check_input_type(dtype)
     gemm_plan.a_box(a_rows, dtype)  # a known row count
     gemm_plan.b_share(cluster_m, dtype, tile_n=tile_n)  # the multicast split is whole atoms
     name = "hopper_gemm_persistent" + (f"_cluster{cluster_m}" if cluster_m > 1 else "")
@@ -679,6 +678,15 @@ def split_count(m: int, n: int, k: int, tile_n: int, sms: int, dtype: str = "bfl
     bytes ``(m + n) k`` elements; 1 (no split) when none does. A tile count that already fills
     the SMs gets 1: splitting cannot add CTAs there, only traffic.
     """
+    m, n, k = (
+        check_int(v, f"split_count's {x}", minimum=1, error=GemmShapeError)
+        for x, v in (("m", m), ("n", n), ("k", k))
+    )
+    sms = check_int(
+        sms, "split_count's sms (the device's SM count)", minimum=1, error=GemmShapeError
+    )
+    gemm_plan.check_tile_n(tile_n)
+    gemm_plan.check_input_type(dtype)
     tiles = ceil_div(m, TILE_M) * ceil_div(n, tile_n)
     k_tiles = ceil_div(k, tile_k(dtype))
     operand_bytes = (m + n) * k * as_dtype(dtype).bits // 8
@@ -693,6 +701,7 @@ def split_count(m: int, n: int, k: int, tile_n: int, sms: int, dtype: str = "bfl
 def a_rows_for(m: int) -> int:
     """Rows of A a stage loads for ``m`` rows of C: the fewest of :data:`~.plan.A_ROWS` that
     hold them (16, 32, 64), 128 for ``m > 64``."""
+    m = check_int(m, "a_rows_for's m (rows of C)", minimum=1, error=GemmShapeError)
     return min(r for r in gemm_plan.A_ROWS if r >= min(m, TILE_M))
 
 

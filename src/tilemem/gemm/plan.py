@@ -43,6 +43,22 @@ def check_tile_n(tile_n: int) -> int:
     return tile_n
 
 
+def check_a_rows(a_rows: int) -> int:
+    """``a_rows`` itself if it is one of :data:`A_ROWS`; else :class:`GemmShapeError`."""
+    if type(a_rows) is not int or a_rows not in A_ROWS:
+        raise GemmShapeError(
+            f"a stage loads one of {A_ROWS} rows of A (whole 8-row swizzle atoms), got {a_rows!r}"
+        )
+    return a_rows
+
+
+def check_input_type(dtype: str) -> str:
+    """``dtype`` itself if it is one of :data:`INPUT_TYPES`; else :class:`GemmShapeError`."""
+    if type(dtype) is not str or dtype not in INPUT_TYPES:
+        raise GemmShapeError(f"the GEMM takes A and B as one of {INPUT_TYPES}, got {dtype!r}")
+    return dtype
+
+
 def epilogue_cols(tile_n: int = TILE_N) -> int:
     """Columns of C per staging tile: :data:`EPILOGUE_COLS` (a 128-byte swizzle row) when they
     divide ``tile_n``, else :data:`NARROW_EPILOGUE_COLS` (96-byte rows, no swizzle: a 128-byte
@@ -128,9 +144,6 @@ def a_box(a_rows: int, dtype: str = "bfloat16", target: str = "sm_90a") -> Buffe
     stage, laid out like A's rows (a plan-only buffer from which the A tensor map takes its
     box). With fewer than 64 rows only the first consumer's wgmma reads them; its rows past
     ``a_rows`` hold whatever the stage held before and give rows of C past M, never stored."""
-    if a_rows not in A_ROWS:
-        raise GemmShapeError(
-            f"a stage loads one of {A_ROWS} rows of A (whole 8-row swizzle atoms), got {a_rows!r}"
-        )
+    check_a_rows(a_rows)
     smem = SMEMPool(name="a_box", target=target)
     return smem.alloc_mma((a_rows, tile_k(dtype)), dtype, "128B", name="A_box")

@@ -33,7 +33,7 @@ import numpy as np
 from ..dtype import as_dtype
 from ..errors import GemmShapeError
 from ..intmath import align_up
-from .plan import CONSUMERS, TILE_M, tile_k
+from .plan import CONSUMERS, TILE_M, check_a_rows, check_input_type, check_tile_n, tile_k
 
 ROW_ALIGN_BYTES = 16  # TMA: every global stride (row pitch) a multiple of 16 bytes
 C_BYTES = 2  # C is bfloat16
@@ -113,6 +113,9 @@ def staging(m: int, n: int, k: int, dtype: str, tile_n: int, a_rows: int = TILE_
                 f"{name} = {v!r}: the GEMM takes M, N, K >= 1 (an empty product has nothing to "
                 "compute; skip the call)"
             )
+    check_input_type(dtype)
+    check_tile_n(tile_n)
+    check_a_rows(a_rows)
     elem = as_dtype(dtype).bits // 8
     align = ROW_ALIGN_BYTES // elem
     kp = max(align_up(k, align), tile_k(dtype))

@@ -1,0 +1,75 @@
+"""The GEMM's host-side helpers refuse what they cannot use with GemmShapeError, before any
+work: ``split_count``, ``a_rows_for`` and ``shapes.staging`` (the padded workspace plan).
+
+Each good-input answer below is worked by hand from the functions' docstrings:
+- ``a_rows_for(16) == 16`` and ``a_rows_for(65) == 128`` (the fewest of 16/32/64 rows that
+  hold M, 128 beyond 64);
+- ``staging(5, 5, 5, "bfloat16", 128)``: K = 5 pads to the 8-element row pitch, then to one K
+  tile of 64; N = 5 pads to 8, then to the tile width 128; A's box is 128 rows, C's 64.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tilemem.errors import GemmShapeError
+from tilemem.gemm import shapes
+from tilemem.gemm.hopper import a_rows_for, split_count
+
+GOOD = {"m": 128, "n": 128, "k": 4096, "tile_n": 128, "sms": 132, "dtype": "bfloat16"}
+
+
+@pytest.mark.parametrize(
+    "key, value, words",
+    [
+        ("m", 128.0, "split_count's m must be an integer >= 1, got 128.0"),
+        ("m", True, "split_count's m must be an integer >= 1, got True"),
+        ("n", 0, "split_count's n must be an integer >= 1, got 0"),
+        ("k", -4096, "split_count's k must be an integer >= 1, got -4096"),
+        ("sms", 0, "split_count's sms (the device's SM count) must be an integer >= 1, got 0"),
+        ("tile_n", 100, "one of"),
+        ("dtype", "int8", "the GEMM takes A and B as one of"),
+        ("dtype", "nonsense", "got 'nonsense'"),
+    ],
+)
+def test_split_count_refuses_bad_inputs(key, value, words):
+    with pytest.raises(GemmShapeError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        split_count(**{**GOOD, key: value})
+
+
+def test_split_count_of_good_inputs_is_unchanged():
+    # 1 x 1 tiles, 64 K tiles: s = 4 is the largest of 2..MAX_SPLITS dividing 64 with >= 16
+    # steps a range whose partials 8 * 4 * 128 * 128 = 524,288 B stay within a quarter of the
+    # operands' (128 + 128) * 4096 * 2 = 2,097,152 B (exactly a quarter)
+    assert split_count(**GOOD) == 4
+
+
+@pytest.mark.parametrize("m", [0, -1, 17.5, True, "16", None])
+def test_a_rows_for_refuses_what_is_no_row_count(m):
+    with pytest.raises(GemmShapeError, match="a_rows_for's m"):
+        a_rows_for(m)
+
+
+def test_a_rows_for_picks_the_fewest_rows():
+    rows = [a_rows_for(m) for m in (1, 16, 17, 33, 64, 65, 10_000)]
+    assert rows == [16, 16, 32, 64, 64, 128, 128]
+
+
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        ((5, 5, 5, "foo", 128), "the GEMM takes A and B as one of"),
+        ((5, 5, 5, "bfloat16", 100), "got 100"),
+        ((5, 5, 5, "bfloat16", 128, 7), "rows of A .*got 7"),
+        ((5, 5, 5, "bfloat16", 128, 64.0), "got 64.0"),
+        ((0, 5, 5, "bfloat16", 128), "M = 0"),
+    ],
+)
+def test_staging_refuses_bad_inputs(args, words):
+    with pytest.raises(GemmShapeError, match=words):
+        shapes.staging(*args)
+
+
+def test_staging_of_a_tiny_product():
+    st = shapes.staging(5, 5, 5, "bfloat16", 128)
+    assert (st.ma, st.mc, st.np_, st.kp, st.elem) == (128, 64, 128, 64, 2)
