@@ -17,6 +17,7 @@ from ..dtype import as_dtype
 from ..errors import GemmShapeError
 from ..plan.stages import BufferRequest, StageSolution, solve_stages
 from ..pool import Buffer, SMEMPool
+from ..validate import is_int
 
 TILE_M, TILE_N = 128, 256
 TILE_NS = (256, 240, 192, 128, 64)  # CTA tile widths: wgmma m64nN takes N up to 256 in steps of 8
@@ -45,16 +46,16 @@ def check_tile_n(tile_n: int) -> int:
 
 def check_a_rows(a_rows: int) -> int:
     """``a_rows`` itself if it is one of :data:`A_ROWS`; else :class:`GemmShapeError`."""
-    if type(a_rows) is not int or a_rows not in A_ROWS:
+    if not is_int(a_rows) or a_rows not in A_ROWS:
         raise GemmShapeError(
             f"a stage loads one of {A_ROWS} rows of A (whole 8-row swizzle atoms), got {a_rows!r}"
         )
-    return a_rows
+    return int(a_rows)
 
 
 def check_input_type(dtype: str) -> str:
     """``dtype`` itself if it is one of :data:`INPUT_TYPES`; else :class:`GemmShapeError`."""
-    if type(dtype) is not str or dtype not in INPUT_TYPES:
+    if dtype not in INPUT_TYPES:
         raise GemmShapeError(f"the GEMM takes A and B as one of {INPUT_TYPES}, got {dtype!r}")
     return dtype
 
