@@ -107,7 +107,6 @@ def exe_path() -> Path:
 def build() -> Path:
     """Compile the oracle (or reuse the cached binary); returns its path."""
     exe = exe_path()
-    nvcc, include = find_nvcc(), find_cutlass_include()
     if exe.is_file():
         if exe not in _ANNOUNCED:
             _ANNOUNCED.add(exe)
@@ -118,12 +117,13 @@ def build() -> Path:
         if exe.is_file():  # another process built it while this one waited for the lock
             SAY(f"CuTe oracle: waited {time.monotonic() - asked:.0f} s for the build of {exe}")
         else:
-            _compile(nvcc, include, exe)
+            _compile(exe)
     _ANNOUNCED.add(exe)
     return exe
 
 
-def _compile(nvcc: str, include: Path, exe: Path) -> None:
+def _compile(exe: Path) -> None:
+    nvcc, include = find_nvcc(), find_cutlass_include()
     SAY(
         f"CuTe oracle: building {SOURCE.name} against the CUTLASS headers in {include} with "
         f"{nvcc} (two parts in parallel; several minutes on 2 cores, once) into {exe.parent}"
