@@ -1,0 +1,124 @@
+"""Plan-file error lines, messages and accepted values that mutation testing showed no other
+test pinned (``planfile.py``).
+
+Each expected line number is counted by hand in the text given (line 1 is the first line);
+the limits come from the file format's rules (threads per CTA in [1, 1024] on sm_90a, a
+summary of 1 to 1000 printable characters).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tilemem.errors import PlanFileError
+from tilemem.planfile import parse_plan_file
+
+BUFFER = """\
+[[smem.buffers]]
+name = "a"
+shape = [64, 64]
+dtype = "bfloat16"
+"""
+
+
+def _error(text: str) -> str:
+    with pytest.raises(PlanFileError) as info:
+        parse_plan_file(text, "k.toml").build()
+    return str(info.value)
+
+
+# -- lines ------------------------------------------------------------------------------------
+
+
+def test_an_inline_buffer_is_placed_on_its_smem_header():
+    # no [[smem.buffers]] header: buffer #1 is written inline in [smem] (header on line 2)
+    text = """\
+target = "sm_90a"
+[smem]
+threads = 128
+buffers = [{ name = "a", shape = [64, 64], dtype = "bfloat16", kind = "bogus" }]
+"""
+    assert _error(text).startswith("k.toml:2: [[smem.buffers]] #1: kind = 'bogus'")
+
+
+def test_a_top_level_key_on_line_1_is_found_there():
+    # smem = 5 is on line 1; line 3 only looks like a key (it is inside target's string)
+    text = 'smem = 5\ntarget = """sm_90a\nsmem = 1"""\n'
+    assert _error(text) == "k.toml:1: smem must be the table [smem], got int"
+
+
+def test_toml_that_ends_too_early_is_placed_on_the_last_line():
+    # tomllib says "at end of document" without a line: the file's last line, 3
+    assert _error("a = 1\nb = 2\nc = ").startswith("k.toml:3: not valid TOML: ")
+
+
+def test_arrays_nested_too_deep_are_refused_on_line_1():
+    text = "x = " + "[" * 3000 + "]" * 3000 + "\n"
+    assert _error(text) == (
+        "k.toml:1: not valid TOML here: arrays or tables nested too deep to read"
+    )
+
+
+def test_an_unknown_key_of_an_inline_smem_table_is_on_line_1():
+    # smem = {...} on line 1, no [smem] header: the table's line is 1
+    text = 'smem = { bogus = 1 }\ntarget = "sm_90a"\n'
+    assert _error(text).startswith("k.toml:1: [smem]: unknown key 'bogus'")
+
+
+# -- messages ---------------------------------------------------------------------------------
+
+
+def test_a_date_is_named_a_date_or_time():
+    assert _error("threads = 1979-05-27\n") == (
+        "k.toml:1: threads must be an integer, got a date or time datetime.date(1979, 5, 27)"
+    )
+
+
+def test_a_live_table_of_booleans_gets_the_array_it_means():
+    # lines: target 1, [[smem.buffers]] 2, name 3, shape 4, dtype 5, live 6
+    text = 'target = "sm_90a"\n' + BUFFER + "live = {mainloop = false, epilogue = true}\n"
+    assert _error(text).endswith(
+        'live takes no table; write the phases it is live in as an array: ["epilogue"]'
+    )
+
+
+def test_a_live_table_not_all_booleans_gets_no_array():
+    # "x" is no boolean: no array can be read off the table, so the message ends there
+    text = 'target = "sm_90a"\n' + BUFFER + 'live = {mainloop = "x", epilogue = true}\n'
+    assert _error(text) == (
+        "k.toml:6: [[smem.buffers]] #1 'a': live = {'mainloop': 'x', 'epilogue': True} is a "
+        "table; live takes no table"
+    )
+
+
+@pytest.mark.parametrize("summary", ["", "tab\\there"])  # TOML "\\t": a tab
+def test_a_summary_that_is_not_one_printable_line_is_refused(summary):
+    text = f'target = "sm_90a"\nsummary = "{summary}"\n' + BUFFER
+    assert _error(text).startswith("k.toml:2: summary must be one line of 1 to 1000 printable")
+
+
+def test_a_summary_of_1000_characters_is_taken():
+    text = 'target = "sm_90a"\nsummary = "' + "s" * 1000 + '"\n' + BUFFER
+    assert parse_plan_file(text, "k.toml").summary == "s" * 1000
+
+
+def test_a_name_that_is_no_identifier_is_refused_on_its_line():
+    assert _error('target = "sm_90a"\nname = "a b"\n' + BUFFER) == (
+        "k.toml:2: name 'a b' is not an identifier: use ASCII letters, digits and '_', not "
+        "starting with a digit"
+    )
+
+
+# -- threads ----------------------------------------------------------------------------------
+
+
+def test_smem_threads_are_the_plans_threads_without_top_level_ones():
+    text = 'target = "sm_90a"\n[smem]\nthreads = 128\n' + BUFFER
+    assert parse_plan_file(text, "k.toml").threads == 128
+
+
+@pytest.mark.parametrize("threads", [1, 1024])
+def test_top_level_threads_at_both_limits_are_taken(threads):
+    # sm_90a: 1 to 1024 threads per CTA, both ends included
+    text = f'target = "sm_90a"\nthreads = {threads}\n' + BUFFER
+    assert parse_plan_file(text, "k.toml").threads == threads
