@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from csource import asm_ops, evaluate, statements
 
-from tilemem.kernels import attention_fwd, nvfp4_gemm
+from tilemem.kernels import attention_fwd, blackwell_gemm, nvfp4_gemm
 
 COMMIT = "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64"
 
@@ -73,6 +74,12 @@ def _guard_of(src: str, marker: str) -> str:
     return match.group(1)
 
 
+def _warps(guard: str) -> set[int]:
+    """The warps (of 16) whose elected thread enters a block guarded by ``guard``."""
+    plain = guard.replace("tm_elect_sync()", "1").replace("&&", " and ")
+    return {w for w in range(16) if evaluate(plain, warp=w)}
+
+
 def test_attention_loads_and_mmas_are_issued_by_different_warps():
     # the producer's loop blocks on kv_empty, which only the MMA warp's commits release:
     # one warp doing both would run its whole producer loop first and hang once kv_blocks
@@ -81,9 +88,17 @@ def test_attention_loads_and_mmas_are_issued_by_different_warps():
     producer = _guard_of(src, "kv_empty_bar + (stage * 8)")
     mma = _guard_of(src, "tm_mbarrier_wait(tm_smem_addr((uint8_t*)q_full_bar")
 
-    def warps(guard: str) -> set[int]:
-        plain = guard.replace("tm_elect_sync()", "1").replace("&&", " and ")
-        return {w for w in range(16) if evaluate(plain, warp=w)}
+    assert _warps(producer) == {0}
+    assert len(_warps(mma)) == 1 and _warps(mma) != {0} and _warps(mma) <= {1, 2, 3}
 
-    assert warps(producer) == {0}
-    assert len(warps(mma)) == 1 and warps(mma) != {0} and warps(mma) <= {1, 2, 3}
+
+@pytest.mark.parametrize("build", [blackwell_gemm, nvfp4_gemm], ids=["blackwell", "nvfp4"])
+def test_gemm_loads_and_mmas_are_issued_by_different_warps(build):
+    # as for attention: the producer waits on empty_bar, which only the MMA warp's
+    # tcgen05.commit frees, so the two roles are two warps (both of warps 0-3)
+    print(f"building the {build.__name__} example")
+    src = build().source
+    producer = _guard_of(src, "tm_mbarrier_wait(tm_smem_addr((uint8_t*)empty_bar")
+    mma = _guard_of(src, 'asm volatile("{\\n.reg .pred p;\\nsetp.ne.b32 p, ')
+    assert _warps(producer) == {0}
+    assert len(_warps(mma)) == 1 and _warps(mma) != {0} and _warps(mma) <= {1, 2, 3}
