@@ -201,6 +201,20 @@ def test_a_tmem_move_places_the_next_buffer_there():
     assert pool.tmem_pools[0].buffer("acc").col_offset == 64
 
 
+def test_an_error_naming_two_keys_is_placed_on_the_first_named():
+    # the message names "stages" ("2 stages of 300 columns") before "buffer" ("the buffer's
+    # 512 columns"): the line of stages (15), not of buffer (12). Lines: 1-3 SLOT, [[tmem]]
+    # 4-6, [[tmem.buffers]] 7-10, [[tmem.stages]] 11, buffer 12, width 13, col_start 14,
+    # stages 15
+    text = SLOT + POOL.replace("256", "512")
+    text += '[[tmem.buffers]]\nname = "acc"\nshape = [128, 512]\ndtype = "float32"\n'
+    text += '[[tmem.stages]]\nbuffer = "acc"\nwidth = 300\ncol_start = 0\nstages = 2\n'
+    assert _error_of_any_class(text) == (
+        "k.toml:15: [[tmem.stages]] #1 of 't': TMEMStages over 'acc': 2 stages of 300 columns, "
+        "stride 300, from column 0 reach column 600, beyond the buffer's 512 columns"
+    )
+
+
 # -- defaults from the file name --------------------------------------------------------------
 
 
