@@ -47,9 +47,11 @@ buffers = [{ name = "a", shape = [64, 64], dtype = "bfloat16", kind = "bogus" }]
     assert _error(text).startswith("k.toml:2: [[smem.buffers]] #1: kind = 'bogus'")
 
 
-def test_a_top_level_key_on_line_1_is_found_there():
-    # smem = 5 is on line 1; line 3 only looks like a key (it is inside target's string)
-    text = 'smem = 5\ntarget = """sm_90a\nsmem = 1"""\n'
+@pytest.mark.parametrize("tail", ["", "[[tmem]]\n"])
+def test_a_top_level_key_on_line_1_is_found_there(tail):
+    # smem = 5 is on line 1; line 3 only looks like a key (it is inside target's string);
+    # the search starts at line 1 whatever the last line is (a header or not)
+    text = 'smem = 5\ntarget = """sm_90a\nsmem = 1"""\n' + tail
     assert _error(text) == "k.toml:1: smem must be the table [smem], got int"
 
 
