@@ -572,40 +572,50 @@ _CP_SHAPES = {
 }
 
 
-# lane quarters each 32-row block of a multicast copy lands in (PTX ISA "tcgen05.cp")
-_CP_QUARTERS = {
-    "warpx4": ((0, 1, 2, 3),),
-    "warpx2::02_13": ((0, 2), (1, 3)),
-    "warpx2::01_23": ((0, 1), (2, 3)),
-}
+def _cp_lanes(shape: str, multicast: str) -> np.ndarray:
+    """TMEM lanes (relative to the address's lane) that each source row of a ``tcgen05.cp``
+    lands in: ``(rows, copies)`` (PTX ISA 9.0, "tcgen05.cp", and CuTe's ``SM100_UTCCP_*``
+    copy traits).
+
+    ``128x256b`` / ``128x128b``: row r to lane r. ``4x256b``: row i to lane 32 i (one lane in
+    each quarter). ``32x128b.warpx4``: row r to lane r of every quarter, 32 q + r.
+    ``64x128b.warpx2::02_13``: row r to lanes r and r + 64 (rows 0-31 in quarters 0 and 2,
+    32-63 in 1 and 3). ``64x128b.warpx2::01_23``: row r to 64 (r // 32) + r % 32 and 32
+    lanes further (rows 0-31 in quarters 0 and 1, 32-63 in 2 and 3).
+    """
+    rows = int(shape.split("x")[0])
+    r = np.arange(rows)[:, None]
+    if shape == "4x256b":
+        return 32 * r
+    if multicast == "warpx4":
+        return r + 32 * np.arange(4)[None, :]
+    if multicast == "warpx2::02_13":
+        return r + 64 * np.arange(2)[None, :]
+    if multicast == "warpx2::01_23":
+        return 64 * (r // 32) + r % 32 + 32 * np.arange(2)[None, :]
+    return r
 
 
 def _sim_cp(ctx, call) -> None:
-    """Copy a rows x bits matrix from shared memory (through its descriptor, K-major: each row
-    ``bits / 8`` bytes) into TMEM: row r to lane r from the address's lane, its bytes to 32-bit
-    columns from the address's column, low byte first. ``32x128b.warpx4`` copies the 32 rows
-    into every lane quarter, ``64x128b.warpx2::02_13`` rows 0-31 into quarters 0 and 2 and
-    rows 32-63 into 1 and 3 (``::01_23``: 0, 1 and 2, 3)."""
+    """Copy a rows x bits matrix from shared memory (through its descriptor, K-major: row r
+    of the core-matrix layout, its 16-byte chunks ``LBO`` apart; ``4x256b`` reads the first
+    4 rows of one) into TMEM: each row to the lanes :func:`_cp_lanes` gives (from the
+    address's lane), its bytes to 32-bit columns from the address's column, low byte
+    first."""
     taddr, s_desc = ctx.uniform(0), ctx.uniform(1)
     shape, multicast = call.attr("shape"), call.attr("multicast")
     rows, row_bits = (int(x) for x in shape.rstrip("b").split("x"))
-    if rows % 8:
-        raise SimError(f"tcgen05.cp .{shape} is not simulated (rows must be a multiple of 8)")
-    lane0, col0 = taddr >> 16, taddr & 0xFFFF
+    lanes = (taddr >> 16) + _cp_lanes(shape, multicast)
+    col0 = taddr & 0xFFFF
 
     def complete(actx) -> None:
-        addrs = operand_addresses(_checked_descriptor(s_desc), rows, row_bits // 8, 8)
-        raw = actx.smem_read(addrs, 1)[..., 0].astype(np.uint32)  # (rows, bytes)
+        addrs = operand_addresses(_checked_descriptor(s_desc), max(rows, 8), row_bits // 8, 8)
+        raw = actx.smem_read(addrs[:rows], 1)[..., 0].astype(np.uint32)  # (rows, bytes)
         cells = raw.reshape(rows, -1, 4) << (8 * np.arange(4, dtype=np.uint32))
         words = np.bitwise_or.reduce(cells, axis=2)  # (rows, columns)
         cols = col0 + np.arange(words.shape[1])[None, :]
-        if not multicast:
-            actx.tmem_write(lane0 + np.arange(rows)[:, None], cols, words)
-            return
-        for block, quarters in enumerate(_CP_QUARTERS[multicast]):
-            part = words[32 * block : 32 * block + 32]
-            for q in quarters:
-                actx.tmem_write(lane0 + 32 * q + np.arange(32)[:, None], cols, part)
+        for copy in range(lanes.shape[1]):
+            actx.tmem_write(lanes[:, copy : copy + 1], cols, words)
 
     ctx.issue("tcgen05", complete, f"tcgen05.cp.{shape}")
 
