@@ -132,3 +132,27 @@ def test_cp_moves_each_byte_where_cute_says(shape, multicast, lane0, col0):
         written[lane0 + lane, col0 + col] = True
     assert len({(r, b) for r, b, *_ in moved}) == src.size  # CuTe reads every source byte
     assert not ctx.tmem[~written].any()  # and the simulator wrote nothing else
+
+
+def test_cta_pair_cp_copies_each_ctas_own_rows():
+    """cta_group::2 (CuTe's ``SM100_UTCCP_128dp128bit_2cta``: ``ThrID`` is the two CTAs of
+    the pair and ``SrcLayout`` / ``DstLayout`` have stride 0 over it): the even CTA issues,
+    and each CTA copies its own shared bytes at the descriptor's addresses into its own TMEM,
+    row r to lane r as for one CTA."""
+    ctas = [FakeContext(warp=0), FakeContext(warp=0)]
+    ctas[1].rank = 1
+    rng = np.random.default_rng(2)
+    src = rng.integers(1, 256, (2, 128, 16), dtype=np.uint8)
+    r, k = np.indices(src.shape[1:])
+    where = BASE + (r % 8) * 16 + (r // 8) * SBO + (k // 16) * LBO + k % 16
+    for v, ctx in enumerate(ctas):
+        ctx.peers = {0: ctas[0], 1: ctas[1]}
+        ctx.smem[where] = src[v]
+    desc = (BASE >> 4) | ((LBO >> 4) << 16) | ((SBO >> 4) << 32) | (1 << 46)
+    args = dict(shape="128x128b", multicast="", cta_group=2)
+    run(_sim_cp, ctas[0], "ptx.tcgen05.cp", (None, None), [16, desc], **args)
+    ctas[0].complete_all()
+    for v, ctx in enumerate(ctas):
+        np.testing.assert_array_equal(ctx.tmem[:, 16:20], src[v].view("<u4"))
+    run(_sim_cp, ctas[1], "ptx.tcgen05.cp", (None, None), [16, desc], **args)
+    assert [kind for kind, _ in ctas[1].hazards] == ["tmem-protocol"] and not ctas[1].pending

@@ -356,6 +356,22 @@ def _scales(
     return bits_to_float32(codes.astype(np.uint8), sf_fmt or "ue4m3").astype(np.float64)
 
 
+def _issuing_pair(ctx, cta_group: int, what: str) -> tuple | None:
+    """The cluster ranks an operation of ``cta_group`` acts on: ``(None,)`` (this CTA) for
+    cta_group::1, the pair ``(rank, rank + 1)`` for cta_group::2 issued by the even CTA; None
+    (after reporting it) when the odd CTA issues."""
+    if cta_group == 1:
+        return (None,)
+    if ctx.rank % 2:
+        ctx.hazard(
+            "tmem-protocol",
+            f"{what}.cta_group::2 issued by the odd CTA (rank {ctx.rank}) of its pair; the "
+            "even CTA issues for both",
+        )
+        return None
+    return (ctx.rank, ctx.rank + 1)
+
+
 def _sim_mma_common(ctx, call, scale_vec: int | None) -> None:
     d_addr, a_arg, b_desc = ctx.uniform(0), ctx.uniform(1), ctx.uniform(2)
     kind, cta_group = call.attr("kind"), call.attr("cta_group")
@@ -368,14 +384,9 @@ def _sim_mma_common(ctx, call, scale_vec: int | None) -> None:
         raise SimError("tcgen05.mma.cta_group::2 with A in TMEM is not simulated")
     if idesc.sparse:
         raise SimError("sparse tcgen05.mma is not simulated")
-    if cta_group == 2 and ctx.rank % 2:
-        ctx.hazard(
-            "tmem-protocol",
-            f"tcgen05.mma.cta_group::2 issued by the odd CTA (rank {ctx.rank}) of its pair; the "
-            "even CTA issues for both",
-        )
+    pair = _issuing_pair(ctx, cta_group, "tcgen05.mma")
+    if pair is None:
         return
-    pair = (ctx.rank, ctx.rank + 1) if cta_group == 2 else (None,)
     m_cta, n_cta = idesc.m // cta_group, idesc.n // cta_group
 
     def complete(actx) -> None:
@@ -601,21 +612,28 @@ def _sim_cp(ctx, call) -> None:
     of the core-matrix layout, its 16-byte chunks ``LBO`` apart; ``4x256b`` reads the first
     4 rows of one) into TMEM: each row to the lanes :func:`_cp_lanes` gives (from the
     address's lane), its bytes to 32-bit columns from the address's column, low byte
-    first."""
+    first. ``cta_group::2``: the even CTA of the pair issues, and each CTA of the pair copies
+    from its own shared memory (same descriptor) into its own TMEM (CuTe's ``_2cta`` UTCCP
+    atoms: the same source and destination layout for both peers)."""
     taddr, s_desc = ctx.uniform(0), ctx.uniform(1)
     shape, multicast = call.attr("shape"), call.attr("multicast")
     rows, row_bits = (int(x) for x in shape.rstrip("b").split("x"))
     lanes = (taddr >> 16) + _cp_lanes(shape, multicast)
     col0 = taddr & 0xFFFF
+    ranks = _issuing_pair(ctx, call.attr("cta_group"), "tcgen05.cp")
+    if ranks is None:
+        return
 
     def complete(actx) -> None:
         addrs = operand_addresses(_checked_descriptor(s_desc), max(rows, 8), row_bits // 8, 8)
-        raw = actx.smem_read(addrs[:rows], 1)[..., 0].astype(np.uint32)  # (rows, bytes)
-        cells = raw.reshape(rows, -1, 4) << (8 * np.arange(4, dtype=np.uint32))
-        words = np.bitwise_or.reduce(cells, axis=2)  # (rows, columns)
-        cols = col0 + np.arange(words.shape[1])[None, :]
-        for copy in range(lanes.shape[1]):
-            actx.tmem_write(lanes[:, copy : copy + 1], cols, words)
+        for rank in ranks:
+            extra = {} if rank is None else {"rank": rank}
+            raw = actx.smem_read(addrs[:rows], 1, **extra)[..., 0].astype(np.uint32)
+            cells = raw.reshape(rows, -1, 4) << (8 * np.arange(4, dtype=np.uint32))
+            words = np.bitwise_or.reduce(cells, axis=2)  # (rows, columns)
+            cols = col0 + np.arange(words.shape[1])[None, :]
+            for copy in range(lanes.shape[1]):
+                actx.tmem_write(lanes[:, copy : copy + 1], cols, words, **extra)
 
     ctx.issue("tcgen05", complete, f"tcgen05.cp.{shape}")
 
