@@ -265,16 +265,38 @@ _DENSE_KINDS = ("f16", "tf32", "f8f6f4", "i8")
 
 # -- MMA semantics ---------------------------------------------------------------------------
 
-# container bits of each operand format in shared memory per kind: kind::f8f6f4 (and
-# mxf8f6f4) keep fp4 and fp6 one per byte, in its low bits; the mx fp4 kinds pack two per byte
+# container bits of each operand format in shared memory per kind: the mx fp4 kinds pack two
+# e2m1 per byte; kind::f8f6f4 / mxf8f6f4 give every element 8 bits of the layout (16 per
+# 16-byte chunk) and pack fp6 and fp4 inside each chunk (_chunk_packed_values)
 _OPERAND_BITS = {"bfloat16": 16, "float16": 16, "tf32": 32}
 _PACKED_FP4_KINDS = ("mxf4", "mxf4nvf4")
+_CHUNK_PACKED_KINDS = ("f8f6f4", "mxf8f6f4")
+_CHUNK_PACKED_BITS = {"float6_e2m3fn": 6, "float6_e3m2fn": 6, "float4_e2m1fn": 4}
 
 
 def _operand_bits(fmt: str, kind: str) -> int:
     if fmt == "float4_e2m1fn" and kind in _PACKED_FP4_KINDS:
         return 4
     return _OPERAND_BITS.get(fmt, 8)
+
+
+def _chunk_packed_values(read, d, rows: int, cols: int, fmt: str, width: int, major: str):
+    """fp6 / fp4 operands of kind::f8f6f4: each 16-byte chunk of the 8-bit layout holds its
+    16 elements packed from the chunk's first bit, element j at bits ``[width j, width j +
+    width)`` (little-endian), then padding: 12 bytes + 4 for fp6, 8 + 8 for fp4. It is what
+    TMA writes for CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B / 16U4_ALIGN16B (CUDA driver API,
+    cuTensorMapEncodeTiled), the types CUTLASS loads these MMA operands with
+    (``float_e2m3_unpacksmem_t`` and friends, cute/arch/copy_sm90_desc.hpp). Padding bytes
+    are never read."""
+    addrs = operand_addresses(d, rows, cols, 8, major)  # the chunk of element j starts at -j
+    j = np.arange(cols) % 16
+    first = addrs - j[None, :] + (width * j // 8)[None, :]
+    shift = (width * j % 8).astype(np.uint32)
+    word = read(first, 1)[..., 0].astype(np.uint32)
+    spill = shift + width > 8  # elements that reach into the next byte
+    if spill.any():
+        word[:, spill] |= read(first[:, spill] + 1, 1)[..., 0].astype(np.uint32) << 8
+    return bits_to_float32((word >> shift[None, :]) & np.uint32((1 << width) - 1), fmt)
 
 
 def _checked_descriptor(desc: int):
@@ -302,6 +324,11 @@ def _smem_operand(actx, desc: int, mn: int, k: int, fmt: str, kind: str, major: 
         )
 
     d = _checked_descriptor(desc)
+    width = _CHUNK_PACKED_BITS.get(fmt) if kind in _CHUNK_PACKED_KINDS else None
+    if width is not None:
+        if major == "K":
+            return _chunk_packed_values(read, d, mn, k, fmt, width, "K")
+        return _chunk_packed_values(read, d, k, mn, fmt, width, "MN").T
     bits = _operand_bits(fmt, kind)
     if major == "K":
         return operand_values(read, d, mn, k, fmt, bits, "K")
