@@ -426,3 +426,18 @@ def test_a_descriptor_without_the_version_bits_is_refused():
     idesc = instr_descriptor("f16", 128, 16, "bfloat16", "bfloat16")
     with pytest.raises(SimError, match="version bits 46-48"):
         mma(ctx, a_desc & ~(7 << 46), b_desc, idesc, 0)
+
+
+def test_lbo_mode_1_and_the_sparsity_bit_are_refused_with_the_reason():
+    """What the simulator cannot check against a source it refuses: LBO mode 1 (descriptor
+    bit 52, PTX ISA "Shared Memory Descriptor": an absolute leading-dimension address, on
+    sm_103a) and a dense tcgen05.mma whose instruction descriptor sets the sparsity bit 2."""
+    rng = np.random.default_rng(9)
+    ctx = FakeContext(warp=1)
+    a_desc = place(ctx.smem, A_BASE, ints(rng, (128, 16)), "bfloat16", "128B", "K", "sm_100a")
+    b_desc = place(ctx.smem, B_BASE, ints(rng, (16, 16)), "bfloat16", "128B", "K", "sm_100a")
+    idesc = instr_descriptor("f16", 128, 16, "bfloat16", "bfloat16")
+    with pytest.raises(SimError, match=r"LBO mode 1 \(bit 52.*clear bit 52"):
+        mma(ctx, a_desc | (1 << 52), b_desc, idesc, 0)
+    with pytest.raises(SimError, match=r"sparsity bit \(2\) set.*no \.sp"):
+        mma(ctx, a_desc, b_desc, idesc | (1 << 2), 0)

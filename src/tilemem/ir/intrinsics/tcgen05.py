@@ -301,7 +301,13 @@ def _chunk_packed_values(read, d, rows: int, cols: int, fmt: str, width: int, ma
 
 def _checked_descriptor(desc: int):
     """The decoded descriptor; one the hardware would reject (version bits 46-48 not 0b001)
-    or that tilemem does not model (LBO mode 1, absolute) is a SimError."""
+    or that tilemem does not model (LBO mode 1) is a SimError.
+
+    LBO mode 1 (bit 52) makes bits 16-29 a leading-dimension byte *address* instead of an
+    offset; the PTX ISA ("Shared memory descriptor") allows it on sm_103a only and says no
+    more; the other descriptions found (Mojo's MMASmemDescriptor: "only used for 48B K
+    tile") do not say how the hardware walks a K tile with it, and CuTe only names the bit
+    (``lbo_mode_``), so there is nothing to check a model against."""
     d = decode_tcgen05_descriptor(desc)
     if d.version != 1:
         raise SimError(
@@ -309,7 +315,11 @@ def _checked_descriptor(desc: int):
             "must be 0b001 (T.ptx.tcgen05.desc sets them)"
         )
     if d.lbo_mode:
-        raise SimError(f"tcgen05 descriptor {desc:#018x}: LBO mode 1 is not simulated")
+        raise SimError(
+            f"tcgen05 descriptor {desc:#018x}: LBO mode 1 (bit 52, the leading dimension as an "
+            "absolute byte address, sm_103a) is not simulated: no source says how the hardware "
+            "walks a K tile with it; clear bit 52 and give LBO as an offset"
+        )
     return d
 
 
@@ -335,19 +345,25 @@ def _smem_operand(actx, desc: int, mn: int, k: int, fmt: str, kind: str, major: 
     return operand_values(read, d, k, mn, fmt, bits, "MN").T
 
 
-def _tmem_operand_a(actx, taddr: int, m: int, k: int, fmt: str) -> np.ndarray:
-    """A (M x K) kept in TMEM: row r in lane r, K packed into 32-bit columns, low bits first
-    (two 16-bit values per column: CuTe's ``tmem_frg`` of a 16-bit A)."""
-    if m != 128:
-        raise SimError(f"tcgen05.mma with A in TMEM is simulated for M=128, got M={m}")
+def _tmem_operand_a(actx, taddr: int, d_lanes: np.ndarray, k: int, fmt: str, extra: dict):
+    """A kept in TMEM, read where the hardware reads it: the A row that D cell (r, c) takes
+    lives in the same lane as that cell (CuTe's "DP-address equivalence in TMEM-A and TMEM-C"
+    of its ``SM100_MMA_*_TS`` atoms, whose ``tmem_frg`` lays A out as D: M=128 row r in lane
+    r, M=64 16 rows per lane quarter, cta_group::2 M=128 each CTA's 64 rows twice, in lanes
+    0-63 and again in 64-127 for N's right half, the ``Duplicated`` allocation). ``d_lanes``
+    (rows, N) are D's lanes relative to its address; K is packed into 32-bit columns from
+    ``taddr``'s, low bits first (two 16-bit values per column). Returns the A rows of the
+    lanes used (L x K) and, per D cell, the index of its row among them."""
+    used, index = np.unique(d_lanes, return_inverse=True)
     bits = _operand_bits(fmt, "f16")
     per = 32 // bits
     kk = np.arange(k)
-    lanes = (taddr >> 16) + np.arange(m)[:, None]
+    lanes = (taddr >> 16) + used[:, None]
     cols = (taddr & 0xFFFF) + (kk // per)[None, :]
-    cells = actx.tmem_read(lanes, cols).astype(np.uint32)
+    cells = actx.tmem_read(lanes, cols, **extra).astype(np.uint32)
     shift = ((kk % per) * bits).astype(np.uint32)[None, :]
-    return bits_to_float32((cells >> shift) & np.uint32((1 << bits) - 1), fmt)
+    rows = bits_to_float32((cells >> shift) & np.uint32((1 << bits) - 1), fmt)
+    return rows, index.reshape(d_lanes.shape)
 
 
 def _d_bits(values: np.ndarray, d_fmt: str) -> np.ndarray:
@@ -402,15 +418,18 @@ def _issuing_pair(ctx, cta_group: int, what: str) -> tuple | None:
 def _sim_mma_common(ctx, call, scale_vec: int | None) -> None:
     d_addr, a_arg, b_desc = ctx.uniform(0), ctx.uniform(1), ctx.uniform(2)
     kind, cta_group = call.attr("kind"), call.attr("cta_group")
-    idesc = decode_instr_descriptor(int(call.args[3].value), kind)
+    idesc_value = int(call.args[3].value)
+    idesc = decode_instr_descriptor(idesc_value, kind)
     enable_input = ctx.uniform(len(call.args) - 1) != 0
     sf_addrs = (ctx.uniform(4), ctx.uniform(5)) if scale_vec else None
     k = MMA_K[kind]
     a_in_tmem = bool(call.attr("a_tmem"))
-    if a_in_tmem and cta_group == 2:
-        raise SimError("tcgen05.mma.cta_group::2 with A in TMEM is not simulated")
-    if idesc.sparse:
-        raise SimError("sparse tcgen05.mma is not simulated")
+    if idesc.sparse:  # the IR emits no tcgen05.mma.sp (it has no metadata operand)
+        raise SimError(
+            f"tcgen05.mma instruction descriptor {idesc_value:#010x} has the sparsity bit (2) set, "
+            "but the instruction is the dense tcgen05.mma (no .sp, no metadata operand); "
+            "tilemem emits no sparse MMA and the simulator does not model one"
+        )
     pair = _issuing_pair(ctx, cta_group, "tcgen05.mma")
     if pair is None:
         return
@@ -429,12 +448,13 @@ def _sim_mma_common(ctx, call, scale_vec: int | None) -> None:
             per = scale_vec or 1
             sfb = _scales(actx, sf_addrs[1], idesc.n, idesc.scale_format, per, idesc.sfb_id, {})
             b = b * np.repeat(sfb, k // per, axis=1)
-        lanes, cols = mma_result_cells(idesc.m, idesc.n, cta_group)
-        lanes, cols = lanes + (d_addr >> 16), cols + (d_addr & 0xFFFF)
+        rel_lanes, rel_cols = mma_result_cells(idesc.m, idesc.n, cta_group)
+        lanes, cols = rel_lanes + (d_addr >> 16), rel_cols + (d_addr & 0xFFFF)
+        integer = idesc.d == "int32"
         for rank in pair:
             extra = {} if rank is None else {"rank": rank}  # the pair's CTA receiving D
             if a_in_tmem:
-                a = _tmem_operand_a(actx, a_arg, m_cta, k, idesc.a)
+                a, row_of = _tmem_operand_a(actx, a_arg, rel_lanes, k, idesc.a, extra)
             else:
                 a = _smem_operand(actx, a_arg, m_cta, k, idesc.a, kind, idesc.a_major, rank)
             a = a.astype(np.float64)
@@ -446,8 +466,9 @@ def _sim_mma_common(ctx, call, scale_vec: int | None) -> None:
                     actx, sf_addrs[0], m_cta, idesc.scale_format, per, idesc.sfa_id, extra
                 )
                 a = a * np.repeat(sfa, k // per, axis=1)
-            integer = idesc.d == "int32"
             prod = a.astype(np.int64) @ b.astype(np.int64).T if integer else a @ b.T
+            if a_in_tmem:  # each D cell from the A row of its own lane
+                prod = prod[row_of, np.arange(idesc.n)[None, :]]
             if enable_input:
                 prod = prod + _d_values(actx.tmem_read(lanes, cols, **extra), idesc.d)
             actx.tmem_write(lanes, cols, _d_bits(prod, idesc.d), **extra)
