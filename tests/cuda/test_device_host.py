@@ -147,3 +147,13 @@ def test_a_numpy_array_goes_through_the_real_dlpack_view():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         assert device_pointer(arr) == arr.ctypes.data
+
+
+@pytest.mark.parametrize("obj", [object(), "0x1000", 1.5, None])
+def test_an_object_without_a_device_address_is_refused(obj):
+    with pytest.raises(LaunchError) as err:
+        device_pointer(obj)
+    assert str(err.value) == (
+        f"cannot pass {type(obj).__name__} as a device buffer: give a torch/cupy array, a "
+        "cuda.core Buffer, or an address"
+    )
