@@ -157,3 +157,22 @@ def test_an_object_without_a_device_address_is_refused(obj):
         f"cannot pass {type(obj).__name__} as a device buffer: give a torch/cupy array, a "
         "cuda.core Buffer, or an address"
     )
+
+
+class Float8Tensor:
+    """A torch tensor the interface cannot describe: torch raises KeyError for float8 dtypes
+    from ``__cuda_array_interface__``; its address comes from ``data_ptr()``."""
+
+    shape = (4, 8)
+    itemsize = 1
+
+    @property
+    def __cuda_array_interface__(self):
+        raise KeyError("float8_e4m3fn")
+
+    def data_ptr(self):
+        return 0x7F00_0000_4000
+
+
+def test_a_tensor_without_an_interface_is_read_through_data_ptr():
+    assert device_pointer(Float8Tensor()) == 0x7F00_0000_4000
