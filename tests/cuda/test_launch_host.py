@@ -515,3 +515,25 @@ def test_bad_clusters(grid, cluster, words):
 )
 def test_good_clusters(grid, cluster, want):
     assert check_cluster("gemm", grid, cluster) == want
+
+
+def test_the_cluster_config_fills_cuda_bindings_own_structures(monkeypatch):
+    """The same configuration built from cuda-bindings' real ``CUlaunchConfig`` /
+    ``CUlaunchAttribute`` / ``CUstream`` (no driver library needed to build them): every field
+    the launch sets must exist there and read back."""
+    real = pytest.importorskip("cuda.bindings.driver")
+    drv = FakeDriver()
+    drv.CUlaunchConfig = real.CUlaunchConfig
+    drv.CUlaunchAttribute = real.CUlaunchAttribute
+    drv.CUlaunchAttributeID = real.CUlaunchAttributeID
+    drv.CUstream = real.CUstream
+    launcher = loaded(monkeypatch, probe(16 * KIB), drv)
+    config = launcher._cluster_config((4, 2, 3), (64, 2, 1), (2, 1, 3), 0x31)
+    assert isinstance(config, real.CUlaunchConfig)
+    dims = (config.gridDimX, config.gridDimY, config.gridDimZ)
+    assert dims + (config.blockDimX, config.blockDimY, config.blockDimZ) == (4, 2, 3, 64, 2, 1)
+    assert (config.sharedMemBytes, int(config.hStream), config.numAttrs) == (64 * KIB, 0x31, 1)
+    (attr,) = config.attrs
+    assert attr.id == real.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    cluster = attr.value.clusterDim
+    assert (cluster.x, cluster.y, cluster.z) == (2, 1, 3)
