@@ -6,8 +6,10 @@ import pytest
 
 from tilemem import T
 from tilemem.errors import TargetError
+from tilemem.gemm import hopper
 from tilemem.gemm import plan as gemm_plan
 from tilemem.gemm.hopper import (
+    AutoGemm,
     GemmShapeError,
     _check_operands,
     hopper_gemm_persistent,
@@ -55,6 +57,90 @@ def test_fp8_kernel_takes_128_wide_k_tiles_in_four_k32_steps():
     source = hopper_gemm_persistent(dtype="float8_e4m3fn").source
     assert source.count("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3") == 4
     assert "(kt * 128)" in source and "229440 bytes of dynamic shared memory" in source
+
+
+def test_promoted_fp8_kernel_sums_each_k_tile_in_a_second_fragment():
+    source = hopper_gemm_persistent(dtype="float8_e4m3fn", tile_n=192, promote=True).source
+    assert "float acc[96]" in source and "float part[96]" in source
+    # four k32 wgmmas of a 128-element K tile into part, the first with scale-d 0 (its
+    # predicate operand is the constant 0), the other three adding
+    wgmma = "wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3"
+    assert source.count(wgmma) == 4
+    assert source.count('"r"((int32_t)(0))') == 1 and source.count('"r"((int32_t)(1))') == 3
+    assert '"+f"(part[95])' in source and '"+f"(acc[95])' not in source
+    # every K tile: wait for all of its wgmmas (no group left in flight), then add part into
+    # acc, which starts each output tile at zero; the adds come after the wait, in the K loop
+    assert "wgmma.wait_group.sync.aligned 1;" not in source
+    wait = source.index("wgmma.wait_group.sync.aligned 0;")
+    loop = source.index("for (int kt_1 = 0; kt_1 < k_tiles; ++kt_1)")
+    assert loop < wait < source.index("acc[0] = (acc[0] + part[0]);")
+    assert source.index("acc[95] = ((float)(0));") < loop
+    assert "acc[95] = (acc[95] + part[95]);" in source
+
+
+def test_bf16_and_unpromoted_fp8_kernels_keep_one_fragment_and_one_group_in_flight():
+    for dtype in ("bfloat16", "float8_e4m3fn"):
+        source = hopper_gemm_persistent(dtype=dtype, tile_n=192).source
+        assert "part" not in source and "float acc[96]" in source
+        assert "wgmma.wait_group.sync.aligned 1;" in source
+        assert '"+f"(acc[95])' in source
+
+
+def _ptxas_info(program) -> str:
+    """ptxas's resource line for ``program``, compiled by NVRTC for sm_90a (no GPU)."""
+    import io
+
+    from cuda.core import Program, ProgramOptions
+
+    print(f"compiling {program.name} with ptxas -v")
+    options = ProgramOptions(arch="sm_90a", std="c++17", name="gemm.cu", ptxas_options="-v")
+    log = io.StringIO()
+    Program(program.source, "c++", options).compile("cubin", logs=log)
+    return log.getvalue()
+
+
+def test_promoted_fp8_kernel_fits_the_consumer_registers_without_spills():
+    # two fp32 fragments of 96 registers a thread at 128 x 192 (192 of the consumer's 232
+    # under setmaxnreg.inc): ptxas must allocate them without spilling to local memory;
+    # 128 x 240 would need 240 for the fragments alone and is refused before any build
+    pytest.importorskip("cuda.core")
+    info = _ptxas_info(hopper_gemm_persistent(dtype="float8_e4m3fn", tile_n=192, promote=True))
+    assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in info, info
+    assert hopper.PROMOTED_TILE_NS == (192, 128, 64)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        (dict(dtype="bfloat16", tile_n=128, promote=True), r"promote=True is for fp8 inputs"),
+        (
+            dict(dtype="float8_e4m3fn", tile_n=240, promote=True),
+            r"240 needs 240 \+ 40 others, more than the consumer's 232 .* \(192, 128, 64\)",
+        ),
+        (dict(dtype="float8_e4m3fn", tile_n=256, promote=True), r"256 needs 256 \+ 40"),
+        (dict(dtype="float8_e4m3fn", tile_n=128, promote=1), r"promote is True or False"),
+    ],
+)
+def test_promotion_is_refused_where_it_cannot_run(kwargs, match):
+    with pytest.raises(GemmShapeError, match=match):
+        hopper_gemm_persistent(**kwargs)
+
+
+def test_auto_gemm_promotes_fp8_on_the_widths_that_fit():
+    # 8192^3: 64 x 32 units of 128 x 256 in 2x1 clusters (16 rounds, cost 4096) for bf16;
+    # promoted fp8 has 192 at most: 64 x 43 tiles, 32 x 43 = 1376 pair units over 66 pairs,
+    # 21 rounds (21 x 192 x 1.03 = 4153) against 128's 32 x 64 = 2048 units, 32 rounds
+    # (32 x 128 x 1.4 = 5734)
+    fp8, bf16 = AutoGemm(dtype="float8_e4m3fn"), AutoGemm()
+    fp8.sms = bf16.sms = 132
+    assert fp8.promote and not bf16.promote
+    assert not AutoGemm(dtype="float8_e4m3fn", promote=False).promote
+    assert fp8.config(8192, 8192)[:2] == (192, 2) and bf16.config(8192, 8192)[:2] == (256, 2)
+    assert launch_config(8192, 8192, 132, hopper.PROMOTED_TILE_NS) == (192, 2)
+    with pytest.raises(GemmShapeError, match=r"promote=True is for fp8 inputs"):
+        AutoGemm(promote=True)
+    with pytest.raises(GemmShapeError, match=r"widths are some of"):
+        launch_config(8192, 8192, 132, (160,))
 
 
 @pytest.mark.parametrize(
