@@ -70,6 +70,13 @@ def test_staging_refuses_bad_inputs(args, words):
         shapes.staging(*args)
 
 
-def test_staging_of_a_tiny_product():
+def test_staging_of_a_tiny_product(monkeypatch):
+    # boxes may reach past the matrices: only the 10-byte rows of K = 5 and N = 5 bf16 pad,
+    # to 8 elements (16 bytes); M stays 5
+    st = shapes.staging(5, 5, 5, "bfloat16", 128)
+    assert (st.ma, st.mc, st.np_, st.kp, st.elem) == (5, 5, 8, 8, 2)
+    # without that, every matrix also pads to one box: A's 128 rows, C's 64, the 128-wide
+    # tile, one 64-element K tile
+    monkeypatch.setattr(shapes, "BOXES_PAST_EDGES", False)
     st = shapes.staging(5, 5, 5, "bfloat16", 128)
     assert (st.ma, st.mc, st.np_, st.kp, st.elem) == (128, 64, 128, 64, 2)

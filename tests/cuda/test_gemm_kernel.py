@@ -6,7 +6,7 @@ import pytest
 
 from tilemem import T
 from tilemem.errors import TargetError
-from tilemem.gemm import hopper
+from tilemem.gemm import hopper, shapes
 from tilemem.gemm import plan as gemm_plan
 from tilemem.gemm.hopper import (
     AutoGemm,
@@ -295,12 +295,19 @@ def _tensor(*shape, dtype="torch.bfloat16"):
     [
         ((512, 256), (512, 128), (512, 512), r"A \(M, K\), B \(N, K\), C \(M, N\)"),
         ((512, 260), (512, 260), (512, 512), r"K = 260 must be a multiple of 8 and N = 512 of 8"),
-        ((64, 256), (512, 256), (64, 512), r"M >= 128, N >= 256, K >= 64"),
     ],
 )
 def test_operand_rules_say_what_to_change(a, b, c, match):
     with pytest.raises(GemmShapeError, match=match):
         _check_operands(_tensor(*a), _tensor(*b), _tensor(*c))
+
+
+def test_operands_smaller_than_a_box_run_in_place_where_boxes_may_reach_past_them(monkeypatch):
+    small = (_tensor(64, 32), _tensor(200, 32), _tensor(64, 200))  # M < 128, N < 256, K < 64
+    assert _check_operands(*small) == (64, 32, 200)
+    monkeypatch.setattr(shapes, "BOXES_PAST_EDGES", False)
+    with pytest.raises(GemmShapeError, match=r"M >= 128, N >= 256, K >= 64"):
+        _check_operands(*small)
 
 
 def test_operands_must_be_bfloat16():

@@ -938,7 +938,8 @@ def _check_operands(
     a, b, c, dtype: str = "bfloat16", tile_n: int = TILE_N, a_rows: int = TILE_M
 ) -> tuple[int, int, int]:
     """(M, K, N) of operands the kernel takes as they are: :func:`_check_layout`, rows 16-byte
-    aligned, each matrix at least one TMA box (:mod:`~.shapes` stages the others)."""
+    aligned, and, unless :data:`~.shapes.BOXES_PAST_EDGES`, each matrix at least one TMA box
+    (:mod:`~.shapes` stages the others)."""
     m, k, n = _check_layout(a, b, c, dtype)
     k_align = 16 * 8 // as_dtype(dtype).bits
     if k % k_align or n % 8:
@@ -948,7 +949,7 @@ def _check_operands(
         )
     tk = tile_k(dtype)
     min_m = max(a_rows, shapes.C_BOX_ROWS)
-    if m < min_m or n < tile_n or k < tk:
+    if not shapes.BOXES_PAST_EDGES and (m < min_m or n < tile_n or k < tk):
         raise GemmShapeError(
             f"M, N, K = {m}, {n}, {k}: this kernel needs M >= {min_m}, N >= {tile_n}, "
             f"K >= {tk} (one TMA box each); use torch.matmul for smaller products"
