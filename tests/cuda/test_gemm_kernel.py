@@ -224,6 +224,33 @@ def test_launch_config_counts_rounds_of_whole_tiles(m, n, config):
     assert launch_config(m, n, 132) == config
 
 
+@pytest.mark.parametrize(
+    ("m", "n", "k", "dtype", "config"),
+    [
+        # every width fits one round, so launch_config takes 128 x 64 (121.6 against 179.2 for
+        # 128): 64 x 128 = 128 tiles of 128 x 64 fill the SMs and cannot split; K = 28672 is
+        # 448 K tiles >= 200, so 128 x 128 in 2 ranges (64 x 2 = 128 CTAs; partial sums
+        # 8 * 2 * 128 * 8192 = 16.8 MB against a quarter of (128 + 8192) * 28672 * 2 bytes)
+        (128, 8192, 28672, "bfloat16", (128, 1, 2)),
+        # 2 x 64 tiles of 128 x 64; 224 K tiles; 2 x 32 tiles of 128 x 128 in 2 ranges
+        (256, 4096, 14336, "bfloat16", (128, 1, 2)),
+        (128, 8192, 8192, "bfloat16", (64, 1, 1)),  # 128 K tiles: the narrow tile stays
+        # 128 x 64 splits itself here (64 tiles x 2 ranges): it stays
+        (128, 4096, 14336, "bfloat16", (64, 1, 2)),
+        (64, 8192, 28672, "bfloat16", (64, 1, 1)),  # M <= 64: the 64-row A box kernel stays
+        # fp8: 28672 / 128 = 224 K tiles; the promoted widths 192/128/64 give 128 x 64 first
+        (256, 4096, 28672, "float8_e4m3fn", (128, 1, 2)),
+        (256, 4096, 14336, "float8_e4m3fn", (64, 1, 1)),  # 112 K tiles
+        (8192, 8192, 8192, "bfloat16", (256, 2, 1)),  # many rounds: launch_config's choice
+    ],
+)
+def test_policy_takes_128_wide_split_k_over_an_unsplit_64_wide_tile_when_k_is_long(
+    m, n, k, dtype, config
+):
+    widths = hopper.PROMOTED_TILE_NS if dtype == "float8_e4m3fn" else gemm_plan.TILE_NS
+    assert hopper.policy(m, n, k, 132, dtype, widths) == config
+
+
 def test_input_types_are_bf16_or_e4m3():
     with pytest.raises(GemmShapeError, match=r"one of \('bfloat16', 'float8_e4m3fn'\)"):
         hopper_gemm_persistent(dtype="float16")

@@ -790,6 +790,39 @@ def split_count(m: int, n: int, k: int, tile_n: int, sms: int, dtype: str = "bfl
     return best
 
 
+# K tiles from which 128 x 128 with split-K beats an unsplit 128 x 64 on the same CTA count
+# (H200, docs/verification/2026-12-02-h200-gemm-shapes-tuning.txt, call 2, TFLOP/s):
+# 128x8192x28672 (448 K tiles): 446 for 128 x 128 in 2 K ranges against 358 and 362 for
+# 128 x 64; 256x4096x14336 (224): 484 and 481 against 408 and 404; but at 128 K tiles
+# 128x8192x8192 gave 328 against 377 and 379. The partial sums and their reduction cost a
+# fixed share of the product, which a long K range amortises and a short one does not.
+LONG_K_TILES = 200
+
+
+def policy(
+    m: int,
+    n: int,
+    k: int,
+    sms: int,
+    dtype: str = "bfloat16",
+    widths: tuple[int, ...] = gemm_plan.TILE_NS,
+) -> tuple[int, int, int]:
+    """(tile_n, cluster_m, splits) for an ``m x n x k`` product on ``sms`` SMs.
+
+    :func:`launch_config` picks the width and cluster, :func:`split_count` the K ranges for
+    that width; then where that is an unsplit 128 x 64 tile over M > 64 rows (the 128-row A
+    box) and K has at least :data:`LONG_K_TILES` K tiles, 128 x 128 with split-K replaces it
+    when :func:`split_count` splits it at all (its measured gain: :data:`LONG_K_TILES`)."""
+    tile_n, cluster_m = launch_config(m, n, sms, widths)
+    splits = split_count(m, n, k, tile_n, sms, dtype)
+    long_k = ceil_div(k, tile_k(dtype)) >= LONG_K_TILES
+    if tile_n == 64 and splits == 1 and a_rows_for(m) == TILE_M and long_k and 128 in widths:
+        wide = split_count(m, n, k, 128, sms, dtype)
+        if wide > 1:
+            return 128, 1, wide
+    return tile_n, cluster_m, splits
+
+
 def a_rows_for(m: int) -> int:
     """Rows of A a stage loads for ``m`` rows of C: the fewest of :data:`~.plan.A_ROWS` that
     hold them (16, 32, 64), 128 for ``m > 64``."""
@@ -798,8 +831,8 @@ def a_rows_for(m: int) -> int:
 
 
 class AutoGemm:
-    """``C = A @ B^T`` with the kernel configuration :func:`launch_config` and
-    :func:`split_count` pick for each shape before the launch (one :class:`HopperGemm` per
+    """``C = A @ B^T`` with the kernel configuration :func:`policy` picks for each shape
+    before the launch (one :class:`HopperGemm` per
     configuration, built on first use). ``prepare`` and calling work as in
     :class:`HopperGemm`. ``promote`` (default: for fp8) promotes fp8 sums to fp32 every K
     tile (:func:`_promote`), on the widths whose two fragments fit
@@ -829,8 +862,9 @@ class AutoGemm:
             from cuda.core import Device  # the launcher's device: the current one
 
             self.sms = _sm_count(Device().device_id, "AutoGemm")
-        tile_n, cluster_m = launch_config(m, n, self.sms, self.widths)
-        splits = 1 if k is None else split_count(m, n, k, tile_n, self.sms, self.dtype)
+        if k is None:
+            return (*launch_config(m, n, self.sms, self.widths), 1, a_rows_for(m))
+        tile_n, cluster_m, splits = policy(m, n, k, self.sms, self.dtype, self.widths)
         return tile_n, cluster_m, splits, a_rows_for(m)
 
     def gemm_for(self, m: int, n: int, k: int | None = None) -> HopperGemm:
