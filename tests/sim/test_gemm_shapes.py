@@ -371,3 +371,33 @@ def test_fp8_with_promotion_matches_numpy_in_the_simulator(m, n, k, tile_n):
     err = np.abs(c.astype(np.float32) - ref)
     assert np.isfinite(c.astype(np.float32)).all()
     assert (err <= 2.0**-8 * np.abs(ref) + 1e-3).all(), err.max()
+
+
+def test_fp8_with_promotion_split_k_and_a_small_m_box_matches_numpy_in_the_simulator():
+    # 40 x 136 x 512 fp8: 64 rows of A a stage (the first consumer computes, the second only
+    # frees stages; fewer rows would have it store fp8 zeros, which the simulator does not
+    # compute), 128 x 128 tiles (2 across N, the second 8 wide), 4 K tiles of 128 in 2
+    # ranges of 2, each K tile promoted; the reduction adds the ranges' fp32 sums into C
+    m, n, k, splits = 40, 136, 512, 2
+    rng = np.random.default_rng(512)
+    a = rng.standard_normal((m, k)).astype(ml_dtypes.float8_e4m3fn)
+    b = rng.standard_normal((n, k)).astype(ml_dtypes.float8_e4m3fn)
+    c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
+    print("building the promoted fp8 split-K GEMM (128 x 128, 64 rows of A) and its reduction")
+    kernel = hopper_gemm_persistent(
+        dtype="float8_e4m3fn", tile_n=128, split_k=True, a_rows=64, promote=True
+    )
+    maps = (
+        tile_map(a, gemm_plan.a_box(64, "float8_e4m3fn")),
+        tile_map(b, gemm_plan.b_share(1, "float8_e4m3fn", tile_n=128)),
+    )
+    tiles = (1, 2, 4 // splits)
+    partial = np.full((splits * m, 2 * 128), np.nan, np.float32)
+    result = sim.run(kernel, *maps, *tiles, 8, splits, m, partial, grid=(3,), seed=2)
+    assert result.ok, result.hazards
+    done = sim.run(splitk_reduce(), partial, c, splits, grid=(ceil_div(m * n, 256),))
+    assert done.ok, done.hazards
+    ref = a.astype(np.float32) @ b.astype(np.float32).T
+    err = np.abs(c.astype(np.float32) - ref)
+    assert np.isfinite(c.astype(np.float32)).all()
+    assert (err <= 2.0**-8 * np.abs(ref) + 1e-3).all(), err.max()
