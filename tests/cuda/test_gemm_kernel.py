@@ -242,9 +242,16 @@ def test_launch_config_counts_rounds_of_whole_tiles(m, n, config):
         (256, 4096, 28672, "float8_e4m3fn", (128, 1, 2)),
         (256, 4096, 14336, "float8_e4m3fn", (64, 1, 1)),  # 112 K tiles
         (8192, 8192, 8192, "bfloat16", (256, 2, 1)),  # many rounds: launch_config's choice
+        # 2 x 64 tiles of 128 x 128 (179.2 against 243.2 for 64 in two rounds of pairs) fill
+        # the SMs unsplit; 2 x 32 tiles of 128 x 256 in 2 ranges (16.8 MB of 8 * 2 * 256 *
+        # 8192 partial sums against a quarter of 484 MB of operands)
+        (256, 8192, 28672, "bfloat16", (256, 1, 2)),
+        # 4 x 16 tiles of 128 x 256 in 2 ranges would write 8 * 2 * 512 * 4096 = 33.55 MB of
+        # partial sums, over a quarter of (512 + 4096) * 14336 * 2 = 33.03 MB: 128 stays
+        (512, 4096, 14336, "bfloat16", (128, 1, 1)),
     ],
 )
-def test_policy_takes_128_wide_split_k_over_an_unsplit_64_wide_tile_when_k_is_long(
+def test_policy_takes_a_wider_split_k_tile_over_an_unsplit_narrow_one_when_k_is_long(
     m, n, k, dtype, config
 ):
     widths = hopper.PROMOTED_TILE_NS if dtype == "float8_e4m3fn" else gemm_plan.TILE_NS

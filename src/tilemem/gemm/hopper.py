@@ -790,12 +790,14 @@ def split_count(m: int, n: int, k: int, tile_n: int, sms: int, dtype: str = "bfl
     return best
 
 
-# K tiles from which 128 x 128 with split-K beats an unsplit 128 x 64 on the same CTA count
-# (H200, docs/verification/2026-12-02-h200-gemm-shapes-tuning.txt, call 2, TFLOP/s):
+# K tiles from which a tile twice as wide with split-K beats an unsplit one on the same CTA
+# count (H200, docs/verification/2026-12-02-h200-gemm-shapes-tuning.txt, call 2, TFLOP/s):
 # 128x8192x28672 (448 K tiles): 446 for 128 x 128 in 2 K ranges against 358 and 362 for
-# 128 x 64; 256x4096x14336 (224): 484 and 481 against 408 and 404; but at 128 K tiles
-# 128x8192x8192 gave 328 against 377 and 379. The partial sums and their reduction cost a
-# fixed share of the product, which a long K range amortises and a short one does not.
+# 128 x 64; 256x4096x14336 (224): 484 and 481 against 408 and 404; 256x8192x28672: 568 for
+# 128 x 256 in 2 ranges against 536 and 553 for 128 x 128; but at 128 K tiles
+# 128x8192x8192 gave 328 (128 x 128, 2 ranges) against 377 and 379. The wider tile reads
+# fewer operand bytes per MAC; the partial sums and their reduction cost a fixed share of
+# the product, which a long K range amortises and a short one does not.
 LONG_K_TILES = 200
 
 
@@ -810,16 +812,18 @@ def policy(
     """(tile_n, cluster_m, splits) for an ``m x n x k`` product on ``sms`` SMs.
 
     :func:`launch_config` picks the width and cluster, :func:`split_count` the K ranges for
-    that width; then where that is an unsplit 128 x 64 tile over M > 64 rows (the 128-row A
-    box) and K has at least :data:`LONG_K_TILES` K tiles, 128 x 128 with split-K replaces it
-    when :func:`split_count` splits it at all (its measured gain: :data:`LONG_K_TILES`)."""
+    that width; then where that is an unsplit 128 x 64 or 128 x 128 tile over M > 64 rows
+    (the 128-row A box) and K has at least :data:`LONG_K_TILES` K tiles, the tile twice as
+    wide with split-K replaces it when :func:`split_count` splits that at all (the measured
+    gain: :data:`LONG_K_TILES`)."""
     tile_n, cluster_m = launch_config(m, n, sms, widths)
     splits = split_count(m, n, k, tile_n, sms, dtype)
     long_k = ceil_div(k, tile_k(dtype)) >= LONG_K_TILES
-    if tile_n == 64 and splits == 1 and a_rows_for(m) == TILE_M and long_k and 128 in widths:
-        wide = split_count(m, n, k, 128, sms, dtype)
+    wider = 2 * tile_n
+    if splits == 1 and tile_n in (64, 128) and wider in widths and long_k:
+        wide = split_count(m, n, k, wider, sms, dtype) if a_rows_for(m) == TILE_M else 1
         if wide > 1:
-            return 128, 1, wide
+            return wider, 1, wide
     return tile_n, cluster_m, splits
 
 
