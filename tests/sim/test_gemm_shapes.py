@@ -339,20 +339,18 @@ def test_64_wide_tile_matches_numpy_in_the_simulator():
     assert (err <= 2.0**-8 * np.abs(ref) + 1e-3).all(), err.max()
 
 
-@functools.lru_cache
-def _promoted_program(tile_n: int):
-    print(f"building the fp8 GEMM with fp32 promotion (128 x {tile_n}, no cluster)")
-    return hopper_gemm_persistent(dtype="float8_e4m3fn", tile_n=tile_n, promote=True)
-
-
-@pytest.mark.parametrize(("m", "n", "k", "tile_n"), [(130, 136, 272, 128), (136, 200, 384, 192)])
-def test_fp8_with_promotion_matches_numpy_in_the_simulator(m, n, k, tile_n):
+@pytest.mark.parametrize(
+    ("m", "n", "k", "tile_n", "cluster_m", "mode"),
+    [(130, 136, 272, 128, 1, "random"), (256, 200, 256, 192, 2, "adversarial")],
+)
+def test_fp8_with_promotion_matches_numpy_in_the_simulator(m, n, k, tile_n, cluster_m, mode):
     # 130 x 136 x 272 on 128 x 128: 2 x 2 tiles (the second 8 columns wide) of 3 K tiles of 128
     # e4m3 (the last 16 deep), each K tile summed in the second fragment and added into the
-    # first, on 2 CTAs whose consumers run 2 tiles each through the ring. 136 x 200 x 384 on
-    # 128 x 192: 2 x 2 tiles, the second M tile's second consumer all past M, 3 whole K tiles.
-    # Products of e4m3 values are exact in fp32 (4 + 4 significand bits), so numpy's fp32
-    # product differs from the kernel's only by fp32 reordering and C's bf16 rounding.
+    # first, on 2 CTAs whose consumers run 2 tiles each through the ring. 256 x 200 x 256 on
+    # 128 x 192 in 2x1 clusters sharing B by multicast: 2 x 2 tiles, 2 K tiles each, the
+    # adversarial schedule on 2 clusters. Products of e4m3 values are exact in fp32 (4 + 4
+    # significand bits), so numpy's fp32 product differs from the kernel's only by fp32
+    # reordering and C's bf16 rounding.
     rng = np.random.default_rng(k)
     a = rng.standard_normal((m, k)).astype(ml_dtypes.float8_e4m3fn)
     b = rng.standard_normal((n, k)).astype(ml_dtypes.float8_e4m3fn)
@@ -360,12 +358,15 @@ def test_fp8_with_promotion_matches_numpy_in_the_simulator(m, n, k, tile_n):
     plan = gemm_plan.hopper_gemm_persistent_plan("float8_e4m3fn", "sm_90a", tile_n)
     maps = (
         tile_map(a, plan.buffer("A")),
-        tile_map(b, gemm_plan.b_share(1, "float8_e4m3fn", tile_n=tile_n)),
+        tile_map(b, gemm_plan.b_share(cluster_m, "float8_e4m3fn", tile_n=tile_n)),
         tile_map(c, plan.buffer("C_stage")),
     )
     tiles = (ceil_div(m, 128), ceil_div(n, tile_n), ceil_div(k, 128))
-    program = _promoted_program(tile_n)
-    result = sim.run(program, *maps, *tiles, 8, grid=(2,), schedule="random", seed=k)
+    print(f"building the fp8 GEMM with fp32 promotion (128 x {tile_n}, cluster {cluster_m})")
+    program = hopper_gemm_persistent(cluster_m, "float8_e4m3fn", tile_n, promote=True)
+    cluster = (cluster_m, 1, 1) if cluster_m > 1 else None
+    grid = (2 * cluster_m,)
+    result = sim.run(program, *maps, *tiles, 8, grid=grid, cluster=cluster, schedule=mode, seed=k)
     assert result.ok, result.hazards
     ref = a.astype(np.float32) @ b.astype(np.float32).T
     err = np.abs(c.astype(np.float32) - ref)
