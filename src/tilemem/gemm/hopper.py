@@ -13,13 +13,14 @@ tiles of its cluster (``Schedule``):
   128 x 256 tile: 128 fp32 accumulators a thread, four ``wgmma m64n256`` per 128-byte K tile
   (k16 for bf16, k32 for fp8). One wgmma group stays in flight (``wait_group 1``): the stage
   of K tile ``k - 1`` is released, to every CTA that wrote into it, once the group of tile
-  ``k`` has been issued and the older one has completed.
+  ``k`` has been issued and the older one has completed. Promoted fp8 (``promote``) sums
+  each K tile in a second fragment and adds it into the accumulators (:func:`_promote`).
 - the epilogue rounds to bf16, writes 64-column slices (48 for the 240-wide tile) with
   ``stmatrix`` into the consumer's two staging tiles and TMA-stores them; meanwhile the
   producer is already filling the ring for the next tile. TMA zero-fills loads and clips
-  stores outside the matrices, so M, N and K need not be multiples of the tile. Shapes whose
-  rows are not 16-byte aligned, or smaller than one TMA box, run on padded workspace copies
-  (``gemm/shapes.py``).
+  stores outside the matrices, so M, N and K need not be multiples of the tile, nor as
+  large as one box. Shapes whose rows are not 16-byte aligned run on padded workspace
+  copies (``gemm/shapes.py``).
 
 Tile order (``tile_coords``): tiles are taken in groups of ``group_m`` rows of M tiles, every N
 tile of a group before the next group, so the CTAs that run together reuse A and B from L2.
