@@ -125,9 +125,9 @@ def _threads(guard: str) -> set[int]:
 def test_c_stores_are_awaited_by_the_thread_that_issued_them(a_rows):
     # PTX ISA, "cp.async.bulk.wait_group": a thread waits for ITS OWN bulk async-groups.
     # The CTA must not retire while a store still reads its shared memory, so the thread
-    # that waits for group 0 at the end is the one that issued each TMA store of C: one
-    # thread per consumer warpgroup that computes (both for a_rows 128, consumer 0's
-    # warpgroup for a_rows 32), the same thread at every site
+    # that waits for group 0 at the end is the one that issued each TMA store of C: the
+    # guards pick one thread of each consumer warpgroup (for a_rows 32 only the computing
+    # warpgroup reaches them), the same thread at every site
     src = _source(a_rows)
     store = _guard_before(src, "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group")
     final = _guard_before(src, '"cp.async.bulk.wait_group 0;"')
