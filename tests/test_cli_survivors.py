@@ -8,6 +8,10 @@ is within tolerance with no hazard (sim), else 1; 2 for a command line argparse 
 
 from __future__ import annotations
 
+import errno
+import os
+import subprocess
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -93,3 +97,22 @@ def test_sim_needs_an_example():
 
 def test_sim_seed_defaults_to_0():
     assert build_parser().parse_args(["sim", "-e", "hopper-gemm"]).seed == 0
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs Linux's /dev/full")
+def test_a_short_report_into_a_full_device_is_a_one_line_error(tmp_path):
+    # emit -o writes the kernel to a file and one short line to standard output, which stays
+    # in Python's buffer until tilemem flushes it: the failure must show there (exit 1, one
+    # line, ENOSPC's text), not as "Exception ignored" when Python flushes again at exit
+    with open("/dev/full", "w") as full:
+        out = subprocess.run(
+            [sys.executable, "-m", "tilemem.cli", "emit", "-e", "hopper-gemm"]
+            + ["-o", str(tmp_path / "k.cu")],
+            check=False,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    assert out.returncode == 1
+    assert out.stderr == f"tilemem: cannot write standard output: {os.strerror(errno.ENOSPC)}\n"
