@@ -131,7 +131,7 @@ SEARCH_SECONDS = 0.8  # CPU seconds of search after which pack() returns its bes
 CHECK_EVERY = 64  # nodes between two looks at the clock
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Item:
     """A buffer to place.
 
@@ -147,6 +147,29 @@ class Item:
     lanes: frozenset[int] | None = None
     offset: int | None = None
     alias_of: str | None = None
+
+    def __init__(
+        self,
+        name: str,
+        length: int,
+        align: int = 1,
+        live: frozenset[str] | None = None,
+        lanes: frozenset[int] | None = None,
+        offset: int | None = None,
+        alias_of: str | None = None,
+    ) -> None:
+        # the fields in one step: a frozen dataclass's own __init__ sets each through
+        # object.__setattr__, and a pool makes an item per buffer at every commit
+        fields = {
+            "name": name,
+            "length": length,
+            "align": align,
+            "live": live,
+            "lanes": lanes,
+            "offset": offset,
+            "alias_of": alias_of,
+        }
+        object.__setattr__(self, "__dict__", fields)
 
 
 @dataclass(frozen=True)
@@ -196,8 +219,12 @@ class _Instance:
         self.live = [self._phase_mask(it, all_phases) for it in self.items]
         self.lanes = [ALL_LANES if it.lanes is None else _lane_mask(it.lanes) for it in self.items]
         self.parent = [self._parent(it) for it in self.items]
-        self.root = [self._root(n) for n in range(len(self.items))]
-        self.inner = [self._inner_offset(n) for n in range(len(self.items))]
+        if any(p is not None for p in self.parent):
+            self.root = [self._root(n) for n in range(len(self.items))]
+            self.inner = [self._inner_offset(n) for n in range(len(self.items))]
+        else:  # no views: every item is its own root
+            self.root = list(range(len(self.items)))
+            self.inner = [0] * len(self.items)
         self.roots = [n for n in range(len(self.items)) if self.parent[n] is None]
         self._inherit_views()
 
@@ -221,14 +248,22 @@ class _Instance:
 
     def _parent(self, item: Item) -> int | None:
         length, align = item.length, item.align
-        if not (type(length) is int and length >= 0 and type(align) is int and align > 0):
+        if not (
+            type(length) is int
+            and length >= 0
+            and type(align) is int
+            and align > 0
+            and not align & (align - 1)
+        ):
             for label, value in (("length", length), ("align", align)):
                 if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                     raise AllocationError(
                         f"{item.name}: {label} must be an integer >= 0, got {value}"
                     )
-        if align & (align - 1) or not is_power_of_two(align):
-            raise AllocationError(f"{item.name}: align must be a power of two, got {item.align}")
+            if not is_power_of_two(align):
+                raise AllocationError(
+                    f"{item.name}: align must be a power of two, got {item.align}"
+                )
         if item.offset is not None and item.offset % item.align:
             raise AllocationError(
                 f"{item.name}: offset {item.offset} is not a multiple of its alignment {item.align}"
@@ -336,8 +371,7 @@ class _Search:
         self.length = [it.length for it in inst.items]
         self.align = inst.pack_align
         self.node_limit = node_limit
-        n = len(inst.items)
-        self.conflict_mask = self._conflict_masks()
+        self._kinds()
         self.fixed = {
             r: inst.items[r].offset or 0
             for r in inst.roots
@@ -346,6 +380,48 @@ class _Search:
         self.free = [r for r in inst.roots if r not in self.fixed]
         self.fixed_end = max((o + self.length[r] for r, o in self.fixed.items()), default=0)
         self.classes = [[r for r in c if self.length[r]] for c in classes]
+        self.cliques: list[int] | None = None
+        self.nodes = 0
+        self.complete = True
+        self.seconds: float | None = None  # the search's CPU time (None: no limit)
+        self.deadline: float | None = None  # this thread's CPU time at which it stops
+
+    def _kinds(self) -> None:
+        """Roots of one kind (the same phases and lanes) conflict with the same roots: the
+        kind of each item (``kind_of``, -1 for views) and, per kind, the kinds whose items it
+        conflicts with (``blocking``), so that pairs are tested once per pair of kinds."""
+        inst = self.inst
+        kinds: dict[tuple[int, int], int] = {}  # (phases, lanes) -> the roots of that kind
+        for r in inst.roots:
+            key = (inst.pack_live[r], inst.pack_lanes[r])
+            kinds[key] = kinds.get(key, 0) | 1 << r
+        number = {key: k for k, key in enumerate(kinds)}
+        self.kind_of = [number.get((inst.pack_live[r], inst.pack_lanes[r]), -1)
+                        for r in range(len(inst.items))]  # fmt: skip
+        self.blocking = [
+            [number[other] for other in kinds if live & other[0] and lanes & other[1]]
+            for live, lanes in kinds
+        ]  # per kind, the kinds whose items it conflicts with
+        self.kind_members = list(kinds.values())
+
+    @functools.cached_property
+    def conflict_mask(self) -> list[int]:
+        """Per root, the roots it conflicts with, as a bit mask (0 for views): the members of
+        the kinds its kind meets, itself excepted. About linear in the items when the kinds
+        are few; built only when first fit or the search needs it."""
+        reach = [0] * len(self.blocking)
+        for k, others in enumerate(self.blocking):
+            for other in others:
+                reach[k] |= self.kind_members[other]
+        masks = [0] * len(self.kind_of)
+        for r in self.inst.roots:
+            masks[r] = reach[self.kind_of[r]] & ~(1 << r)
+        return masks
+
+    def _prepare(self) -> None:
+        """What only the search reads: the classes of cells each item covers, each item's
+        fixed obstacles sorted by start, identical items, and a bit no item has."""
+        n = len(self.length)
         cells: list[list[int]] = [[] for _ in range(n)]  # the classes of cells each item covers
         for k, members in enumerate(self.classes):
             for r in members:
@@ -359,39 +435,6 @@ class _Search:
         ] if solid else [[]] * n  # fmt: skip
         self.twin_before = self._twins()
         self.none = n  # a bit no item has
-        self.cliques: list[int] | None = None
-        self.nodes = 0
-        self.complete = True
-        self.seconds: float | None = None  # the search's CPU time (None: no limit)
-        self.deadline: float | None = None  # this thread's CPU time at which it stops
-
-    def _conflict_masks(self) -> list[int]:
-        """Per root, the roots it conflicts with, as a bit mask. Roots of one kind (the same
-        phases and lanes) conflict with the same roots, so pairs are tested once per pair of
-        kinds: about linear in the items when the kinds are few."""
-        inst = self.inst
-        kinds: dict[tuple[int, int], int] = {}  # (phases, lanes) -> the roots of that kind
-        for r in inst.roots:
-            key = (inst.pack_live[r], inst.pack_lanes[r])
-            kinds[key] = kinds.get(key, 0) | 1 << r
-        reach = {}
-        for live, lanes in kinds:
-            total = 0
-            for (other_live, other_lanes), members in kinds.items():
-                if live & other_live and lanes & other_lanes:
-                    total |= members
-            reach[live, lanes] = total
-        masks = [0] * len(inst.items)
-        for r in inst.roots:
-            masks[r] = reach[inst.pack_live[r], inst.pack_lanes[r]] & ~(1 << r)
-        number = {key: k for k, key in enumerate(kinds)}
-        self.kind_of = [number.get((inst.pack_live[r], inst.pack_lanes[r]), -1)
-                        for r in range(len(inst.items))]  # fmt: skip
-        self.blocking = [
-            [number[other] for other in kinds if live & other[0] and lanes & other[1]]
-            for live, lanes in kinds
-        ]  # per kind, the kinds whose items it conflicts with
-        return masks
 
     def find_cliques(self) -> None:
         """The maximal cliques (once), and the node budget they set."""
@@ -476,22 +519,27 @@ class _Search:
         with, one bisection each, until a pass moves it no more: about ``n log n`` for
         kernel-like pools, where scanning every placed item is ``n^2``."""
         offsets = dict(self.fixed)
-        starts: list[list[int]] = [[] for _ in self.blocking]
-        ends: list[list[int]] = [[] for _ in self.blocking]
+        # per kind, the starts and ends of its runs, and the pairs of those lists it meets
+        runs: list[tuple[list[int], list[int]]] = [([], []) for _ in self.blocking]
+        meets = [[runs[k] for k in blocking] for blocking in self.blocking]
+        length, align_of, kind_of = self.length, self.align, self.kind_of
         for r in order:
-            size, align, kind = self.length[r], self.align[r], self.kind_of[r]
+            size, align, kind = length[r], align_of[r], kind_of[r]
             x, moved = 0, True
             while moved:
                 moved = False
-                for k in self.blocking[kind]:
-                    i = bisect_right(ends[k], x)  # the first run ending above x
-                    if i < len(ends[k]) and starts[k][i] < x + size:
-                        x, moved = -(-ends[k][i] // align) * align, True
+                for starts, ends in meets[kind]:
+                    i = bisect_right(ends, x)  # the first run ending above x
+                    if i < len(ends) and starts[i] < x + size:
+                        x, moved = -(-ends[i] // align) * align, True
             offsets[r] = x
-            lo, hi = bisect_left(ends[kind], x), bisect_right(starts[kind], x + size)
-            first = min(x, starts[kind][lo]) if lo < hi else x
-            last = max(x + size, ends[kind][hi - 1]) if lo < hi else x + size
-            starts[kind][lo:hi], ends[kind][lo:hi] = [first], [last]  # merged with touching runs
+            starts, ends = runs[kind]
+            lo, hi = bisect_left(ends, x), bisect_right(starts, x + size)
+            if lo < hi:  # merged with the runs it touches
+                starts[lo:hi], ends[lo:hi] = [min(x, starts[lo])], [max(x + size, ends[hi - 1])]
+            else:
+                starts.insert(lo, x)
+                ends.insert(lo, x + size)
         return offsets
 
     def footprint(self, offsets: dict[int, int]) -> int:
@@ -522,6 +570,7 @@ class _Search:
         self.path: list[tuple[int, int]] = []
         self.seen: dict[int, list[tuple[int, ...]]] = {}
         if self.best_end > self.bound:
+            self._prepare()
             if self.seconds is not None:  # the clock is read only when a search runs
                 self.deadline = time.thread_time() + self.seconds
             unplaced = sum(1 << r for r in self.free)
