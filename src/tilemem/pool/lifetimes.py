@@ -72,8 +72,10 @@ class LifetimePool:
         mark in a pool without phases, and in any pool at least the farthest ``move_base_to``
         (``move_base_to(end); commit()`` reserves ``end``, phases or not;
         docs/DESIGN.md#smem-pools)."""
+        if self.phases is None:  # every bump placement and every move raised the mark
+            return self._high_water
         moved = max((to for _, to in self._moves), default=0)
-        return max([self._high_water if self.phases is None else moved, *ends])
+        return max([moved, *ends])
 
     def _live_throughout(self, buf: Buffer) -> None:
         """Make ``buf`` live in every phase, whatever ``live=`` it was given: the TMEM address
@@ -191,9 +193,11 @@ class LifetimePool:
         """Record a buffer: bump placement advances the cursor, views and pins do not."""
         self._lifetimes.append(lifetime)
         self._buffers.append(buf)
+        end = spot.offset + spot.length
         if lifetime[1] is None and lifetime[2] is None:
-            self._cursor = spot.end
-        self._high_water = max(self._high_water, spot.end)
+            self._cursor = end
+        if end > self._high_water:
+            self._high_water = end
 
     def _items(self, sizes: Sequence[int], aligns: Sequence[int], lanes, spots) -> list[Item]:
         """The packer's view of this pool; with move_base_to every buffer stays put."""

@@ -82,6 +82,25 @@ def _mma_tile(
     return mma_shared_layout(dtype, mode, shape), mode.period_bytes, kind
 
 
+_ROW_MAJOR = (LayoutKind.ROW_MAJOR, "")
+_PLAIN: dict[tuple[tuple[int, ...], str, int], tuple[TileLayout, int, int]] = {}
+
+
+def _plain_tile(shape: tuple[int, ...], dtype: DataType, align: int) -> tuple[TileLayout, int, int]:
+    """alloc()'s default layout (row-major), its bytes and its alignment (``align`` raised to
+    the dtype's natural alignment), kept per (shape, dtype name, align) of checked values."""
+    key = (shape, dtype.name, align)
+    hit = _PLAIN.get(key)
+    if hit is None:
+        layout = _row_major(shape)
+        nbytes, natural = tile_bytes(layout, dtype, shape)
+        hit = (layout, nbytes, max(align, swizzle_period_bytes(layout, dtype), natural))
+        if len(_PLAIN) >= FACTS_KEPT:
+            _PLAIN.clear()
+        _PLAIN[key] = hit
+    return hit
+
+
 _MMA_REQUESTS: dict[tuple[tuple[int, ...], str, str], tuple] = {}
 
 
@@ -250,6 +269,9 @@ class SMEMPool(LifetimePool, BumpPool):
             )
         align = check_align(align)
         self._check_new_name(name)
+        if strides is None and type(layout) is str and layout == "default":
+            plain, nbytes, align = _plain_tile(shape, dtype, align)
+            return self._put(shape, dtype, plain, nbytes, align, name, _ROW_MAJOR, lifetime)
         layout, kind, detail = self._layout(shape, strides, layout)
         align = max(align, swizzle_period_bytes(layout, dtype))
         return self._place(shape, dtype, layout, align, name, (kind, detail), lifetime)
@@ -467,7 +489,7 @@ class SMEMPool(LifetimePool, BumpPool):
         if isinstance(layout, str):
             if layout != "default":
                 raise AllocationError(f"layout must be a Layout or 'default', got {layout!r}")
-            return _row_major(shape), LayoutKind.ROW_MAJOR, ""
+            return _row_major(shape), *_ROW_MAJOR
         if not isinstance(layout, Layout):
             raise AllocationError(f"layout must be a Layout or 'default', got {layout!r}")
         if layout.size() != math.prod(shape):
@@ -491,8 +513,20 @@ class SMEMPool(LifetimePool, BumpPool):
         lifetime: Lifetime,
     ) -> Buffer:
         nbytes, natural = tile_bytes(layout, dtype, shape)
-        if natural > align:
-            align = natural
+        return self._put(shape, dtype, layout, nbytes, max(align, natural), name, kind, lifetime)
+
+    def _put(
+        self,
+        shape,
+        dtype,
+        layout: Layout,
+        nbytes: int,
+        align: int,
+        name,
+        kind: tuple[LayoutKind, str],
+        lifetime: Lifetime,
+    ) -> Buffer:
+        """Record a buffer of ``nbytes`` bytes aligned to ``align`` (the final alignment)."""
         spot = self._spot(nbytes, align, lifetime, "bytes")
         buf = Buffer(
             self._unique_name(name, "buf"),
