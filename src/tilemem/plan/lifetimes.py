@@ -64,9 +64,18 @@ order of slot, then larger alignment, then larger size. A state is pruned when
   ``r`` is matched, item for item no higher, through the sibling ``s``, which is searched
   first (its slot is lower).
 
-The search stops as soon as the incumbent meets the clique bound (the heaviest clique;
+The search stops as soon as the incumbent meets the clique bound B (the heaviest clique;
 with live *sets* it can exceed the busiest phase: buffers live in {a, b}, {b, c}, {a, c}).
 It does not start when the incumbent meets it already (``Packing.nodes`` is then 0).
+
+*Tight first.* The search runs first as if the incumbent were B + 1, so it prunes every
+state whose bound exceeds B: no completion of such a state meets B, so a placement of
+footprint B, if there is one, lies in what is left, and the first one found ends the
+work (no placement is smaller). Most hard instances have optimum B, and this finds it
+without first visiting the states that only improve on the incumbent a little. If that
+search is exhausted without one, the optimum exceeds B and the ordinary search runs from
+the incumbent; the memo of dominated states starts afresh, because the first search cut
+its states against B + 1, which proves nothing against a larger incumbent.
 
 *Set-up cost.* The orders are tried lazily: first fit in allocation order first, and a
 further order only while the incumbent is above a bound (the heaviest class of cells,
@@ -82,8 +91,10 @@ found so far and the classes of cells then give the bounds, valid but weaker.
 
 *Which placement.* The incumbent is the first of the five first-fit orders above with the
 smallest footprint; the search replaces it only by a strictly smaller one, so the result
-is the incumbent when that is optimal, else the first placement of least footprint in the
-search order. ``Packing.nodes`` counts the visited states, the root included; a search
+is the incumbent when that is optimal, else the first placement meeting B in the search
+order, or (optimum above B) the first placement of least footprint in the order of the
+ordinary search. ``Packing.nodes`` counts the visited states of both searches, the root
+included; a search
 that finds its budget spent (``node_limit``, scaled down as ``pack`` says) stops at that
 state, so ``nodes`` is the budget plus one.
 
@@ -574,7 +585,15 @@ class _Search:
             if self.seconds is not None:  # the clock is read only when a search runs
                 self.deadline = time.thread_time() + self.seconds
             unplaced = sum(1 << r for r in self.free)
-            self._dfs(unplaced, (0,) * len(self.classes), self.fixed_end)
+            start = (0,) * len(self.classes)
+            # first a placement that meets the bound, pruning every state that cannot
+            # (*tight first*); only when there is none, any placement better than the incumbent
+            self.best_end = self.bound + 1
+            self._dfs(unplaced, start, self.fixed_end)
+            if self.best_end > self.bound:
+                self.best, self.best_end, self.seen = incumbent, self.footprint(incumbent), {}
+                if self.complete:
+                    self._dfs(unplaced, start, self.fixed_end)
         return self.best
 
     def _slots(self, unplaced: int, heights: tuple[int, ...]) -> dict[int, int]:
@@ -638,11 +657,14 @@ class _Search:
             and not unplaced >> self.twin_before.get(r, self.none) & 1  # identical items in order
         )
         for x, _, _, r in children:
+            end = x + self.length[r]
+            if end >= self.best_end:  # every completion through this child reaches ``end``
+                continue
             raised = [max(h, x) for h in heights]  # later items go at or above x
             for k in self.cells[r]:
-                raised[k] = x + self.length[r]
+                raised[k] = end
             self.path.append((r, x))
-            self._dfs(unplaced & ~(1 << r), tuple(raised), max(top, x + self.length[r]))
+            self._dfs(unplaced & ~(1 << r), tuple(raised), max(top, end))
             self.path.pop()
             if self.best_end <= self.bound or not self.complete:
                 return
