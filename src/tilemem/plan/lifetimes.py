@@ -603,14 +603,19 @@ class _Search:
         under: dict[tuple[int, ...], int] = {}
         slot = {}
         cells, align, obstacles = self.cells, self.align, self.obstacles
-        for r in _bits(unplaced):
-            base = under.get(cells[r])
+        rest = unplaced
+        while rest:  # the set bits, lowest first (as _bits, without the list)
+            low = rest & -rest
+            rest ^= low
+            r = low.bit_length() - 1
+            over = cells[r]
+            base = under.get(over)
             if base is None:
                 base = 0
-                for k in cells[r]:
+                for k in over:
                     if heights[k] > base:
                         base = heights[k]
-                under[cells[r]] = base
+                under[over] = base
             step = align[r]
             x = -(-base // step) * step
             slot[r] = _clear(obstacles[r], x, self.length[r], step) if obstacles[r] else x

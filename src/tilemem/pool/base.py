@@ -182,10 +182,11 @@ class BumpPool:
         order), with their overlaps and lifetimes."""
         spots = list(spots)
         partners: list[list[str]] = [[] for _ in spots]
-        ranges = [(offset, offset + size) for _, offset, size, _, _ in spots]
-        for i, j in overlapping_index_pairs(ranges):  # by (i, j): each list in buffer order
-            partners[i].append(spots[j][0].name)
-            partners[j].append(spots[i][0].name)
+        if self._may_overlap():
+            ranges = [(offset, offset + size) for _, offset, size, _, _ in spots]
+            for i, j in overlapping_index_pairs(ranges):  # by (i, j): each list in buffer order
+                partners[i].append(spots[j][0].name)
+                partners[j].append(spots[i][0].name)
         entries = []
         for (b, offset, size, align, padding), overlaps, (phases, alias_of) in zip(
             spots, partners, self._lifetime_fields()
@@ -216,6 +217,10 @@ class BumpPool:
 
     def _lifetime_fields(self) -> list[tuple[tuple[str, ...], str | None]]:
         """Per buffer, the plan's ``phases`` and ``alias_of`` (LifetimePool)."""
+        raise NotImplementedError
+
+    def _may_overlap(self) -> bool:
+        """Whether two buffers can share positions (LifetimePool)."""
         raise NotImplementedError
 
 

@@ -55,6 +55,7 @@ class LifetimePool:
         # each phase name -> the live set of that phase alone (``live="mainloop"``)
         self._single = {p: frozenset((p,)) for p in self.phases or ()}
         self._lifetimes: list[Lifetime] = []
+        self._by_hand = False  # a buffer placed by hand (a view or an offset=)
         self._packing: Packing | None = None
         self._provisional: Packing | None = None  # the latest packing computed
 
@@ -196,6 +197,8 @@ class LifetimePool:
         end = spot.offset + spot.length
         if lifetime[1] is None and lifetime[2] is None:
             self._cursor = end
+        else:
+            self._by_hand = True
         if end > self._high_water:
             self._high_water = end
 
@@ -220,6 +223,12 @@ class LifetimePool:
             raise AliasError(_alias_message(self.name, found, unit))
         self._provisional = packing
         return packing
+
+    def _may_overlap(self) -> bool:
+        """Whether two buffers can share positions. Not in a pool without phases, moves or
+        buffers placed by hand: each buffer starts at the cursor rounded up, at or above the
+        end of the one before it."""
+        return self.phases is not None or bool(self._moves) or self._by_hand
 
     def _lifetime_fields(self) -> list[tuple[tuple[str, ...], str | None]]:
         """Per buffer, the plan's ``phases`` (the phases it is live in, in program order; none
