@@ -809,6 +809,7 @@ def _pack(inst: _Instance, node_limit: int, seconds: float | None) -> Packing:
     search.seconds = seconds
     alloc_order = search.first_fit(search.free)
     best, best_end = alloc_order, search.footprint(alloc_order)
+    first_fit = best_end
     bound = search.class_bound()  # no placement is smaller: an order meeting it ends the work
     if best_end > bound:
         bound = search.clique_bound()
@@ -823,10 +824,12 @@ def _pack(inst: _Instance, node_limit: int, seconds: float | None) -> Packing:
             if best_end <= bound:
                 break
             candidate = search.first_fit(sorted(search.free, key=key))
-            if search.footprint(candidate) < best_end:
-                best, best_end = candidate, search.footprint(candidate)
+            end = search.footprint(candidate)
+            if end < best_end:
+                best, best_end = candidate, end
         best = search.run(best, search.clique_bound())
-    footprint = search.footprint(best)
+        best_end = search.footprint(best)
+    footprint = best_end
     offsets = tuple(best[inst.root[n]] + inst.inner[n] for n in range(len(inst.items)))
     free_end = bump_total((search.length[r], search.align[r]) for r in search.free)[0]
     return Packing(
@@ -834,7 +837,7 @@ def _pack(inst: _Instance, node_limit: int, seconds: float | None) -> Packing:
         footprint=footprint,
         lower_bound=_class_bound(inst, classes),
         bump=max(free_end, search.fixed_end),
-        first_fit=search.footprint(alloc_order),
+        first_fit=first_fit,
         exact=search.complete or footprint <= bound,
         nodes=search.nodes,
     )
