@@ -645,8 +645,8 @@ _CAMPAIGN = "test_bad_inputs.py"
 # installed), the simulator runs of the kernels, and the CLI. Files named for their own
 # module's mutants (``test_<name>_*mutants*.py``) are found by the patterns too.
 _KERNEL_SIDE = {
-    "ir": ["ir/test_*.py", "cuda/test_*.py", "sim/test_registry_sim.py", "sim/test_core.py"],
-    "cuda": ["cuda/test_*.py", "sim/test_core.py"],
+    "ir": ["ir/test_*.py", "cuda/test_*.py", "sim/test_*.py"],
+    "cuda": ["cuda/test_*.py", "sim/test_*.py"],
     "gemm": [
         "cuda/test_gemm*.py",
         "cuda/test_generated_source_pins.py",
