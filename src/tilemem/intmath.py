@@ -16,7 +16,7 @@ def align_up(value: int, align: int) -> int:
     if type(value) is not int or type(align) is not int or value < 0 or align < 1:
         value = check_int(value, "align_up value", minimum=0, error=AlignmentError)
         align = check_int(align, "align_up alignment", minimum=1, error=AlignmentError)
-    return ceil_div(value, align) * align
+    return -(-value // align) * align  # ceil_div(value, align) * align, without the call
 
 
 def is_power_of_two(n: int) -> bool:

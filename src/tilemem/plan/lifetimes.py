@@ -64,9 +64,18 @@ order of slot, then larger alignment, then larger size. A state is pruned when
   ``r`` is matched, item for item no higher, through the sibling ``s``, which is searched
   first (its slot is lower).
 
-The search stops as soon as the incumbent meets the clique bound (the heaviest clique;
+The search stops as soon as the incumbent meets the clique bound B (the heaviest clique;
 with live *sets* it can exceed the busiest phase: buffers live in {a, b}, {b, c}, {a, c}).
 It does not start when the incumbent meets it already (``Packing.nodes`` is then 0).
+
+*Tight first.* The search runs first as if the incumbent were B + 1, so it prunes every
+state whose bound exceeds B: no completion of such a state meets B, so a placement of
+footprint B, if there is one, lies in what is left, and the first one found ends the
+work (no placement is smaller). Most hard instances have optimum B, and this finds it
+without first visiting the states that only improve on the incumbent a little. If that
+search is exhausted without one, the optimum exceeds B and the ordinary search runs from
+the incumbent; the memo of dominated states starts afresh, because the first search cut
+its states against B + 1, which proves nothing against a larger incumbent.
 
 *Set-up cost.* The orders are tried lazily: first fit in allocation order first, and a
 further order only while the incumbent is above a bound (the heaviest class of cells,
@@ -82,8 +91,10 @@ found so far and the classes of cells then give the bounds, valid but weaker.
 
 *Which placement.* The incumbent is the first of the five first-fit orders above with the
 smallest footprint; the search replaces it only by a strictly smaller one, so the result
-is the incumbent when that is optimal, else the first placement of least footprint in the
-search order. ``Packing.nodes`` counts the visited states, the root included; a search
+is the incumbent when that is optimal, else the first placement meeting B in the search
+order, or (optimum above B) the first placement of least footprint in the order of the
+ordinary search. ``Packing.nodes`` counts the visited states of both searches, the root
+included; a search
 that finds its budget spent (``node_limit``, scaled down as ``pack`` says) stops at that
 state, so ``nodes`` is the budget plus one.
 
@@ -131,7 +142,7 @@ SEARCH_SECONDS = 0.8  # CPU seconds of search after which pack() returns its bes
 CHECK_EVERY = 64  # nodes between two looks at the clock
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Item:
     """A buffer to place.
 
@@ -147,6 +158,29 @@ class Item:
     lanes: frozenset[int] | None = None
     offset: int | None = None
     alias_of: str | None = None
+
+    def __init__(
+        self,
+        name: str,
+        length: int,
+        align: int = 1,
+        live: frozenset[str] | None = None,
+        lanes: frozenset[int] | None = None,
+        offset: int | None = None,
+        alias_of: str | None = None,
+    ) -> None:
+        # the fields in one step: a frozen dataclass's own __init__ sets each through
+        # object.__setattr__, and a pool makes an item per buffer at every commit
+        fields = {
+            "name": name,
+            "length": length,
+            "align": align,
+            "live": live,
+            "lanes": lanes,
+            "offset": offset,
+            "alias_of": alias_of,
+        }
+        object.__setattr__(self, "__dict__", fields)
 
 
 @dataclass(frozen=True)
@@ -196,8 +230,12 @@ class _Instance:
         self.live = [self._phase_mask(it, all_phases) for it in self.items]
         self.lanes = [ALL_LANES if it.lanes is None else _lane_mask(it.lanes) for it in self.items]
         self.parent = [self._parent(it) for it in self.items]
-        self.root = [self._root(n) for n in range(len(self.items))]
-        self.inner = [self._inner_offset(n) for n in range(len(self.items))]
+        if any(p is not None for p in self.parent):
+            self.root = [self._root(n) for n in range(len(self.items))]
+            self.inner = [self._inner_offset(n) for n in range(len(self.items))]
+        else:  # no views: every item is its own root
+            self.root = list(range(len(self.items)))
+            self.inner = [0] * len(self.items)
         self.roots = [n for n in range(len(self.items)) if self.parent[n] is None]
         self._inherit_views()
 
@@ -221,14 +259,22 @@ class _Instance:
 
     def _parent(self, item: Item) -> int | None:
         length, align = item.length, item.align
-        if not (type(length) is int and length >= 0 and type(align) is int and align > 0):
+        if not (
+            type(length) is int
+            and length >= 0
+            and type(align) is int
+            and align > 0
+            and not align & (align - 1)
+        ):
             for label, value in (("length", length), ("align", align)):
                 if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                     raise AllocationError(
                         f"{item.name}: {label} must be an integer >= 0, got {value}"
                     )
-        if align & (align - 1) or not is_power_of_two(align):
-            raise AllocationError(f"{item.name}: align must be a power of two, got {item.align}")
+            if not is_power_of_two(align):
+                raise AllocationError(
+                    f"{item.name}: align must be a power of two, got {item.align}"
+                )
         if item.offset is not None and item.offset % item.align:
             raise AllocationError(
                 f"{item.name}: offset {item.offset} is not a multiple of its alignment {item.align}"
@@ -336,8 +382,7 @@ class _Search:
         self.length = [it.length for it in inst.items]
         self.align = inst.pack_align
         self.node_limit = node_limit
-        n = len(inst.items)
-        self.conflict_mask = self._conflict_masks()
+        self._kinds()
         self.fixed = {
             r: inst.items[r].offset or 0
             for r in inst.roots
@@ -346,6 +391,48 @@ class _Search:
         self.free = [r for r in inst.roots if r not in self.fixed]
         self.fixed_end = max((o + self.length[r] for r, o in self.fixed.items()), default=0)
         self.classes = [[r for r in c if self.length[r]] for c in classes]
+        self.cliques: list[int] | None = None
+        self.nodes = 0
+        self.complete = True
+        self.seconds: float | None = None  # the search's CPU time (None: no limit)
+        self.deadline: float | None = None  # this thread's CPU time at which it stops
+
+    def _kinds(self) -> None:
+        """Roots of one kind (the same phases and lanes) conflict with the same roots: the
+        kind of each item (``kind_of``, -1 for views) and, per kind, the kinds whose items it
+        conflicts with (``blocking``), so that pairs are tested once per pair of kinds."""
+        inst = self.inst
+        kinds: dict[tuple[int, int], int] = {}  # (phases, lanes) -> the roots of that kind
+        for r in inst.roots:
+            key = (inst.pack_live[r], inst.pack_lanes[r])
+            kinds[key] = kinds.get(key, 0) | 1 << r
+        number = {key: k for k, key in enumerate(kinds)}
+        self.kind_of = [number.get((inst.pack_live[r], inst.pack_lanes[r]), -1)
+                        for r in range(len(inst.items))]  # fmt: skip
+        self.blocking = [
+            [number[other] for other in kinds if live & other[0] and lanes & other[1]]
+            for live, lanes in kinds
+        ]  # per kind, the kinds whose items it conflicts with
+        self.kind_members = list(kinds.values())
+
+    @functools.cached_property
+    def conflict_mask(self) -> list[int]:
+        """Per root, the roots it conflicts with, as a bit mask (0 for views): the members of
+        the kinds its kind meets, itself excepted. About linear in the items when the kinds
+        are few; built only when first fit or the search needs it."""
+        reach = [0] * len(self.blocking)
+        for k, others in enumerate(self.blocking):
+            for other in others:
+                reach[k] |= self.kind_members[other]
+        masks = [0] * len(self.kind_of)
+        for r in self.inst.roots:
+            masks[r] = reach[self.kind_of[r]] & ~(1 << r)
+        return masks
+
+    def _prepare(self) -> None:
+        """What only the search reads: the classes of cells each item covers, each item's
+        fixed obstacles sorted by start, identical items, and a bit no item has."""
+        n = len(self.length)
         cells: list[list[int]] = [[] for _ in range(n)]  # the classes of cells each item covers
         for k, members in enumerate(self.classes):
             for r in members:
@@ -359,39 +446,6 @@ class _Search:
         ] if solid else [[]] * n  # fmt: skip
         self.twin_before = self._twins()
         self.none = n  # a bit no item has
-        self.cliques: list[int] | None = None
-        self.nodes = 0
-        self.complete = True
-        self.seconds: float | None = None  # the search's CPU time (None: no limit)
-        self.deadline: float | None = None  # this thread's CPU time at which it stops
-
-    def _conflict_masks(self) -> list[int]:
-        """Per root, the roots it conflicts with, as a bit mask. Roots of one kind (the same
-        phases and lanes) conflict with the same roots, so pairs are tested once per pair of
-        kinds: about linear in the items when the kinds are few."""
-        inst = self.inst
-        kinds: dict[tuple[int, int], int] = {}  # (phases, lanes) -> the roots of that kind
-        for r in inst.roots:
-            key = (inst.pack_live[r], inst.pack_lanes[r])
-            kinds[key] = kinds.get(key, 0) | 1 << r
-        reach = {}
-        for live, lanes in kinds:
-            total = 0
-            for (other_live, other_lanes), members in kinds.items():
-                if live & other_live and lanes & other_lanes:
-                    total |= members
-            reach[live, lanes] = total
-        masks = [0] * len(inst.items)
-        for r in inst.roots:
-            masks[r] = reach[inst.pack_live[r], inst.pack_lanes[r]] & ~(1 << r)
-        number = {key: k for k, key in enumerate(kinds)}
-        self.kind_of = [number.get((inst.pack_live[r], inst.pack_lanes[r]), -1)
-                        for r in range(len(inst.items))]  # fmt: skip
-        self.blocking = [
-            [number[other] for other in kinds if live & other[0] and lanes & other[1]]
-            for live, lanes in kinds
-        ]  # per kind, the kinds whose items it conflicts with
-        return masks
 
     def find_cliques(self) -> None:
         """The maximal cliques (once), and the node budget they set."""
@@ -476,22 +530,27 @@ class _Search:
         with, one bisection each, until a pass moves it no more: about ``n log n`` for
         kernel-like pools, where scanning every placed item is ``n^2``."""
         offsets = dict(self.fixed)
-        starts: list[list[int]] = [[] for _ in self.blocking]
-        ends: list[list[int]] = [[] for _ in self.blocking]
+        # per kind, the starts and ends of its runs, and the pairs of those lists it meets
+        runs: list[tuple[list[int], list[int]]] = [([], []) for _ in self.blocking]
+        meets = [[runs[k] for k in blocking] for blocking in self.blocking]
+        length, align_of, kind_of = self.length, self.align, self.kind_of
         for r in order:
-            size, align, kind = self.length[r], self.align[r], self.kind_of[r]
+            size, align, kind = length[r], align_of[r], kind_of[r]
             x, moved = 0, True
             while moved:
                 moved = False
-                for k in self.blocking[kind]:
-                    i = bisect_right(ends[k], x)  # the first run ending above x
-                    if i < len(ends[k]) and starts[k][i] < x + size:
-                        x, moved = -(-ends[k][i] // align) * align, True
+                for starts, ends in meets[kind]:
+                    i = bisect_right(ends, x)  # the first run ending above x
+                    if i < len(ends) and starts[i] < x + size:
+                        x, moved = -(-ends[i] // align) * align, True
             offsets[r] = x
-            lo, hi = bisect_left(ends[kind], x), bisect_right(starts[kind], x + size)
-            first = min(x, starts[kind][lo]) if lo < hi else x
-            last = max(x + size, ends[kind][hi - 1]) if lo < hi else x + size
-            starts[kind][lo:hi], ends[kind][lo:hi] = [first], [last]  # merged with touching runs
+            starts, ends = runs[kind]
+            lo, hi = bisect_left(ends, x), bisect_right(starts, x + size)
+            if lo < hi:  # merged with the runs it touches
+                starts[lo:hi], ends[lo:hi] = [min(x, starts[lo])], [max(x + size, ends[hi - 1])]
+            else:
+                starts.insert(lo, x)
+                ends.insert(lo, x + size)
         return offsets
 
     def footprint(self, offsets: dict[int, int]) -> int:
@@ -522,10 +581,19 @@ class _Search:
         self.path: list[tuple[int, int]] = []
         self.seen: dict[int, list[tuple[int, ...]]] = {}
         if self.best_end > self.bound:
+            self._prepare()
             if self.seconds is not None:  # the clock is read only when a search runs
                 self.deadline = time.thread_time() + self.seconds
             unplaced = sum(1 << r for r in self.free)
-            self._dfs(unplaced, (0,) * len(self.classes), self.fixed_end)
+            start = (0,) * len(self.classes)
+            # first a placement that meets the bound, pruning every state that cannot
+            # (*tight first*); only when there is none, any placement better than the incumbent
+            self.best_end = self.bound + 1
+            self._dfs(unplaced, start, self.fixed_end)
+            if self.best_end > self.bound:
+                self.best, self.best_end, self.seen = incumbent, self.footprint(incumbent), {}
+                if self.complete:
+                    self._dfs(unplaced, start, self.fixed_end)
         return self.best
 
     def _slots(self, unplaced: int, heights: tuple[int, ...]) -> dict[int, int]:
@@ -535,14 +603,19 @@ class _Search:
         under: dict[tuple[int, ...], int] = {}
         slot = {}
         cells, align, obstacles = self.cells, self.align, self.obstacles
-        for r in _bits(unplaced):
-            base = under.get(cells[r])
+        rest = unplaced
+        while rest:  # the set bits, lowest first (as _bits, without the list)
+            low = rest & -rest
+            rest ^= low
+            r = low.bit_length() - 1
+            over = cells[r]
+            base = under.get(over)
             if base is None:
                 base = 0
-                for k in cells[r]:
+                for k in over:
                     if heights[k] > base:
                         base = heights[k]
-                under[cells[r]] = base
+                under[over] = base
             step = align[r]
             x = -(-base // step) * step
             slot[r] = _clear(obstacles[r], x, self.length[r], step) if obstacles[r] else x
@@ -589,11 +662,14 @@ class _Search:
             and not unplaced >> self.twin_before.get(r, self.none) & 1  # identical items in order
         )
         for x, _, _, r in children:
+            end = x + self.length[r]
+            if end >= self.best_end:  # every completion through this child reaches ``end``
+                continue
             raised = [max(h, x) for h in heights]  # later items go at or above x
             for k in self.cells[r]:
-                raised[k] = x + self.length[r]
+                raised[k] = end
             self.path.append((r, x))
-            self._dfs(unplaced & ~(1 << r), tuple(raised), max(top, x + self.length[r]))
+            self._dfs(unplaced & ~(1 << r), tuple(raised), max(top, end))
             self.path.pop()
             if self.best_end <= self.bound or not self.complete:
                 return
@@ -733,6 +809,7 @@ def _pack(inst: _Instance, node_limit: int, seconds: float | None) -> Packing:
     search.seconds = seconds
     alloc_order = search.first_fit(search.free)
     best, best_end = alloc_order, search.footprint(alloc_order)
+    first_fit = best_end
     bound = search.class_bound()  # no placement is smaller: an order meeting it ends the work
     if best_end > bound:
         bound = search.clique_bound()
@@ -747,10 +824,12 @@ def _pack(inst: _Instance, node_limit: int, seconds: float | None) -> Packing:
             if best_end <= bound:
                 break
             candidate = search.first_fit(sorted(search.free, key=key))
-            if search.footprint(candidate) < best_end:
-                best, best_end = candidate, search.footprint(candidate)
+            end = search.footprint(candidate)
+            if end < best_end:
+                best, best_end = candidate, end
         best = search.run(best, search.clique_bound())
-    footprint = search.footprint(best)
+        best_end = search.footprint(best)
+    footprint = best_end
     offsets = tuple(best[inst.root[n]] + inst.inner[n] for n in range(len(inst.items)))
     free_end = bump_total((search.length[r], search.align[r]) for r in search.free)[0]
     return Packing(
@@ -758,7 +837,7 @@ def _pack(inst: _Instance, node_limit: int, seconds: float | None) -> Packing:
         footprint=footprint,
         lower_bound=_class_bound(inst, classes),
         bump=max(free_end, search.fixed_end),
-        first_fit=search.footprint(alloc_order),
+        first_fit=first_fit,
         exact=search.complete or footprint <= bound,
         nodes=search.nodes,
     )

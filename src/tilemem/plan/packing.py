@@ -12,6 +12,8 @@ from ..validate import check_int, is_int
 
 def check_align(align, what: str = "align") -> int:
     """``align`` as an int: 0 (natural alignment) or a power of two up to 2**30."""
+    if type(align) is int and 0 <= align <= 1 << 30 and not align & (align - 1):
+        return align  # the usual argument, without the general checks
     if not is_int(align) or (align != 0 and not is_power_of_two(int(align))) or align > 1 << 30:
         hint = (
             f"; use {1 << (int(align) - 1).bit_length()}"
@@ -25,7 +27,7 @@ def check_align(align, what: str = "align") -> int:
     return int(align)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Placement:
     """A buffer's spot: ``offset`` after ``padding`` units skipped from the cursor."""
 
@@ -33,6 +35,15 @@ class Placement:
     length: int
     align: int
     padding: int
+
+    def __init__(self, offset: int, length: int, align: int, padding: int) -> None:
+        # the fields in one step: a frozen dataclass's own __init__ sets each through
+        # object.__setattr__, and a pool makes a placement per alloc
+        object.__setattr__(
+            self,
+            "__dict__",
+            {"offset": offset, "length": length, "align": align, "padding": padding},
+        )
 
     @property
     def end(self) -> int:

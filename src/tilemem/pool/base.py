@@ -11,15 +11,15 @@ from ..dtype import DataType, DTypeLike, as_dtype
 from ..errors import AllocationError
 from ..layout import Layout, TileLayout
 from ..layout.smem import layout_swizzle_mode
-from ..plan.model import PlanEntry
+from ..plan.model import LayoutKind, PlanEntry
 from ..plan.packing import overlapping_index_pairs
 from ..validate import MAX_ELEMENTS, check_buffer_name, check_shape
 from .buffer import TMEM, Buffer
 
 _Fact = TypeVar("_Fact")
 _FACTS: dict[tuple[int, str], tuple[Layout, object]] = {}
-_FACTS_KEPT = 4096  # distinct (layout, fact) pairs kept before the memo starts afresh
-_NAMES: set[str] = set()  # buffer names that passed check_buffer_name (at most _FACTS_KEPT)
+FACTS_KEPT = 4096  # distinct (layout, fact) pairs kept before the memo starts afresh
+_NAMES: set[str] = set()  # buffer names that passed check_buffer_name (at most FACTS_KEPT)
 _DTYPES: dict[str, DataType] = {}  # dtype name -> its DataType
 
 
@@ -33,7 +33,7 @@ def layout_fact(layout: Layout, fact: str, compute: Callable[[Layout], _Fact]) -
     if hit is not None and hit[0] is layout:
         return hit[1]  # type: ignore[return-value]
     value = compute(layout)
-    if len(_FACTS) >= _FACTS_KEPT:
+    if len(_FACTS) >= FACTS_KEPT:
         _FACTS.clear()
     _FACTS[key] = (layout, value)
     return value
@@ -42,13 +42,12 @@ def layout_fact(layout: Layout, fact: str, compute: Callable[[Layout], _Fact]) -
 def pool_shape(shape) -> tuple[int, ...]:
     """:func:`~tilemem.validate.check_shape`'s answer; a tuple of positive ints (the usual
     argument) is accepted without the general conversion."""
-    if (
-        type(shape) is tuple
-        and shape
-        and all(type(s) is int and s > 0 for s in shape)
-        and math.prod(shape) <= MAX_ELEMENTS
-    ):
-        return shape
+    if type(shape) is tuple and shape:
+        for s in shape:
+            if type(s) is not int or s < 1:
+                return check_shape(shape)  # raises
+        if math.prod(shape) <= MAX_ELEMENTS:
+            return shape
     return check_shape(shape)
 
 
@@ -147,7 +146,7 @@ class BumpPool:
             return
         if type(name) is not str or name not in _NAMES:
             check_buffer_name(name, "buffer name")
-            if len(_NAMES) < _FACTS_KEPT:
+            if len(_NAMES) < FACTS_KEPT:
                 _NAMES.add(name)
         if name in self._names:
             raise AllocationError(
@@ -183,37 +182,77 @@ class BumpPool:
         order), with their overlaps and lifetimes."""
         spots = list(spots)
         partners: list[list[str]] = [[] for _ in spots]
-        ranges = [(offset, offset + size) for _, offset, size, _, _ in spots]
-        for i, j in overlapping_index_pairs(ranges):  # by (i, j): each list in buffer order
-            partners[i].append(spots[j][0].name)
-            partners[j].append(spots[i][0].name)
-        return tuple(
-            PlanEntry(
-                name=b.name,
-                scope=b.scope,
-                offset=offset,
-                length=size,
-                align=align,
-                padding=padding,
-                dtype=b.dtype.name,
-                shape=b.shape,
-                layout=b.layout_name,
-                layout_kind=b.layout_kind,
-                overlaps=tuple(overlaps),
-                swizzle=layout_fact(b.layout, "swizzle", _swizzle_value),
-                lanes=lane_runs(b.layout) if b.scope == TMEM else (),
-                phases=phases,
-                alias_of=alias_of,
+        if self._may_overlap():
+            ranges = [(offset, offset + size) for _, offset, size, _, _ in spots]
+            for i, j in overlapping_index_pairs(ranges):  # by (i, j): each list in buffer order
+                partners[i].append(spots[j][0].name)
+                partners[j].append(spots[i][0].name)
+        entries = []
+        for (b, offset, size, align, padding), overlaps, (phases, alias_of) in zip(
+            spots, partners, self._lifetime_fields()
+        ):
+            label, kind, swizzle, lanes = entry_facts(b)
+            entries.append(
+                plan_entry(
+                    {
+                        "name": b.name,
+                        "scope": b.scope,
+                        "offset": offset,
+                        "length": size,
+                        "align": align,
+                        "padding": padding,
+                        "dtype": b.dtype.name,
+                        "shape": b.shape,
+                        "layout": label,
+                        "overlaps": tuple(overlaps),
+                        "swizzle": swizzle,
+                        "lanes": lanes,
+                        "phases": phases,
+                        "alias_of": alias_of,
+                        "layout_kind": kind,
+                    }
+                )
             )
-            for (b, offset, size, align, padding), overlaps, (phases, alias_of) in zip(
-                spots, partners, self._lifetime_fields()
-            )
-        )
+        return tuple(entries)
 
     def _lifetime_fields(self) -> list[tuple[tuple[str, ...], str | None]]:
         """Per buffer, the plan's ``phases`` and ``alias_of`` (LifetimePool)."""
         raise NotImplementedError
 
+    def _may_overlap(self) -> bool:
+        """Whether two buffers can share positions (LifetimePool)."""
+        raise NotImplementedError
 
-def _swizzle_value(layout: Layout) -> int:
-    return int(layout_swizzle_mode(layout))
+
+_ENTRY_FACTS: dict[tuple[int, int, str, str], tuple[Layout, tuple]] = {}
+
+
+def entry_facts(buf: Buffer) -> tuple[str, LayoutKind, int, tuple[tuple[int, int], ...]]:
+    """What a buffer's plan entry takes from its layout, the layout's kind and detail and its
+    memory: the layout's label, its kind, its swizzle mode value and (TMEM) its lane runs.
+    Kept per (layout object, kind, detail, scope) like :func:`layout_fact`."""
+    layout, kind = buf.layout, buf.layout_kind
+    key = (id(layout), id(kind), buf.layout_detail, buf.scope)
+    hit = _ENTRY_FACTS.get(key)
+    if hit is not None and hit[0] is layout:
+        return hit[1]
+    facts = (
+        kind.label(buf.layout_detail),
+        kind,
+        int(layout_swizzle_mode(layout)),
+        lane_runs(layout) if buf.scope == TMEM else (),
+    )
+    if len(_ENTRY_FACTS) >= FACTS_KEPT:
+        _ENTRY_FACTS.clear()
+    _ENTRY_FACTS[key] = (layout, facts)
+    return facts
+
+
+def plan_entry(fields: dict) -> PlanEntry:
+    """The PlanEntry of ``fields`` (every field, in declaration order), set in one step: a
+    frozen dataclass's own ``__init__`` sets each of its 15 fields through
+    ``object.__setattr__``, and a plan has an entry per buffer. Its only check (the swizzle
+    is a SwizzleMode value) holds by construction: pools take it from ``layout_swizzle_mode``."""
+    entry = object.__new__(PlanEntry)
+    object.__setattr__(entry, "__dict__", fields)
+    return entry

@@ -15,7 +15,7 @@ from ..scopes import SMEM, TMEM
 _OFFSET_FIELD = {SMEM: "byte_offset", TMEM: "col_offset"}
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, init=False)
 class Buffer:
     """A buffer placed by a pool.
 
@@ -40,12 +40,45 @@ class Buffer:
     layout_detail: str = ""  # what the kind leaves open: swizzle mode, data path, strides
     pool: Any = None
 
-    def __post_init__(self) -> None:
-        """A buffer waiting for its offset keeps none: reading it goes to ``__getattr__``,
-        so every other attribute is read at full speed."""
-        field = _OFFSET_FIELD.get(self.scope)
-        if field is not None and self.__dict__[field] is None:
-            del self.__dict__[field]
+    def __init__(
+        self,
+        name: str,
+        shape: tuple[int, ...],
+        dtype: DataType,
+        scope: str,
+        layout: Layout,
+        nbytes: int,
+        align: int,
+        byte_offset: int | None = None,
+        col_offset: int | None = None,
+        cols: int | None = None,
+        layout_kind: LayoutKind = LayoutKind.ROW_MAJOR,
+        layout_detail: str = "",
+        pool: Any = None,
+    ) -> None:
+        """The fields, set in one step (a frozen dataclass's own ``__init__`` sets each one
+        through ``object.__setattr__``, and pools make a buffer per alloc). A buffer waiting
+        for its offset keeps none: reading it goes to ``__getattr__``, so every other
+        attribute is read at full speed."""
+        fields = {
+            "name": name,
+            "shape": shape,
+            "dtype": dtype,
+            "scope": scope,
+            "layout": layout,
+            "nbytes": nbytes,
+            "align": align,
+            "byte_offset": byte_offset,
+            "col_offset": col_offset,
+            "cols": cols,
+            "layout_kind": layout_kind,
+            "layout_detail": layout_detail,
+            "pool": pool,
+        }
+        field = _OFFSET_FIELD.get(scope)
+        if field is not None and fields[field] is None:
+            del fields[field]
+        object.__setattr__(self, "__dict__", fields)
 
     def __getattr__(self, name: str) -> Any:
         """The offset of a buffer not placed yet: a pool with phases places its buffers at
@@ -118,5 +151,5 @@ class Buffer:
 
 
 # The offsets' defaults live in __init__ only: without class attributes of those names, an
-# instance without its offset reaches __getattr__ (see Buffer.__post_init__).
+# instance without its offset reaches __getattr__ (see Buffer.__init__).
 del Buffer.byte_offset, Buffer.col_offset

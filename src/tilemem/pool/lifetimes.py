@@ -55,6 +55,7 @@ class LifetimePool:
         # each phase name -> the live set of that phase alone (``live="mainloop"``)
         self._single = {p: frozenset((p,)) for p in self.phases or ()}
         self._lifetimes: list[Lifetime] = []
+        self._by_hand = False  # a buffer placed by hand (a view or an offset=)
         self._packing: Packing | None = None
         self._provisional: Packing | None = None  # the latest packing computed
 
@@ -72,8 +73,10 @@ class LifetimePool:
         mark in a pool without phases, and in any pool at least the farthest ``move_base_to``
         (``move_base_to(end); commit()`` reserves ``end``, phases or not;
         docs/DESIGN.md#smem-pools)."""
+        if self.phases is None:  # every bump placement and every move raised the mark
+            return self._high_water
         moved = max((to for _, to in self._moves), default=0)
-        return max([self._high_water if self.phases is None else moved, *ends])
+        return max([moved, *ends])
 
     def _live_throughout(self, buf: Buffer) -> None:
         """Make ``buf`` live in every phase, whatever ``live=`` it was given: the TMEM address
@@ -191,9 +194,13 @@ class LifetimePool:
         """Record a buffer: bump placement advances the cursor, views and pins do not."""
         self._lifetimes.append(lifetime)
         self._buffers.append(buf)
+        end = spot.offset + spot.length
         if lifetime[1] is None and lifetime[2] is None:
-            self._cursor = spot.end
-        self._high_water = max(self._high_water, spot.end)
+            self._cursor = end
+        else:
+            self._by_hand = True
+        if end > self._high_water:
+            self._high_water = end
 
     def _items(self, sizes: Sequence[int], aligns: Sequence[int], lanes, spots) -> list[Item]:
         """The packer's view of this pool; with move_base_to every buffer stays put."""
@@ -216,6 +223,12 @@ class LifetimePool:
             raise AliasError(_alias_message(self.name, found, unit))
         self._provisional = packing
         return packing
+
+    def _may_overlap(self) -> bool:
+        """Whether two buffers can share positions. Not in a pool without phases, moves or
+        buffers placed by hand: each buffer starts at the cursor rounded up, at or above the
+        end of the one before it."""
+        return self.phases is not None or bool(self._moves) or self._by_hand
 
     def _lifetime_fields(self) -> list[tuple[tuple[str, ...], str | None]]:
         """Per buffer, the plan's ``phases`` (the phases it is live in, in program order; none

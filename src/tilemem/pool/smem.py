@@ -10,7 +10,7 @@ from typing import Any
 
 from ..dtype import DataType, DTypeLike
 from ..errors import AlignmentError, AllocationError, PoolStateError, TargetError
-from ..intmath import is_power_of_two
+from ..intmath import align_up, is_power_of_two
 from ..layout import (
     ComposeLayout,
     Layout,
@@ -24,10 +24,10 @@ from ..layout.smem import SwizzleMode, SwizzleModeLike, check_mma_tile
 from ..plan.capacity import check_smem_capacity
 from ..plan.model import LayoutKind, MemoryPlan, PoolPlan
 from ..plan.occupancy import check_tmem_residency
-from ..plan.packing import Placement, check_align, place
+from ..plan.packing import Placement, check_align
 from ..plan.target import Target, get_target
 from ..validate import check_int, check_name
-from .base import BumpPool, buffer_count, layout_fact, pool_dtype, pool_shape
+from .base import FACTS_KEPT, BumpPool, buffer_count, pool_dtype, pool_shape
 from .buffer import SMEM, Buffer
 from .emit import current_emitter
 from .lifetimes import Lifetime, LifetimePool, check_phases
@@ -82,14 +82,73 @@ def _mma_tile(
     return mma_shared_layout(dtype, mode, shape), mode.period_bytes, kind
 
 
+_ROW_MAJOR = (LayoutKind.ROW_MAJOR, "")
+_PLAIN: dict[tuple[tuple[int, ...], str, int], tuple[TileLayout, int, int]] = {}
+
+
+def _plain_tile(shape: tuple[int, ...], dtype: DataType, align: int) -> tuple[TileLayout, int, int]:
+    """alloc()'s default layout (row-major), its bytes and its alignment (``align`` raised to
+    the dtype's natural alignment), kept per (shape, dtype name, align) of checked values."""
+    key = (shape, dtype.name, align)
+    hit = _PLAIN.get(key)
+    if hit is None:
+        layout = _row_major(shape)
+        nbytes, natural = tile_bytes(layout, dtype, shape)
+        hit = (layout, nbytes, max(align, swizzle_period_bytes(layout, dtype), natural))
+        if len(_PLAIN) >= FACTS_KEPT:
+            _PLAIN.clear()
+        _PLAIN[key] = hit
+    return hit
+
+
+_MMA_REQUESTS: dict[tuple[tuple[int, ...], str, str], tuple] = {}
+
+
+def _mma_request(
+    shape: tuple[int, ...], dtype: DataType, swizzle: SwizzleModeLike | str
+) -> tuple[Layout, int, tuple[LayoutKind, str], SwizzleMode]:
+    """:func:`_mma_tile`'s answer and the mode for alloc_mma's ``swizzle`` (a mode, or
+    ``"auto"``: the widest that fits the row). Kept per (shape, dtype name, swizzle) when
+    ``swizzle`` is a name, so a repeated request skips parsing and hashing the dtype."""
+    key = (shape, dtype.name, swizzle) if type(swizzle) is str else None
+    hit = _MMA_REQUESTS.get(key) if key is not None else None
+    if hit is not None:
+        return hit
+    if isinstance(swizzle, str) and swizzle == "auto":
+        mode = widest_swizzle(dtype, shape[-1])
+    else:
+        mode = SwizzleMode.parse(swizzle)
+    found = (*_mma_tile(shape, dtype, mode), mode)
+    if key is not None:
+        if len(_MMA_REQUESTS) >= FACTS_KEPT:
+            _MMA_REQUESTS.clear()
+        _MMA_REQUESTS[key] = found
+    return found
+
+
 @functools.lru_cache(maxsize=1024)
 def _strided(shape: tuple[int, ...], strides: tuple[int, ...]) -> TileLayout:
     """The layout of ``strides=``, kept per (shape, strides) like :func:`_row_major`."""
     return TileLayout.of(shape, strides)
 
 
-def _span_m(layout: Layout) -> int:
-    return layout.span("m")
+_TILE_BYTES: dict[tuple[int, str, tuple[int, ...]], tuple[Layout, int, int]] = {}
+
+
+def tile_bytes(layout: Layout, dtype: DataType, shape: tuple[int, ...]) -> tuple[int, int]:
+    """A buffer's bytes, ``ceil(elements * bits / 8)`` with elements covering the layout's
+    span on ``m`` (``prod(shape)`` for dense layouts; sub-byte dtypes rounded up once), and
+    its dtype's natural alignment. Kept per (layout object, dtype, shape) like
+    :func:`~tilemem.pool.base.layout_fact`: the pools take layouts from caches."""
+    key = (id(layout), dtype.name, shape)
+    hit = _TILE_BYTES.get(key)
+    if hit is not None and hit[0] is layout:
+        return hit[1], hit[2]
+    elements = max(math.prod(shape), layout.span("m"))
+    if len(_TILE_BYTES) >= FACTS_KEPT:
+        _TILE_BYTES.clear()
+    _TILE_BYTES[key] = (layout, dtype.storage_bytes(elements), dtype.natural_align)
+    return _TILE_BYTES[key][1:]
 
 
 def _kernel_settings(
@@ -210,6 +269,9 @@ class SMEMPool(LifetimePool, BumpPool):
             )
         align = check_align(align)
         self._check_new_name(name)
+        if strides is None and type(layout) is str and layout == "default":
+            plain, nbytes, align = _plain_tile(shape, dtype, align)
+            return self._put(shape, dtype, plain, nbytes, align, name, _ROW_MAJOR, lifetime)
         layout, kind, detail = self._layout(shape, strides, layout)
         align = max(align, swizzle_period_bytes(layout, dtype))
         return self._place(shape, dtype, layout, align, name, (kind, detail), lifetime)
@@ -248,14 +310,10 @@ class SMEMPool(LifetimePool, BumpPool):
         shape, dtype = pool_shape(shape), pool_dtype(dtype)
         align = check_align(align)
         self._check_new_name(name)
-        if isinstance(swizzle, str) and swizzle == "auto":
-            mode = widest_swizzle(dtype, shape[-1])
-        else:
-            mode = SwizzleMode.parse(swizzle)
-        layout, period, kind = _mma_tile(shape, dtype, mode)
+        layout, period, kind, mode = _mma_request(shape, dtype, swizzle)
         bumped = self.phases is None and lifetime[1] is None and lifetime[2] is None
         if bumped:
-            start = place(self._cursor, 0, max(align, dtype.natural_align)).offset
+            start = align_up(self._cursor, max(align, dtype.natural_align))
             if start % period:
                 raise AlignmentError(
                     f"MMA tile {name or '(unnamed)'} {shape} {dtype.name} would start at byte "
@@ -431,7 +489,7 @@ class SMEMPool(LifetimePool, BumpPool):
         if isinstance(layout, str):
             if layout != "default":
                 raise AllocationError(f"layout must be a Layout or 'default', got {layout!r}")
-            return _row_major(shape), LayoutKind.ROW_MAJOR, ""
+            return _row_major(shape), *_ROW_MAJOR
         if not isinstance(layout, Layout):
             raise AllocationError(f"layout must be a Layout or 'default', got {layout!r}")
         if layout.size() != math.prod(shape):
@@ -454,22 +512,35 @@ class SMEMPool(LifetimePool, BumpPool):
         kind: tuple[LayoutKind, str],
         lifetime: Lifetime,
     ) -> Buffer:
-        align = max(align, dtype.natural_align)
-        elements = max(math.prod(shape), layout_fact(layout, "span m", _span_m))
-        nbytes = dtype.storage_bytes(elements)
+        nbytes, natural = tile_bytes(layout, dtype, shape)
+        return self._put(shape, dtype, layout, nbytes, max(align, natural), name, kind, lifetime)
+
+    def _put(
+        self,
+        shape,
+        dtype,
+        layout: Layout,
+        nbytes: int,
+        align: int,
+        name,
+        kind: tuple[LayoutKind, str],
+        lifetime: Lifetime,
+    ) -> Buffer:
+        """Record a buffer of ``nbytes`` bytes aligned to ``align`` (the final alignment)."""
         spot = self._spot(nbytes, align, lifetime, "bytes")
         buf = Buffer(
-            name=self._unique_name(name, "buf"),
-            shape=shape,
-            dtype=dtype,
-            scope=SMEM,
-            layout=layout,
-            nbytes=nbytes,
-            align=align,
-            byte_offset=None if self.phases is not None else spot.offset,
-            layout_kind=kind[0],
-            layout_detail=kind[1],
-            pool=self,
+            self._unique_name(name, "buf"),
+            shape,
+            dtype,
+            SMEM,
+            layout,
+            nbytes,
+            align,
+            None if self.phases is not None else spot.offset,
+            None,
+            None,
+            *kind,
+            self,
         )
         self._spots.append(spot)
         self._keep(buf, spot, lifetime)

@@ -24,7 +24,15 @@ from ..plan.lifetimes import Packing
 from ..plan.model import LayoutKind, PoolPlan, StageViews, TMEMAllocation
 from ..plan.occupancy import check_tmem_per_cta
 from ..validate import check_int, check_name, is_int
-from .base import BumpPool, buffer_count, lane_set, layout_fact, pool_dtype, pool_shape
+from .base import (
+    FACTS_KEPT,
+    BumpPool,
+    buffer_count,
+    lane_set,
+    layout_fact,
+    pool_dtype,
+    pool_shape,
+)
 from .buffer import SMEM, TMEM, Buffer
 from .lifetimes import Lifetime, LifetimePool, check_phases
 from .smem import SMEMPool, describe_layout
@@ -77,6 +85,10 @@ def _span_tcol(layout: Layout) -> int:
 
 def _tcol_span(layout: Layout) -> int:
     return layout.span("TCol")
+
+
+_TILES: dict[tuple[tuple[int, ...], str, str | None], tuple] = {}  # TMEMPool._tile
+_SF_TILES: dict[tuple[tuple[int, ...], int, int], tuple] = {}  # TMEMPool.alloc_sf
 
 
 # Layouts are immutable values and a kernel allocates a few kinds of TMEM buffer many
@@ -272,6 +284,9 @@ class TMEMPool(LifetimePool, BumpPool):
                 "pass layout= or datapath= to TMEMPool.alloc, not both: datapath=X means "
                 "layout=tmem_datapath_layout(X, rows, cols)"
             )
+        if layout is None and cols is None and (datapath is None or type(datapath) is str):
+            layout, kind, cols = self._tile(shape, dtype, datapath)
+            return self._place(shape, dtype, layout, cols, name, kind, lifetime)
         if datapath is not None:
             if len(shape) != 2:
                 raise AllocationError(
@@ -330,6 +345,12 @@ class TMEMPool(LifetimePool, BumpPool):
                 "alloc_sf shape is (rows, SF_K * sf_reuse) or (pipe_depth, rows, SF_K * "
                 f"sf_reuse), got {shape}"
             )
+        key = (shape, sf_per_mma, sf_reuse)  # kept when both are ints: dtype has 8 bits here
+        kept = type(sf_per_mma) is int and type(sf_reuse) is int
+        hit = _SF_TILES.get(key) if kept else None
+        if hit is not None:
+            layout, cols, kind = hit
+            return self._place(shape, dtype, layout, cols, name, kind, lifetime)
         pipe_depth = shape[0] if len(shape) == 3 else None
         rows, width = shape[-2:]
         sf_reuse = check_int(sf_reuse, "sf_reuse", minimum=1)
@@ -344,6 +365,10 @@ class TMEMPool(LifetimePool, BumpPool):
             raise AllocationError(f"alloc_sf {shape}: {exc}") from None
         cols = _whole_columns(_span_tcol(layout), dtype.bits, f"scale factors {shape}")
         kind = (LayoutKind.SCALE_FACTOR, f"x{sf_per_mma}/mma")
+        if kept:
+            if len(_SF_TILES) >= FACTS_KEPT:
+                _SF_TILES.clear()
+            _SF_TILES[key] = (layout, cols, kind)
         return self._place(shape, dtype, layout, cols, name, kind, lifetime)
 
     def move_base_to(self, col: int) -> None:
@@ -560,6 +585,33 @@ class TMEMPool(LifetimePool, BumpPool):
                 f"took {self.total_cols} columns; allocate everything before commit"
             )
 
+    def _tile(
+        self, shape: tuple[int, ...], dtype: DataType, datapath: str | None
+    ) -> tuple[Layout, tuple[LayoutKind, str], int]:
+        """The layout, its kind and the whole columns of a buffer given no ``layout=`` or
+        ``cols=``: data path ``datapath`` (one element per 32-bit cell, so its footprint), or
+        the default layout. Kept per (shape, dtype, datapath): a kernel allocates a few kinds
+        of TMEM buffer many times (a refused request raises and is not kept)."""
+        key = (shape, dtype.name, datapath)
+        hit = _TILES.get(key)
+        if hit is not None:
+            return hit
+        if datapath is not None:
+            if len(shape) != 2:
+                raise AllocationError(
+                    f"datapath={datapath!r} needs a 2-D shape (rows, cols), got {shape}"
+                )
+            layout: Layout = _datapath_layout(datapath, *shape, dtype)
+            kind = (LayoutKind.TMEM_DATAPATH, datapath)
+            cols = column_footprint(layout, dtype.bits)
+        else:
+            layout, kind = self._default_layout(shape)
+            cols = _whole_columns(_span_tcol(layout), dtype.bits, f"buffer {shape} {dtype.name}")
+        if len(_TILES) >= FACTS_KEPT:
+            _TILES.clear()
+        _TILES[key] = (layout, kind, cols)
+        return layout, kind, cols
+
     @staticmethod
     def _check_layout(layout, shape) -> str:
         if not isinstance(layout, TileLayout):
@@ -622,18 +674,18 @@ class TMEMPool(LifetimePool, BumpPool):
                 f"free {end - self.capacity} columns, alias with move_base_to, or raise total_cols"
             )
         buf = Buffer(
-            name=self._unique_name(name, "tbuf"),
-            shape=shape,
-            dtype=dtype,
-            scope=TMEM,
-            layout=layout,
-            nbytes=cols * TMEM_LANES * 4,
-            align=1,
-            col_offset=None if self.phases is not None else spot.offset,
-            cols=cols,
-            layout_kind=kind[0],
-            layout_detail=kind[1],
-            pool=self,
+            self._unique_name(name, "tbuf"),
+            shape,
+            dtype,
+            TMEM,
+            layout,
+            cols * TMEM_LANES * 4,
+            1,
+            None,
+            None if self.phases is not None else spot.offset,
+            cols,
+            *kind,
+            self,
         )
         self._col_spots.append(spot)
         self._keep(buf, spot, lifetime)
