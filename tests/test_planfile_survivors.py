@@ -144,11 +144,6 @@ def test_an_unknown_top_level_key_on_line_1_is_placed_there():
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="planfile.py: with [smem] written inline (no [smem] header) the '(line N)' of its "
-    "threads is sought from line 1 and names the top-level threads line",
-)
 def test_threads_that_disagree_name_the_line_of_each():
     # top-level threads on line 1, [smem] threads inside the inline table of line 2
     text = (
@@ -157,6 +152,13 @@ def test_threads_that_disagree_name_the_line_of_each():
     )
     assert _error(text) == (
         "k.toml:1: threads = 128 disagrees with [smem] threads = 64 (line 2); give it once"
+    )
+
+
+def test_threads_that_disagree_name_a_dotted_smem_threads_line():
+    text = 'threads = 128\ntarget = "sm_90a"\nsmem.threads = 64\n'
+    assert _error(text) == (
+        "k.toml:1: threads = 128 disagrees with [smem] threads = 64 (line 3); give it once"
     )
 
 

@@ -139,6 +139,12 @@ class _Lines:
                 return n + 1
         return start
 
+    def smem_threads_line(self) -> int:
+        """Line of ``[smem]``'s threads written without a ``[smem]`` header: a top-level
+        ``smem.threads = ...`` or the ``smem = { ... }`` inline table holding it (else 1)."""
+        dotted = self.key(1, "smem.threads")
+        return dotted if dotted != 1 or not self.lines else self.key(1, "smem")
+
     def mentioned(self, start: int, keys: Mapping[str, Any], message: str) -> int:
         """Line of the key of a table that an error message names first, as written or in
         words (``swizzle mode``, ``data path``); else ``start``."""
@@ -517,7 +523,8 @@ def _threads(data: dict[str, Any], lines: _Lines, source: str) -> int | None:
             + (f" on {target}" if target else "")
         )
     if smem is not None and smem != top:
-        line = lines.key(lines.header("smem") or 1, "threads")
+        header = lines.header("smem")  # else inline (smem = {...}) or dotted (smem.threads)
+        line = lines.key(header, "threads") if header else lines.smem_threads_line()
         raise PlanFileError(
             f"{where}: threads = {top} disagrees with [smem] threads = {smem!r} (line {line}); "
             "give it once"
