@@ -1,0 +1,115 @@
+"""Host-side tensor-map rules at their boundaries (tilemem.cuda.tma), without a GPU.
+
+Limits from the CUDA driver API's cuTensorMapEncodeTiled (tensorRank 1..5; boxDim[i] in
+1..256; globalAddress 16-byte aligned; globalStrides multiples of 16) and PTX ISA 9.0
+"Tensor Data Types" (4-bit elements are packed two per byte).
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from tilemem import SMEMPool, TMEMPool
+from tilemem.cuda.tma import (
+    EncodedTensorMap,
+    HostTensorMap,
+    TensorMapPlan,
+    TMAError,
+    check_plan,
+    plan_tile_map,
+    tile_map,
+)
+from tilemem.dtype import DataType
+from tilemem.layout.smem import SwizzleMode
+
+
+def _plan(**kw) -> TensorMapPlan:
+    fields = dict(
+        dtype=DataType("float32"),
+        global_dims=(64, 64),
+        global_strides=(256,),
+        box=(4, 1),  # 4 float32 = 16 bytes inner, one row
+        swizzle=SwizzleMode.SWIZZLE_NONE,
+        address=0x1000,
+    )
+    fields.update(kw)
+    return TensorMapPlan(**fields)
+
+
+def test_a_box_dimension_of_1_is_accepted_and_0_refused():
+    check_plan(_plan(), "t")  # boxDim[1] = 1: the smallest box the driver takes
+    with pytest.raises(TMAError, match=r"t: box dimension 1 is 0; each must be in \[1, 256\]"):
+        check_plan(_plan(box=(4, 0)), "t")
+
+
+def test_a_rank_5_map_is_accepted_and_rank_6_refused():
+    dims, strides = (64, 2, 2, 2, 2), (256, 512, 1024, 2048)
+    check_plan(_plan(global_dims=dims, global_strides=strides, box=(4, 1, 1, 1, 1)), "t")
+    with pytest.raises(TMAError, match=r"t: a tensor map has at most 5 dimensions, got 6"):
+        check_plan(
+            _plan(
+                global_dims=(*dims, 2), global_strides=(*strides, 4096), box=(4, 1, 1, 1, 1, 1)
+            ),
+            "t",
+        )
+
+
+def test_defaults_of_the_public_constructors():
+    # a plan made by hand is one box per tile; a host map holds one element per array item
+    # unless told it is packed; L2 promotion defaults to none (CU_TENSOR_MAP_L2_PROMOTION_NONE)
+    assert _plan().boxes_per_tile == 1
+    assert HostTensorMap(_plan(), np.zeros((64, 64), np.float32)).packed is False
+    for fn in (tile_map, EncodedTensorMap.__init__):
+        assert inspect.signature(fn).parameters["l2_promotion"].default == 0
+
+
+def _tile(shape=(64, 64), dtype="float32", mode="128B"):
+    return SMEMPool().alloc_mma(shape, dtype, mode)
+
+
+def test_host_maps_of_whole_byte_types_are_not_packed():
+    buf = _tile()
+    assert tile_map(np.zeros((64, 64), np.float32), buf).packed is False
+    fp4 = _tile((64, 256), "float4_e2m1fn")
+    assert tile_map(np.zeros((64, 256), ml_dtypes.float4_e2m1fn), fp4).packed is False
+    assert tile_map(np.zeros((64, 128), np.uint8), fp4).packed is True
+
+
+def test_tile_map_takes_a_2d_c_contiguous_array():
+    buf = _tile()
+    with pytest.raises(TMAError, match=r"tile_map takes a 2-D row-major tensor, got shape"):
+        tile_map(np.zeros((2, 64, 64), np.float32), buf)
+    with pytest.raises(TMAError, match=r"tile_map takes a 2-D row-major tensor, got shape None"):
+        tile_map(object(), buf)
+    with pytest.raises(TMAError, match=r"tile_map takes a C-contiguous \(row-major\) numpy"):
+        tile_map(np.zeros((64, 128), np.float32)[:, ::2], buf)
+
+
+def test_a_map_needs_a_shared_memory_buffer_of_at_least_2_dimensions():
+    smem = SMEMPool()
+    tmem = TMEMPool(smem, 32, name="tmem")
+    acc = tmem.alloc((128, 32), "float32", datapath="D", name="acc")
+    with pytest.raises(TMAError, match=r"a TMA map copies into a shared-memory pool buffer.*acc"):
+        plan_tile_map(acc, 0x1000, 128, 32)
+    flat = SMEMPool().alloc((256,), "float32", name="flat")
+    with pytest.raises(TMAError, match=r"flat: a tile map needs a buffer of shape \(\.\.\., R, K\)"):
+        plan_tile_map(flat, 0x1000, 1, 256)
+
+
+def test_plan_tile_map_checks_the_plan():
+    with pytest.raises(TMAError, match=r"the global address 0x1008 is not 16-byte aligned"):
+        plan_tile_map(_tile(), 0x1008, 64, 64)
+
+
+def test_e2m1_rows_need_whole_bytes_only():
+    # 258 e2m1 elements are 129 bytes: whole bytes, so with a 144-byte pitch the map is legal;
+    # 257 elements end inside a byte
+    fp4 = _tile((64, 256), "float4_e2m1fn")
+    plan = plan_tile_map(fp4, 0x1000, 64, 258, row_pitch_bytes=144)
+    assert plan.global_dims == (258, 64) and plan.global_strides == (144,)
+    with pytest.raises(TMAError, match=r"257 columns of float4_e2m1fn do not fill whole bytes"):
+        plan_tile_map(fp4, 0x1000, 64, 257, row_pitch_bytes=144)
