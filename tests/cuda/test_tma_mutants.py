@@ -51,9 +51,7 @@ def test_a_rank_5_map_is_accepted_and_rank_6_refused():
     check_plan(_plan(global_dims=dims, global_strides=strides, box=(4, 1, 1, 1, 1)), "t")
     with pytest.raises(TMAError, match=r"t: a tensor map has at most 5 dimensions, got 6"):
         check_plan(
-            _plan(
-                global_dims=(*dims, 2), global_strides=(*strides, 4096), box=(4, 1, 1, 1, 1, 1)
-            ),
+            _plan(global_dims=(*dims, 2), global_strides=(*strides, 4096), box=(4, 1, 1, 1, 1, 1)),
             "t",
         )
 
@@ -96,7 +94,7 @@ def test_a_map_needs_a_shared_memory_buffer_of_at_least_2_dimensions():
     with pytest.raises(TMAError, match=r"a TMA map copies into a shared-memory pool buffer.*acc"):
         plan_tile_map(acc, 0x1000, 128, 32)
     flat = SMEMPool().alloc((256,), "float32", name="flat")
-    with pytest.raises(TMAError, match=r"flat: a tile map needs a buffer of shape \(\.\.\., R, K\)"):
+    with pytest.raises(TMAError, match=r"flat: a tile map needs a buffer of shape"):
         plan_tile_map(flat, 0x1000, 1, 256)
 
 
