@@ -337,3 +337,179 @@ def test_exposed_functions_stay_callable_under_their_module_names():
     assert tma_module.tma_load_tile is T.ptx.tma.load_tile
     assert wgmma_module.wgmma_desc is T.ptx.wgmma.desc
     assert tcgen05_module.tcgen05_desc is T.ptx.tcgen05.desc
+
+
+# -- tcgen05 ("tcgen05.alloc/dealloc/relinquish_alloc_permit", "tcgen05.ld/st", "tcgen05.mma") --
+
+
+def _tcgen05_kernel(body):
+    @T.kernel(target="sm_100a", block=128)
+    def k(x: T.Buffer((8,), "float32")):
+        smem = T.SMEMPool()
+        slot = smem.alloc((1,), "uint32", name="slot")
+        a = smem.alloc_mma((128, 64), "bfloat16", "128B", name="a")
+        tmem = T.TMEMPool(smem, 32, name="tmem")
+        acc = tmem.alloc((128, 32), "float32", datapath="D", name="acc")
+        smem.commit()
+        tmem.commit()
+        base = T.tmem_base(tmem)
+        body(slot=slot, a=a, tmem=tmem, acc=acc, base=base)
+        tmem.dealloc()
+
+    return k
+
+
+# tcgen05.ld/st .32x32b: .num = .x1, .x2, .x4, .x8, .x16, .x32, .x64, .x128
+LD_NUMS = [1, 2, 4, 8, 16, 32, 64, 128]
+
+
+@pytest.mark.parametrize("num", LD_NUMS)
+def test_tcgen05_ld_and_st_take_each_num_of_the_isa(num):
+    def body(acc, **_):
+        regs = T.alloc_local(num, "float32", name="regs")
+        T.ptx.tcgen05.ld(regs, T.tmem_addr(acc), num=num)
+        T.ptx.tcgen05.st(T.tmem_addr(acc), regs, num=num)
+
+    src = _tcgen05_kernel(body).source
+    assert f"tcgen05.ld.sync.aligned.32x32b.x{num}.b32" in src
+    assert f"tcgen05.st.sync.aligned.32x32b.x{num}.b32" in src
+
+
+@pytest.mark.parametrize("num", [3, 5, 63, 65, 127, 129, 0])
+def test_tcgen05_ld_and_st_refuse_other_nums(num):
+    for op in ("ld", "st"):
+
+        def body(acc, op=op, **_):
+            regs = T.alloc_local(130, "float32", name="regs")
+            if op == "ld":
+                T.ptx.tcgen05.ld(regs, T.tmem_addr(acc), num=num)
+            else:
+                T.ptx.tcgen05.st(T.tmem_addr(acc), regs, num=num)
+
+        with pytest.raises(IRError, match=rf"tcgen05.{op} .32x32b.x{num}: num in \(1, 2, 4"):
+            _tcgen05_kernel(body)
+
+
+@pytest.mark.parametrize("regs", ["short", "16-bit"])
+def test_tcgen05_ld_and_st_need_enough_32_bit_registers(regs):
+    for op in ("ld", "st"):
+
+        def body(acc, op=op, **_):
+            r = T.alloc_local(2, "float32") if regs == "short" else T.alloc_local(4, "float16")
+            if op == "ld":
+                T.ptx.tcgen05.ld(r, T.tmem_addr(acc), num=4)
+            else:
+                T.ptx.tcgen05.st(T.tmem_addr(acc), r, num=4)
+
+        with pytest.raises(IRError, match=rf"tcgen05.{op} .32x32b.x4: .* a 32-bit T.alloc_local"):
+            _tcgen05_kernel(body)
+
+
+def test_tcgen05_allocation_instructions_default_to_cta_group_1():
+    def body(slot, base, **_):
+        T.ptx.tcgen05.alloc(slot, 32)
+        T.ptx.tcgen05.relinquish_alloc_permit()
+        T.ptx.tcgen05.dealloc(base, 32)
+
+    src = _tcgen05_kernel(body).source
+    assert '"tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;"' in src
+    assert '"tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;"' in src
+    assert '"tcgen05.dealloc.cta_group::1.sync.aligned.b32 %0, %1;" :  : "r"(tmem_base)' in src
+
+
+@pytest.mark.parametrize("group", [0, 3])
+def test_cta_group_is_1_or_2(group):
+    def body(slot, **_):
+        T.ptx.tcgen05.alloc(slot, 32, cta_group=group)
+
+    with pytest.raises(IRError, match=rf"cta_group must be 1 or 2, got {group}"):
+        _tcgen05_kernel(body)
+
+
+def test_tmem_addr_defaults_to_lane_0_column_0_and_takes_tmem_buffers_only():
+    # lane 0, column 0 of the buffer is the pool's base itself: base + (0 << 16) + 0
+    def body(acc, **_):
+        regs = T.alloc_local(4, "float32", name="regs")
+        T.ptx.tcgen05.ld(regs, T.tmem_addr(acc), num=4)
+
+    assert '"r"(tmem_base) : "memory");' in _tcgen05_kernel(body).source
+
+    def smem_buf(a, **_):
+        T.tmem_addr(a)
+
+    with pytest.raises(IRError, match=r"tmem_addr takes a TMEM buffer, got Buffer\('a'"):
+        _tcgen05_kernel(smem_buf)
+
+
+def test_tmem_base_is_read_once_and_only_after_commit():
+    seen = []
+
+    def body(tmem, base, **_):
+        seen.append(T.tmem_base(tmem) is base)
+
+    _tcgen05_kernel(body)
+    assert seen == [True]
+
+    with pytest.raises(Exception, match=r"TMEM pool 'tmem': commit\(\) it .* before reading"):
+
+        @T.kernel(target="sm_100a", block=128)
+        def k(x: T.Buffer((8,), "float32")):
+            smem = T.SMEMPool()
+            tmem = T.TMEMPool(smem, 32, name="tmem")
+            tmem.alloc((128, 32), "float32", datapath="D", name="acc")
+            smem.commit()
+            T.tmem_base(tmem)
+
+
+def test_the_tmem_protocol_comments_name_the_warps_and_columns():
+    src = _tcgen05_kernel(lambda **_: None).source
+    assert (
+        "// TMEM: warp 0 allocates 32 columns (cta_group::1); the base address lands in "
+        "tmem_addr" in src
+    )
+    assert "// TMEM: publish the base address of tmem to every warp" in src
+    assert "// TMEM: warp 0 gives back 32 columns" in src
+
+
+def test_the_tcgen05_descriptor_needs_a_tcgen05_target():
+    with pytest.raises(TargetError, match=r"tcgen05 shared-memory descriptor does not exist on"):
+
+        @T.kernel(target="sm_90a", block=128)
+        def k(x: T.Buffer((8,), "float32")):
+            smem = T.SMEMPool()
+            a = smem.alloc_mma((128, 64), "bfloat16", "128B", name="a")
+            smem.commit()
+            T.ptx.tcgen05.desc(a, 0, 0)
+
+
+def test_a_col_only_moves_an_a_operand_in_tmem():
+    def body(a, acc, **_):
+        d = T.ptx.tcgen05.desc(a, 0, 0)
+        T.ptx.tcgen05.mma(acc, d, d, 0, a_col=4)
+
+    with pytest.raises(IRError, match=r"a_col offsets an A operand in TMEM"):
+        _tcgen05_kernel(body)
+
+
+def test_mma_operands_accumulate_by_default():
+    # enable_input_d defaults to 1 (D = A B + D), as the PTX predicate p = (1 != 0)
+    def body(a, acc, **_):
+        d = T.ptx.tcgen05.desc(a, 0, 0)
+        T.ptx.tcgen05.mma_block_scale(acc, d, d, 0, acc, acc, kind="mxf8f6f4", scale_vec=1)
+
+    src = _tcgen05_kernel(body).source
+    assert "block_scale.scale_vec::1X [%0], %1, %2, %3, [%4], [%5], p;" in src
+    assert '"r"((int32_t)(1)) : "memory");' in src
+
+
+def test_tcgen05_cp_takes_its_shapes_only():
+    def body(a, acc, **_):
+        T.ptx.tcgen05.cp(acc, T.ptx.tcgen05.desc(a, 0, 0), shape="16x256b")
+
+    with pytest.raises(IRError, match=r"tcgen05.cp shape must be one of 128x256b, 4x256b"):
+        _tcgen05_kernel(body)
+
+
+def test_wgmma_accumulates_by_default():
+    # scale-d defaults to 1: the predicate p = (1 != 0) keeps D = A B + D
+    assert '"r"((int32_t)(1)) : "memory");' in _wgmma_kernel(64).source
