@@ -9,6 +9,8 @@ y, then z) and PTX ISA 9.0 (sections cited per test), worked out with numpy in t
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -194,3 +196,68 @@ def test_integer_wgmma_with_scale_d_adds(scale_d):
     got = simulate(smem, a_desc, b_desc, 16, "int8", acc_type="int32", init=init, scale_d=scale_d)
     for warp, regs in enumerate(got):
         np.testing.assert_array_equal(regs, fragment_of(d, warp, 16))
+
+
+def _tmem_moves(lane_offset: int = 0):
+    """Each warp, in its lane quarter (PTX ISA "tcgen05.ld": warp w reaches lanes 32 (w % 4)
+    .. + 31), stores (t, 1000 + t) to columns 4-5 with .x2, then 2000 + t to column 5 with .x1
+    from a 2-register array, loads column 5 with .x1 into a 2-register array holding 7, and
+    columns 4-5 with .x2."""
+
+    @T.kernel(target="sm_100a", grid=1, block=128)
+    def k(out: T.Buffer((128, 4), "float32")):
+        smem = T.SMEMPool(name="smem")
+        tmem = T.TMEMPool(smem, 32, name="tmem")
+        acc = tmem.alloc((128, 32), "float32", datapath="D", name="acc")
+        smem.commit()
+        tmem.commit()
+        T.tmem_base(tmem)
+        t = T.thread_id()
+        lane = (T.warp_id() % 4) * 32 + lane_offset
+        regs = T.alloc_local(2, "float32", name="regs")
+        regs[0] = T.cast(t, "float32")
+        regs[1] = T.cast(t + 1000, "float32")
+        T.ptx.tcgen05.st(T.tmem_addr(acc, lane=lane, col=4), regs, num=2)  # @x2-st
+        T.ptx.tcgen05.wait_st()
+        regs[0] = T.cast(t + 2000, "float32")
+        regs[1] = T.cast(t + 3000, "float32")
+        T.ptx.tcgen05.st(T.tmem_addr(acc, lane=lane, col=5), regs, num=1)
+        T.ptx.tcgen05.wait_st()
+        regs[0] = 7.0
+        regs[1] = 7.0
+        T.ptx.tcgen05.ld(regs, T.tmem_addr(acc, lane=lane, col=5), num=1)
+        T.ptx.tcgen05.wait_ld()
+        out[t, 0] = regs[0]
+        out[t, 1] = regs[1]
+        T.ptx.tcgen05.ld(regs, T.tmem_addr(acc, lane=lane, col=4), num=2)
+        T.ptx.tcgen05.wait_ld()
+        out[t, 2] = regs[0]
+        out[t, 3] = regs[1]
+        T.ptx.tcgen05.fence_before_thread_sync()
+        T.cuda.syncthreads()
+        tmem.dealloc()
+
+    return k
+
+
+def test_tcgen05_ld_and_st_move_num_columns_only():
+    out = np.zeros((128, 4), np.float32)
+    result = sim.run(_tmem_moves(), out)
+    assert result.ok, result.hazards
+    t = np.arange(128)
+    # .x1 at column 5 wrote 2000 + t and read it back into register 0 only (register 1 keeps
+    # 7); column 4 still holds t, column 5 the .x1 store's 2000 + t (not 3000 + t)
+    np.testing.assert_array_equal(out, np.stack([t + 2000, 0 * t + 7, t, t + 2000], axis=1))
+
+
+def test_tcgen05_st_one_lane_past_the_quarter_is_out_of_bounds():
+    # lanes 32 w + 1 .. 32 w + 32: lane 32 (w + 1) is the next warp's quarter
+    result = sim.run(_tmem_moves(lane_offset=1), np.zeros((128, 4), np.float32))
+    assert result.hazards
+    for h in result.hazards:
+        assert h.kind == "out-of-bounds" and h.space == "tmem"
+        m = re.search(r"at TMEM lane (\d+): warp (\d) reaches only lanes (\d+)-(\d+)", h.message)
+        assert m is not None, h.message
+        lane, warp, lo, hi = (int(g) for g in m.groups())
+        assert (lane, lo, hi) == (32 * warp + 1, 32 * warp, 32 * warp + 31)
+        assert h.where == f"lanes {lane}-{lane + 31}"
