@@ -1,16 +1,27 @@
-"""tcgen05.cp's multicast shapes in the simulator (tilemem.ir.intrinsics.tcgen05), expected
-values by hand from PTX ISA 9.0 "tcgen05.cp" (.64x128b with .warpx2::02_13 copies rows 0-31
-into the lane quarters of warps 0 and 2 and rows 32-63 into those of warps 1 and 3;
-.warpx2::01_23 rows 0-31 into warps 0 and 1, rows 32-63 into warps 2 and 3)."""
+"""tcgen05 semantics in the simulator (tilemem.ir.intrinsics.tcgen05) that the other tcgen05
+tests leave out: tcgen05.cp's warpx2 multicasts, e2m1 operands of kind::f8f6f4, f16 and s32
+accumulators added to prior values.
+
+Expected values by hand from PTX ISA 9.0: "tcgen05.cp" (.64x128b with .warpx2::02_13 copies
+rows 0-31 into the lane quarters of warps 0 and 2 and rows 32-63 into those of warps 1 and 3;
+.warpx2::01_23 rows 0-31 into warps 0 and 1, rows 32-63 into warps 2 and 3), "tcgen05.mma"
+(kind::f8f6f4 keeps each fp4/fp6 element in its own byte; D = A B^T + D with enable_input_d)
+and "Data path layout organization" (M = 128: row r in lane r, column c in column d + c; an
+f16 accumulator in the low half of its 32-bit cell), with numpy and ml_dtypes."""
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import pytest
 
-from tilemem.ir.intrinsics.tcgen05 import _sim_cp
+from tilemem.ir.intrinsics.tcgen05 import _sim_cp, _sim_mma
+from tilemem.ir.nodes import UINT32, Const
+from tilemem.layout.operand import instr_descriptor
 
-from .hwfake import FakeContext, run
+from .hwfake import FakeContext, place, run
+
+A_BASE, B_BASE, D_COL = 0x2000, 0xA000, 64
 
 # lane quarters that rows 0-31 and rows 32-63 land in
 QUARTERS = {"warpx2::02_13": ((0, 2), (1, 3)), "warpx2::01_23": ((0, 1), (2, 3))}
@@ -47,3 +58,73 @@ def test_cp_64x128b_warpx2_sends_each_half_to_its_quarters(multicast):
                 ctx.tmem[32 * q : 32 * q + 32, 200:204], words[32 * half : 32 * half + 32]
             )
     assert not ctx.tmem[:, :200].any() and not ctx.tmem[:, 204:].any()
+
+
+def _mma(ctx, a_desc, b_desc, idesc, kind, accumulate):
+    run(
+        _sim_mma,
+        ctx,
+        "ptx.tcgen05.mma",
+        (None, None, None, Const(idesc, UINT32), None),
+        [D_COL, a_desc, b_desc, idesc, accumulate],
+        cta_group=1,
+        a_tmem=False,
+        kind=kind,
+    )
+    ctx.complete_all()
+
+
+def test_e2m1_operands_of_kind_f8f6f4_sit_one_per_byte():
+    """kind::f8f6f4 (K = 32) with e2m1 A and B: each element in the low four bits of its own
+    byte (not packed two per byte as for kind::mxf4). Values: ml_dtypes' decoding of random
+    codes; every product and sum is exact in fp32 (multiples of 1/4 below 2^10)."""
+    rng = np.random.default_rng(12)
+
+    def codes(shape):
+        bits = rng.integers(0, 16, shape).astype(np.uint8)
+        return bits.view(ml_dtypes.float4_e2m1fn).astype(np.float32)
+
+    a, b = codes((128, 32)), codes((64, 32))
+    ctx = FakeContext(warp=1)
+    fmt = "float4_e2m1fn"
+    a_desc = place(ctx.smem, A_BASE, a, "float8_e4m3fn", "128B", "K", "sm_100a", fmt=fmt)
+    b_desc = place(ctx.smem, B_BASE, b, "float8_e4m3fn", "128B", "K", "sm_100a", fmt=fmt)
+    assert ctx.smem[A_BASE : A_BASE + 4096].max() < 16  # four bits in each byte
+    _mma(ctx, a_desc, b_desc, instr_descriptor("f8f6f4", 128, 64, fmt, fmt), "f8f6f4", 0)
+    want = a.astype(np.float64) @ b.astype(np.float64).T
+    np.testing.assert_array_equal(ctx.tmem[:128, D_COL : D_COL + 64].view(np.float32), want)
+
+
+def test_an_f16_accumulator_adds_to_the_low_half_of_its_cells():
+    """f16 x f16 -> f16, enable_input_d = 1: D = A B^T + D with D's old f16 bits in the low
+    half of each cell (the high half holds 0xABCD, which must not leak in) and the new f16
+    bits written back with a zero high half. Small integers: every value is exact in f16."""
+    rng = np.random.default_rng(13)
+    a = rng.integers(-3, 4, (128, 16)).astype(np.float32)
+    b = rng.integers(-3, 4, (32, 16)).astype(np.float32)
+    init = rng.integers(-50, 50, (128, 32)).astype(np.float32)
+    ctx = FakeContext(warp=1)
+    a_desc = place(ctx.smem, A_BASE, a, "float16", "128B", "K", "sm_100a")
+    b_desc = place(ctx.smem, B_BASE, b, "float16", "128B", "K", "sm_100a")
+    old = init.astype(np.float16).view(np.uint16).astype(np.uint32) | np.uint32(0xABCD0000)
+    ctx.tmem[:128, D_COL : D_COL + 32] = old
+    idesc = instr_descriptor("f16", 128, 32, "float16", "float16", "float16")
+    _mma(ctx, a_desc, b_desc, idesc, "f16", 1)
+    want = (init + a @ b.T).astype(np.float16).view(np.uint16).astype(np.uint32)
+    np.testing.assert_array_equal(ctx.tmem[:128, D_COL : D_COL + 32], want)
+
+
+def test_an_s32_accumulator_adds_signed_values():
+    """s8 x s8 -> s32, enable_input_d = 1, prior D negative and positive: D = A B^T + D in
+    two's complement."""
+    rng = np.random.default_rng(14)
+    a = rng.integers(-128, 128, (128, 32)).astype(np.float32)
+    b = rng.integers(-128, 128, (16, 32)).astype(np.float32)
+    init = rng.integers(-(2**20), 2**20, (128, 16))
+    ctx = FakeContext(warp=1)
+    a_desc = place(ctx.smem, A_BASE, a, "int8", "none", "K", "sm_100a")
+    b_desc = place(ctx.smem, B_BASE, b, "int8", "none", "K", "sm_100a")
+    ctx.tmem[:128, D_COL : D_COL + 16] = init.astype(np.int32).view(np.uint32)
+    _mma(ctx, a_desc, b_desc, instr_descriptor("i8", 128, 16, "int8", "int8", "int32"), "i8", 1)
+    want = init + a.astype(np.int64) @ b.astype(np.int64).T
+    np.testing.assert_array_equal(ctx.tmem[:128, D_COL : D_COL + 16].view(np.int32), want)
