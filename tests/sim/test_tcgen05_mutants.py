@@ -98,11 +98,14 @@ def test_e2m1_operands_of_kind_f8f6f4_sit_one_per_byte():
 def test_an_f16_accumulator_adds_to_the_low_half_of_its_cells():
     """f16 x f16 -> f16, enable_input_d = 1: D = A B^T + D with D's old f16 bits in the low
     half of each cell (the high half holds 0xABCD, which must not leak in) and the new f16
-    bits written back with a zero high half. Small integers: every value is exact in f16."""
+    bits written back with a zero high half. A and B hold small integers; D's old values are
+    in [1, 2) with all 10 mantissa bits random (the lowest one too), so the sums round to f16
+    once, as numpy rounds the exact float32 sum (round to nearest even, "cvt.rn.f16.f32")."""
     rng = np.random.default_rng(13)
     a = rng.integers(-3, 4, (128, 16)).astype(np.float32)
     b = rng.integers(-3, 4, (32, 16)).astype(np.float32)
-    init = rng.integers(-50, 50, (128, 32)).astype(np.float32)
+    sign = rng.choice(np.array([-1.0, 1.0]), (128, 32))
+    init = (sign * rng.integers(1024, 2048, (128, 32)) / 1024).astype(np.float32)
     ctx = FakeContext(warp=1)
     a_desc = place(ctx.smem, A_BASE, a, "float16", "128B", "K", "sm_100a")
     b_desc = place(ctx.smem, B_BASE, b, "float16", "128B", "K", "sm_100a")
