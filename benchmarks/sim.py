@@ -12,6 +12,7 @@ numpy. Inputs are the small ones ``tilemem sim --example`` uses.
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import sys
 import time
@@ -29,9 +30,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     names = args.example or list(EXAMPLES)
     schedules = args.schedule or ["in-order", "adversarial"]
+    load = f"{os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else "unknown"
     print(
         f"# tilemem.sim on {platform.python_implementation()} {platform.python_version()}, "
-        f"{platform.machine()}"
+        f"{platform.machine()}, {os.cpu_count()} CPUs, load average {load}, "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
     )
     print(
         f"{'example':<24} {'schedule':<12} {'seconds':>8} {'instructions':>12} "

@@ -178,24 +178,51 @@ def test_fp6_codes_decode_and_encode_as_ml_dtypes(fmt):
     np.testing.assert_array_equal(float32_to_bits(x, fmt), want)
 
 
+def pack_chunks(smem, start: int, nbytes: int, width: int) -> None:
+    """Repack ``[start, start + nbytes)``, written one code per byte, as kind::f8f6f4 reads
+    fp6 / fp4: in each 16-byte chunk the 16 codes as one little-endian bit string, code j at
+    bit ``width * j``, then zero padding (12 + 4 bytes for fp6, 8 + 8 for fp4). Source: the
+    CUDA driver API's cuTensorMapEncodeTiled, "CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B copies
+    16 x U6 packed values to memory aligned as 16 bytes. There are 4 byte gaps between every
+    12 byte chunk" (16U4_ALIGN16B: 8-byte gaps after 8 bytes); CUTLASS loads f8f6f4 fp6 / fp4
+    operands with exactly those types (cute/arch/copy_sm90_desc.hpp: float_e2m3_unpacksmem_t,
+    float_e3m2_unpacksmem_t, float_e2m1_unpacksmem_t), packed LSB first as its
+    subbyte_reference.h stores sub-byte elements."""
+    for chunk in range(start, start + nbytes, 16):
+        stream = sum(int(c) << (width * j) for j, c in enumerate(smem[chunk : chunk + 16]))
+        smem[chunk : chunk + 16] = list(stream.to_bytes(16, "little"))
+
+
 @pytest.mark.parametrize(
-    "a_fmt, b_fmt", [("float6_e2m3fn", "float6_e3m2fn"), ("float6_e3m2fn", "float8_e4m3fn")]
+    "a_fmt, b_fmt",
+    [
+        ("float6_e2m3fn", "float6_e3m2fn"),
+        ("float6_e3m2fn", "float8_e4m3fn"),
+        ("float4_e2m1fn", "float6_e2m3fn"),
+    ],
 )
-def test_fp6_operands_of_kind_f8f6f4(a_fmt, b_fmt):
-    """kind::f8f6f4 (K = 32) with fp6 operands, one per byte of shared memory in its low six
-    bits. Golden: the values are ml_dtypes' own decoding of random codes of each format."""
+def test_sub_byte_operands_of_kind_f8f6f4(a_fmt, b_fmt):
+    """kind::f8f6f4 (K = 32) with fp6 / fp4 operands packed 16 to a 16-byte chunk (see
+    pack_chunks). Golden: the values are ml_dtypes' own decoding of random codes of each
+    format, multiplied in float64."""
     rng = np.random.default_rng(6)
+    width = {"float6_e2m3fn": 6, "float6_e3m2fn": 6, "float4_e2m1fn": 4, "float8_e4m3fn": 8}
 
     def codes(fmt, shape):
-        top = {"float6_e2m3fn": 64, "float6_e3m2fn": 64, "float8_e4m3fn": 0x70}[fmt]
-        bits = rng.integers(0, top, shape).astype(np.uint8)  # (e4m3: finite, |x| <= 240)
+        top = {"float8_e4m3fn": 0x70}.get(fmt, 1 << width[fmt])  # (e4m3: finite, |x| <= 240)
+        bits = rng.integers(0, top, shape).astype(np.uint8)
         return bits.view(getattr(ml_dtypes, fmt)).astype(np.float32)
 
     a, b = codes(a_fmt, (128, 32)), codes(b_fmt, (64, 32))
     ctx = FakeContext(warp=1)
-    a_desc = place(ctx.smem, A_BASE, a, "float8_e4m3fn", "128B", "K", "sm_100a", fmt=a_fmt)
-    b_desc = place(ctx.smem, B_BASE, b, "float8_e4m3fn", "128B", "K", "sm_100a", fmt=b_fmt)
-    assert ctx.smem[A_BASE : A_BASE + 4096].max() < 64  # six bits in each byte
+    for base, x, fmt in ((A_BASE, a, a_fmt), (B_BASE, b, b_fmt)):
+        desc = place(ctx.smem, base, x, "float8_e4m3fn", "128B", "K", "sm_100a", fmt=fmt)
+        if width[fmt] < 8:  # 128 rows x 128 bytes (32 codes padded to the 128-byte row)
+            pack_chunks(ctx.smem, base, x.shape[0] * 128, width[fmt])
+        if base == A_BASE:
+            a_desc = desc
+        else:
+            b_desc = desc
     idesc = instr_descriptor("f8f6f4", 128, 64, a_fmt, b_fmt)
     mma(ctx, a_desc, b_desc, idesc, 0, "f8f6f4")
     want = a.astype(np.float64) @ b.astype(np.float64).T  # every product exact in fp32
@@ -399,3 +426,18 @@ def test_a_descriptor_without_the_version_bits_is_refused():
     idesc = instr_descriptor("f16", 128, 16, "bfloat16", "bfloat16")
     with pytest.raises(SimError, match="version bits 46-48"):
         mma(ctx, a_desc & ~(7 << 46), b_desc, idesc, 0)
+
+
+def test_lbo_mode_1_and_the_sparsity_bit_are_refused_with_the_reason():
+    """What the simulator cannot check against a source it refuses: LBO mode 1 (descriptor
+    bit 52, PTX ISA "Shared Memory Descriptor": an absolute leading-dimension address, on
+    sm_103a) and a dense tcgen05.mma whose instruction descriptor sets the sparsity bit 2."""
+    rng = np.random.default_rng(9)
+    ctx = FakeContext(warp=1)
+    a_desc = place(ctx.smem, A_BASE, ints(rng, (128, 16)), "bfloat16", "128B", "K", "sm_100a")
+    b_desc = place(ctx.smem, B_BASE, ints(rng, (16, 16)), "bfloat16", "128B", "K", "sm_100a")
+    idesc = instr_descriptor("f16", 128, 16, "bfloat16", "bfloat16")
+    with pytest.raises(SimError, match=r"LBO mode 1 \(bit 52.*clear bit 52"):
+        mma(ctx, a_desc | (1 << 52), b_desc, idesc, 0)
+    with pytest.raises(SimError, match=r"sparsity bit \(2\) set.*no \.sp"):
+        mma(ctx, a_desc, b_desc, idesc | (1 << 2), 0)

@@ -265,10 +265,13 @@ _DENSE_KINDS = ("f16", "tf32", "f8f6f4", "i8")
 
 # -- MMA semantics ---------------------------------------------------------------------------
 
-# container bits of each operand format in shared memory per kind: kind::f8f6f4 (and
-# mxf8f6f4) keep fp4 and fp6 one per byte, in its low bits; the mx fp4 kinds pack two per byte
+# container bits of each operand format in shared memory per kind: the mx fp4 kinds pack two
+# e2m1 per byte; kind::f8f6f4 / mxf8f6f4 give every element 8 bits of the layout (16 per
+# 16-byte chunk) and pack fp6 and fp4 inside each chunk (_chunk_packed_values)
 _OPERAND_BITS = {"bfloat16": 16, "float16": 16, "tf32": 32}
 _PACKED_FP4_KINDS = ("mxf4", "mxf4nvf4")
+_CHUNK_PACKED_KINDS = ("f8f6f4", "mxf8f6f4")
+_CHUNK_PACKED_BITS = {"float6_e2m3fn": 6, "float6_e3m2fn": 6, "float4_e2m1fn": 4}
 
 
 def _operand_bits(fmt: str, kind: str) -> int:
@@ -277,9 +280,34 @@ def _operand_bits(fmt: str, kind: str) -> int:
     return _OPERAND_BITS.get(fmt, 8)
 
 
+def _chunk_packed_values(read, d, rows: int, cols: int, fmt: str, width: int, major: str):
+    """fp6 / fp4 operands of kind::f8f6f4: each 16-byte chunk of the 8-bit layout holds its
+    16 elements packed from the chunk's first bit, element j at bits ``[width j, width j +
+    width)`` (little-endian), then padding: 12 bytes + 4 for fp6, 8 + 8 for fp4. It is what
+    TMA writes for CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B / 16U4_ALIGN16B (CUDA driver API,
+    cuTensorMapEncodeTiled), the types CUTLASS loads these MMA operands with
+    (``float_e2m3_unpacksmem_t`` and friends, cute/arch/copy_sm90_desc.hpp). Padding bytes
+    are never read."""
+    addrs = operand_addresses(d, rows, cols, 8, major)  # the chunk of element j starts at -j
+    j = np.arange(cols) % 16
+    first = addrs - j[None, :] + (width * j // 8)[None, :]
+    shift = (width * j % 8).astype(np.uint32)
+    word = read(first, 1)[..., 0].astype(np.uint32)
+    spill = shift + width > 8  # elements that reach into the next byte
+    if spill.any():
+        word[:, spill] |= read(first[:, spill] + 1, 1)[..., 0].astype(np.uint32) << 8
+    return bits_to_float32((word >> shift[None, :]) & np.uint32((1 << width) - 1), fmt)
+
+
 def _checked_descriptor(desc: int):
     """The decoded descriptor; one the hardware would reject (version bits 46-48 not 0b001)
-    or that tilemem does not model (LBO mode 1, absolute) is a SimError."""
+    or that tilemem does not model (LBO mode 1) is a SimError.
+
+    LBO mode 1 (bit 52) makes bits 16-29 a leading-dimension byte *address* instead of an
+    offset; the PTX ISA ("Shared memory descriptor") allows it on sm_103a only and says no
+    more; the other descriptions found (Mojo's MMASmemDescriptor: "only used for 48B K
+    tile") do not say how the hardware walks a K tile with it, and CuTe only names the bit
+    (``lbo_mode_``), so there is nothing to check a model against."""
     d = decode_tcgen05_descriptor(desc)
     if d.version != 1:
         raise SimError(
@@ -287,7 +315,11 @@ def _checked_descriptor(desc: int):
             "must be 0b001 (T.ptx.tcgen05.desc sets them)"
         )
     if d.lbo_mode:
-        raise SimError(f"tcgen05 descriptor {desc:#018x}: LBO mode 1 is not simulated")
+        raise SimError(
+            f"tcgen05 descriptor {desc:#018x}: LBO mode 1 (bit 52, the leading dimension as an "
+            "absolute byte address, sm_103a) is not simulated: no source says how the hardware "
+            "walks a K tile with it; clear bit 52 and give LBO as an offset"
+        )
     return d
 
 
@@ -302,25 +334,36 @@ def _smem_operand(actx, desc: int, mn: int, k: int, fmt: str, kind: str, major: 
         )
 
     d = _checked_descriptor(desc)
+    width = _CHUNK_PACKED_BITS.get(fmt) if kind in _CHUNK_PACKED_KINDS else None
+    if width is not None:
+        if major == "K":
+            return _chunk_packed_values(read, d, mn, k, fmt, width, "K")
+        return _chunk_packed_values(read, d, k, mn, fmt, width, "MN").T
     bits = _operand_bits(fmt, kind)
     if major == "K":
         return operand_values(read, d, mn, k, fmt, bits, "K")
     return operand_values(read, d, k, mn, fmt, bits, "MN").T
 
 
-def _tmem_operand_a(actx, taddr: int, m: int, k: int, fmt: str) -> np.ndarray:
-    """A (M x K) kept in TMEM: row r in lane r, K packed into 32-bit columns, low bits first
-    (two 16-bit values per column: CuTe's ``tmem_frg`` of a 16-bit A)."""
-    if m != 128:
-        raise SimError(f"tcgen05.mma with A in TMEM is simulated for M=128, got M={m}")
+def _tmem_operand_a(actx, taddr: int, d_lanes: np.ndarray, k: int, fmt: str, extra: dict):
+    """A kept in TMEM, read where the hardware reads it: the A row that D cell (r, c) takes
+    lives in the same lane as that cell (CuTe's "DP-address equivalence in TMEM-A and TMEM-C"
+    of its ``SM100_MMA_*_TS`` atoms, whose ``tmem_frg`` lays A out as D: M=128 row r in lane
+    r, M=64 16 rows per lane quarter, cta_group::2 M=128 each CTA's 64 rows twice, in lanes
+    0-63 and again in 64-127 for N's right half, the ``Duplicated`` allocation). ``d_lanes``
+    (rows, N) are D's lanes relative to its address; K is packed into 32-bit columns from
+    ``taddr``'s, low bits first (two 16-bit values per column). Returns the A rows of the
+    lanes used (L x K) and, per D cell, the index of its row among them."""
+    used, index = np.unique(d_lanes, return_inverse=True)
     bits = _operand_bits(fmt, "f16")
     per = 32 // bits
     kk = np.arange(k)
-    lanes = (taddr >> 16) + np.arange(m)[:, None]
+    lanes = (taddr >> 16) + used[:, None]
     cols = (taddr & 0xFFFF) + (kk // per)[None, :]
-    cells = actx.tmem_read(lanes, cols).astype(np.uint32)
+    cells = actx.tmem_read(lanes, cols, **extra).astype(np.uint32)
     shift = ((kk % per) * bits).astype(np.uint32)[None, :]
-    return bits_to_float32((cells >> shift) & np.uint32((1 << bits) - 1), fmt)
+    rows = bits_to_float32((cells >> shift) & np.uint32((1 << bits) - 1), fmt)
+    return rows, index.reshape(d_lanes.shape)
 
 
 def _d_bits(values: np.ndarray, d_fmt: str) -> np.ndarray:
@@ -356,26 +399,40 @@ def _scales(
     return bits_to_float32(codes.astype(np.uint8), sf_fmt or "ue4m3").astype(np.float64)
 
 
+def _issuing_pair(ctx, cta_group: int, what: str) -> tuple | None:
+    """The cluster ranks an operation of ``cta_group`` acts on: ``(None,)`` (this CTA) for
+    cta_group::1, the pair ``(rank, rank + 1)`` for cta_group::2 issued by the even CTA; None
+    (after reporting it) when the odd CTA issues."""
+    if cta_group == 1:
+        return (None,)
+    if ctx.rank % 2:
+        ctx.hazard(
+            "tmem-protocol",
+            f"{what}.cta_group::2 issued by the odd CTA (rank {ctx.rank}) of its pair; the "
+            "even CTA issues for both",
+        )
+        return None
+    return (ctx.rank, ctx.rank + 1)
+
+
 def _sim_mma_common(ctx, call, scale_vec: int | None) -> None:
     d_addr, a_arg, b_desc = ctx.uniform(0), ctx.uniform(1), ctx.uniform(2)
     kind, cta_group = call.attr("kind"), call.attr("cta_group")
-    idesc = decode_instr_descriptor(int(call.args[3].value), kind)
+    idesc_value = int(call.args[3].value)
+    idesc = decode_instr_descriptor(idesc_value, kind)
     enable_input = ctx.uniform(len(call.args) - 1) != 0
     sf_addrs = (ctx.uniform(4), ctx.uniform(5)) if scale_vec else None
     k = MMA_K[kind]
     a_in_tmem = bool(call.attr("a_tmem"))
-    if a_in_tmem and cta_group == 2:
-        raise SimError("tcgen05.mma.cta_group::2 with A in TMEM is not simulated")
-    if idesc.sparse:
-        raise SimError("sparse tcgen05.mma is not simulated")
-    if cta_group == 2 and ctx.rank % 2:
-        ctx.hazard(
-            "tmem-protocol",
-            f"tcgen05.mma.cta_group::2 issued by the odd CTA (rank {ctx.rank}) of its pair; the "
-            "even CTA issues for both",
+    if idesc.sparse:  # the IR emits no tcgen05.mma.sp (it has no metadata operand)
+        raise SimError(
+            f"tcgen05.mma instruction descriptor {idesc_value:#010x} has the sparsity bit (2) set, "
+            "but the instruction is the dense tcgen05.mma (no .sp, no metadata operand); "
+            "tilemem emits no sparse MMA and the simulator does not model one"
         )
+    pair = _issuing_pair(ctx, cta_group, "tcgen05.mma")
+    if pair is None:
         return
-    pair = (ctx.rank, ctx.rank + 1) if cta_group == 2 else (None,)
     m_cta, n_cta = idesc.m // cta_group, idesc.n // cta_group
 
     def complete(actx) -> None:
@@ -391,12 +448,13 @@ def _sim_mma_common(ctx, call, scale_vec: int | None) -> None:
             per = scale_vec or 1
             sfb = _scales(actx, sf_addrs[1], idesc.n, idesc.scale_format, per, idesc.sfb_id, {})
             b = b * np.repeat(sfb, k // per, axis=1)
-        lanes, cols = mma_result_cells(idesc.m, idesc.n, cta_group)
-        lanes, cols = lanes + (d_addr >> 16), cols + (d_addr & 0xFFFF)
+        rel_lanes, rel_cols = mma_result_cells(idesc.m, idesc.n, cta_group)
+        lanes, cols = rel_lanes + (d_addr >> 16), rel_cols + (d_addr & 0xFFFF)
+        integer = idesc.d == "int32"
         for rank in pair:
             extra = {} if rank is None else {"rank": rank}  # the pair's CTA receiving D
             if a_in_tmem:
-                a = _tmem_operand_a(actx, a_arg, m_cta, k, idesc.a)
+                a, row_of = _tmem_operand_a(actx, a_arg, rel_lanes, k, idesc.a, extra)
             else:
                 a = _smem_operand(actx, a_arg, m_cta, k, idesc.a, kind, idesc.a_major, rank)
             a = a.astype(np.float64)
@@ -408,8 +466,9 @@ def _sim_mma_common(ctx, call, scale_vec: int | None) -> None:
                     actx, sf_addrs[0], m_cta, idesc.scale_format, per, idesc.sfa_id, extra
                 )
                 a = a * np.repeat(sfa, k // per, axis=1)
-            integer = idesc.d == "int32"
             prod = a.astype(np.int64) @ b.astype(np.int64).T if integer else a @ b.T
+            if a_in_tmem:  # each D cell from the A row of its own lane
+                prod = prod[row_of, np.arange(idesc.n)[None, :]]
             if enable_input:
                 prod = prod + _d_values(actx.tmem_read(lanes, cols, **extra), idesc.d)
             actx.tmem_write(lanes, cols, _d_bits(prod, idesc.d), **extra)
@@ -572,40 +631,57 @@ _CP_SHAPES = {
 }
 
 
-# lane quarters each 32-row block of a multicast copy lands in (PTX ISA "tcgen05.cp")
-_CP_QUARTERS = {
-    "warpx4": ((0, 1, 2, 3),),
-    "warpx2::02_13": ((0, 2), (1, 3)),
-    "warpx2::01_23": ((0, 1), (2, 3)),
-}
+def _cp_lanes(shape: str, multicast: str) -> np.ndarray:
+    """TMEM lanes (relative to the address's lane) that each source row of a ``tcgen05.cp``
+    lands in: ``(rows, copies)`` (PTX ISA 9.0, "tcgen05.cp", and CuTe's ``SM100_UTCCP_*``
+    copy traits).
+
+    ``128x256b`` / ``128x128b``: row r to lane r. ``4x256b``: row i to lane 32 i (one lane in
+    each quarter). ``32x128b.warpx4``: row r to lane r of every quarter, 32 q + r.
+    ``64x128b.warpx2::02_13``: row r to lanes r and r + 64 (rows 0-31 in quarters 0 and 2,
+    32-63 in 1 and 3). ``64x128b.warpx2::01_23``: row r to 64 (r // 32) + r % 32 and 32
+    lanes further (rows 0-31 in quarters 0 and 1, 32-63 in 2 and 3).
+    """
+    rows = int(shape.split("x")[0])
+    r = np.arange(rows)[:, None]
+    if shape == "4x256b":
+        return 32 * r
+    if multicast == "warpx4":
+        return r + 32 * np.arange(4)[None, :]
+    if multicast == "warpx2::02_13":
+        return r + 64 * np.arange(2)[None, :]
+    if multicast == "warpx2::01_23":
+        return 64 * (r // 32) + r % 32 + 32 * np.arange(2)[None, :]
+    return r
 
 
 def _sim_cp(ctx, call) -> None:
-    """Copy a rows x bits matrix from shared memory (through its descriptor, K-major: each row
-    ``bits / 8`` bytes) into TMEM: row r to lane r from the address's lane, its bytes to 32-bit
-    columns from the address's column, low byte first. ``32x128b.warpx4`` copies the 32 rows
-    into every lane quarter, ``64x128b.warpx2::02_13`` rows 0-31 into quarters 0 and 2 and
-    rows 32-63 into 1 and 3 (``::01_23``: 0, 1 and 2, 3)."""
+    """Copy a rows x bits matrix from shared memory (through its descriptor, K-major: row r
+    of the core-matrix layout, its 16-byte chunks ``LBO`` apart; ``4x256b`` reads the first
+    4 rows of one) into TMEM: each row to the lanes :func:`_cp_lanes` gives (from the
+    address's lane), its bytes to 32-bit columns from the address's column, low byte
+    first. ``cta_group::2``: the even CTA of the pair issues, and each CTA of the pair copies
+    from its own shared memory (same descriptor) into its own TMEM (CuTe's ``_2cta`` UTCCP
+    atoms: the same source and destination layout for both peers)."""
     taddr, s_desc = ctx.uniform(0), ctx.uniform(1)
     shape, multicast = call.attr("shape"), call.attr("multicast")
     rows, row_bits = (int(x) for x in shape.rstrip("b").split("x"))
-    if rows % 8:
-        raise SimError(f"tcgen05.cp .{shape} is not simulated (rows must be a multiple of 8)")
-    lane0, col0 = taddr >> 16, taddr & 0xFFFF
+    lanes = (taddr >> 16) + _cp_lanes(shape, multicast)
+    col0 = taddr & 0xFFFF
+    ranks = _issuing_pair(ctx, call.attr("cta_group"), "tcgen05.cp")
+    if ranks is None:
+        return
 
     def complete(actx) -> None:
-        addrs = operand_addresses(_checked_descriptor(s_desc), rows, row_bits // 8, 8)
-        raw = actx.smem_read(addrs, 1)[..., 0].astype(np.uint32)  # (rows, bytes)
-        cells = raw.reshape(rows, -1, 4) << (8 * np.arange(4, dtype=np.uint32))
-        words = np.bitwise_or.reduce(cells, axis=2)  # (rows, columns)
-        cols = col0 + np.arange(words.shape[1])[None, :]
-        if not multicast:
-            actx.tmem_write(lane0 + np.arange(rows)[:, None], cols, words)
-            return
-        for block, quarters in enumerate(_CP_QUARTERS[multicast]):
-            part = words[32 * block : 32 * block + 32]
-            for q in quarters:
-                actx.tmem_write(lane0 + 32 * q + np.arange(32)[:, None], cols, part)
+        addrs = operand_addresses(_checked_descriptor(s_desc), max(rows, 8), row_bits // 8, 8)
+        for rank in ranks:
+            extra = {} if rank is None else {"rank": rank}
+            raw = actx.smem_read(addrs[:rows], 1, **extra)[..., 0].astype(np.uint32)
+            cells = raw.reshape(rows, -1, 4) << (8 * np.arange(4, dtype=np.uint32))
+            words = np.bitwise_or.reduce(cells, axis=2)  # (rows, columns)
+            cols = col0 + np.arange(words.shape[1])[None, :]
+            for copy in range(lanes.shape[1]):
+                actx.tmem_write(lanes[:, copy : copy + 1], cols, words, **extra)
 
     ctx.issue("tcgen05", complete, f"tcgen05.cp.{shape}")
 
