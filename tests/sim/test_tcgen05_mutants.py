@@ -1,17 +1,16 @@
 """tcgen05 semantics in the simulator (tilemem.ir.intrinsics.tcgen05) that the other tcgen05
-tests leave out: tcgen05.cp's warpx2 multicasts, e2m1 operands of kind::f8f6f4, f16 and s32
-accumulators added to prior values.
+tests leave out: tcgen05.cp's warpx2 multicasts, f16 and s32 accumulators added to prior
+values.
 
 Expected values by hand from PTX ISA 9.0: "tcgen05.cp" (.64x128b with .warpx2::02_13 copies
 rows 0-31 into the lane quarters of warps 0 and 2 and rows 32-63 into those of warps 1 and 3;
 .warpx2::01_23 rows 0-31 into warps 0 and 1, rows 32-63 into warps 2 and 3), "tcgen05.mma"
-(kind::f8f6f4 keeps each fp4/fp6 element in its own byte; D = A B^T + D with enable_input_d)
+(D = A B^T + D with enable_input_d)
 and "Data path layout organization" (M = 128: row r in lane r, column c in column d + c; an
 f16 accumulator in the low half of its 32-bit cell), with numpy and ml_dtypes."""
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 import pytest
 
@@ -72,27 +71,6 @@ def _mma(ctx, a_desc, b_desc, idesc, kind, accumulate):
         kind=kind,
     )
     ctx.complete_all()
-
-
-def test_e2m1_operands_of_kind_f8f6f4_sit_one_per_byte():
-    """kind::f8f6f4 (K = 32) with e2m1 A and B: each element in the low four bits of its own
-    byte (not packed two per byte as for kind::mxf4). Values: ml_dtypes' decoding of random
-    codes; every product and sum is exact in fp32 (multiples of 1/4 below 2^10)."""
-    rng = np.random.default_rng(12)
-
-    def codes(shape):
-        bits = rng.integers(0, 16, shape).astype(np.uint8)
-        return bits.view(ml_dtypes.float4_e2m1fn).astype(np.float32)
-
-    a, b = codes((128, 32)), codes((64, 32))
-    ctx = FakeContext(warp=1)
-    fmt = "float4_e2m1fn"
-    a_desc = place(ctx.smem, A_BASE, a, "float8_e4m3fn", "128B", "K", "sm_100a", fmt=fmt)
-    b_desc = place(ctx.smem, B_BASE, b, "float8_e4m3fn", "128B", "K", "sm_100a", fmt=fmt)
-    assert ctx.smem[A_BASE : A_BASE + 4096].max() < 16  # four bits in each byte
-    _mma(ctx, a_desc, b_desc, instr_descriptor("f8f6f4", 128, 64, fmt, fmt), "f8f6f4", 0)
-    want = a.astype(np.float64) @ b.astype(np.float64).T
-    np.testing.assert_array_equal(ctx.tmem[:128, D_COL : D_COL + 64].view(np.float32), want)
 
 
 def test_an_f16_accumulator_adds_to_the_low_half_of_its_cells():
