@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tilemem.ir.intrinsics.tcgen05 import _sim_cp, _sim_mma
+from tilemem.dtype import float32_to_bits
+from tilemem.ir.intrinsics.tcgen05 import _sim_cp, _sim_mma, _sim_mma_block_scale
 from tilemem.ir.nodes import UINT32, Const
 from tilemem.layout.operand import instr_descriptor
 
@@ -109,3 +110,56 @@ def test_an_s32_accumulator_adds_signed_values():
     _mma(ctx, a_desc, b_desc, instr_descriptor("i8", 128, 16, "int8", "int8", "int32"), "i8", 1)
     want = init + a.astype(np.int64) @ b.astype(np.int64).T
     np.testing.assert_array_equal(ctx.tmem[:128, D_COL : D_COL + 16].view(np.int32), want)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the simulator reads scale-factor bytes (sf_id * scale_vec + j) % 4, so sf_id 2 "
+    "with scale_vec::2X reads bytes 0-1 (as sf_id 0) instead of bytes 2-3",
+)
+def test_scale_factor_id_2_of_scale_vec_2x_reads_bytes_2_and_3():
+    """kind::mxf4nvf4 .scale_vec::2X with UE8M0 factors and sfa_id = sfb_id = 2. The id is the
+    byte slot of the 32-bit TMEM cell where this MMA's factors start (PTX ISA "Instruction
+    descriptor" for the block-scaled kinds: 2X takes ids 0 and 2, 4X only 0; tilemem's
+    instr_descriptor says the same, "which 8-bit slot"), so row r's two factors (one per 32
+    elements of K = 64) are bytes 2 and 3 of cell (lane r, column r // 32). Bytes 0 and 1
+    hold other factors (16) that must not be read."""
+    rng = np.random.default_rng(15)
+    grid = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.5, -1, -2, -6], np.float32)
+    a, b = rng.choice(grid, (128, 64)), rng.choice(grid, (64, 64))
+    sfa = rng.choice(np.array([0.5, 1, 2, 4], np.float32), (128, 2))
+    sfb = rng.choice(np.array([0.25, 1, 2], np.float32), (64, 2))
+    ctx = FakeContext(warp=1)
+    a_desc = place(ctx.smem, A_BASE, a, "float4_e2m1fn", "128B", "K", "sm_100a")
+    b_desc = place(ctx.smem, B_BASE, b, "float4_e2m1fn", "128B", "K", "sm_100a")
+    tmem_bytes = ctx.tmem.view(np.uint8).reshape(128, 512, 4)
+    decoy = float32_to_bits(np.float32(16.0), "ue8m0")
+    for values, col0 in ((sfa, 0), (sfb, 16)):
+        codes = float32_to_bits(values, "ue8m0")
+        for r in range(values.shape[0]):
+            tmem_bytes[r, col0 + r // 32, 0:2] = decoy
+            tmem_bytes[r, col0 + r // 32, 2:4] = codes[r]
+    idesc = instr_descriptor(
+        "mxf4nvf4",
+        128,
+        64,
+        "float4_e2m1fn",
+        "float4_e2m1fn",
+        sf_dtype="float8_e8m0fnu",
+        scale_vec=2,
+        sfa_id=2,
+        sfb_id=2,
+    )
+    run(
+        _sim_mma_block_scale,
+        ctx,
+        "ptx.tcgen05.mma_block_scale",
+        (None, None, None, Const(idesc, UINT32), None, None, None),
+        [D_COL, a_desc, b_desc, idesc, 0, 16, 0],
+        cta_group=1,
+        kind="mxf4nvf4",
+        scale_vec=2,
+    )
+    ctx.complete_all()
+    want = (a * np.repeat(sfa, 32, axis=1)) @ (b * np.repeat(sfb, 32, axis=1)).T
+    np.testing.assert_array_equal(ctx.tmem[:128, D_COL : D_COL + 64].view(np.float32), want)
