@@ -112,6 +112,63 @@ def test_an_s32_accumulator_adds_signed_values():
     np.testing.assert_array_equal(ctx.tmem[:128, D_COL : D_COL + 16].view(np.int32), want)
 
 
+def _block_scaled(scale_vec, sf_dtype, sf_id, n, sfb_col, seed):
+    """kind::mxf4nvf4 (K = 64, packed e2m1) M = 128 x N with factors in TMEM: row r's
+    ``scale_vec`` factors are bytes ``sf_id`` .. ``sf_id + scale_vec - 1`` of the cell (lane
+    r % 128, column col0 + r // 32), A's from column 0, B's from ``sfb_col``; the other bytes
+    hold 16.0. Returns the simulated D and numpy's."""
+    rng = np.random.default_rng(seed)
+    grid = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.5, -1, -2, -6], np.float32)
+    a, b = rng.choice(grid, (128, 64)), rng.choice(grid, (n, 64))
+    sfa = rng.choice(np.array([0.5, 1, 2, 4], np.float32), (128, scale_vec))
+    sfb = rng.choice(np.array([0.25, 1, 2], np.float32), (n, scale_vec))
+    ctx = FakeContext(warp=1)
+    a_desc = place(ctx.smem, A_BASE, a, "float4_e2m1fn", "128B", "K", "sm_100a")
+    b_desc = place(ctx.smem, B_BASE, b, "float4_e2m1fn", "128B", "K", "sm_100a")
+    tmem_bytes = ctx.tmem.view(np.uint8).reshape(128, 512, 4)
+    fmt = {"float8_e8m0fnu": "ue8m0", "float8_e4m3fn": "ue4m3"}[sf_dtype]
+    decoy = float32_to_bits(np.float32(16.0), fmt)
+    for values, col0 in ((sfa, 0), (sfb, sfb_col)):
+        codes = float32_to_bits(values, fmt)
+        for r in range(values.shape[0]):
+            cell = tmem_bytes[r % 128, col0 + r // 32]
+            cell[:] = decoy
+            cell[sf_id : sf_id + scale_vec] = codes[r]
+    idesc = instr_descriptor(
+        "mxf4nvf4",
+        128,
+        n,
+        "float4_e2m1fn",
+        "float4_e2m1fn",
+        sf_dtype=sf_dtype,
+        scale_vec=scale_vec,
+        sfa_id=sf_id,
+        sfb_id=sf_id,
+    )
+    run(
+        _sim_mma_block_scale,
+        ctx,
+        "ptx.tcgen05.mma_block_scale",
+        (None, None, None, Const(idesc, UINT32), None, None, None),
+        [D_COL, a_desc, b_desc, idesc, 0, sfb_col, 0],
+        cta_group=1,
+        kind="mxf4nvf4",
+        scale_vec=scale_vec,
+    )
+    ctx.complete_all()
+    per = 64 // scale_vec
+    want = (a * np.repeat(sfa, per, axis=1)) @ (b * np.repeat(sfb, per, axis=1)).T
+    return ctx.tmem[:128, D_COL : D_COL + n].view(np.float32), want
+
+
+@pytest.mark.parametrize("scale_vec, sf_dtype", [(2, "float8_e8m0fnu"), (4, "float8_e4m3fn")])
+def test_block_scaled_n256_reads_each_row_s_factors(scale_vec, sf_dtype):
+    """N = 256: B's rows 128-255 take their factors from lanes 0-127 again, columns 4-7 of B's
+    factors; B's factors start at the odd column 17. UE8M0 (2X) and UE4M3 (4X) codes."""
+    got, want = _block_scaled(scale_vec, sf_dtype, 0, 256, 17, 16)
+    np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.xfail(
     strict=True,
     reason="the simulator reads scale-factor bytes (sf_id * scale_vec + j) % 4, so sf_id 2 "
@@ -124,42 +181,5 @@ def test_scale_factor_id_2_of_scale_vec_2x_reads_bytes_2_and_3():
     instr_descriptor says the same, "which 8-bit slot"), so row r's two factors (one per 32
     elements of K = 64) are bytes 2 and 3 of cell (lane r, column r // 32). Bytes 0 and 1
     hold other factors (16) that must not be read."""
-    rng = np.random.default_rng(15)
-    grid = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.5, -1, -2, -6], np.float32)
-    a, b = rng.choice(grid, (128, 64)), rng.choice(grid, (64, 64))
-    sfa = rng.choice(np.array([0.5, 1, 2, 4], np.float32), (128, 2))
-    sfb = rng.choice(np.array([0.25, 1, 2], np.float32), (64, 2))
-    ctx = FakeContext(warp=1)
-    a_desc = place(ctx.smem, A_BASE, a, "float4_e2m1fn", "128B", "K", "sm_100a")
-    b_desc = place(ctx.smem, B_BASE, b, "float4_e2m1fn", "128B", "K", "sm_100a")
-    tmem_bytes = ctx.tmem.view(np.uint8).reshape(128, 512, 4)
-    decoy = float32_to_bits(np.float32(16.0), "ue8m0")
-    for values, col0 in ((sfa, 0), (sfb, 16)):
-        codes = float32_to_bits(values, "ue8m0")
-        for r in range(values.shape[0]):
-            tmem_bytes[r, col0 + r // 32, 0:2] = decoy
-            tmem_bytes[r, col0 + r // 32, 2:4] = codes[r]
-    idesc = instr_descriptor(
-        "mxf4nvf4",
-        128,
-        64,
-        "float4_e2m1fn",
-        "float4_e2m1fn",
-        sf_dtype="float8_e8m0fnu",
-        scale_vec=2,
-        sfa_id=2,
-        sfb_id=2,
-    )
-    run(
-        _sim_mma_block_scale,
-        ctx,
-        "ptx.tcgen05.mma_block_scale",
-        (None, None, None, Const(idesc, UINT32), None, None, None),
-        [D_COL, a_desc, b_desc, idesc, 0, 16, 0],
-        cta_group=1,
-        kind="mxf4nvf4",
-        scale_vec=2,
-    )
-    ctx.complete_all()
-    want = (a * np.repeat(sfa, 32, axis=1)) @ (b * np.repeat(sfb, 32, axis=1)).T
-    np.testing.assert_array_equal(ctx.tmem[:128, D_COL : D_COL + 64].view(np.float32), want)
+    got, want = _block_scaled(2, "float8_e8m0fnu", 2, 64, 16, 15)
+    np.testing.assert_array_equal(got, want)
