@@ -116,7 +116,7 @@ def _block_scaled(scale_vec, sf_dtype, sf_id, n, sfb_col, seed):
     """kind::mxf4nvf4 (K = 64, packed e2m1) M = 128 x N with factors in TMEM: row r's
     ``scale_vec`` factors are bytes ``sf_id`` .. ``sf_id + scale_vec - 1`` of the cell (lane
     r % 128, column col0 + r // 32), A's from column 0, B's from ``sfb_col``; the other bytes
-    hold 16.0. Returns the simulated D and numpy's."""
+    hold 16.0. D starts at 1.0 and enable_input_d is 0. Returns the simulated D and numpy's."""
     rng = np.random.default_rng(seed)
     grid = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6, -0.5, -1, -2, -6], np.float32)
     a, b = rng.choice(grid, (128, 64)), rng.choice(grid, (n, 64))
@@ -134,6 +134,7 @@ def _block_scaled(scale_vec, sf_dtype, sf_id, n, sfb_col, seed):
             cell = tmem_bytes[r % 128, col0 + r // 32]
             cell[:] = decoy
             cell[sf_id : sf_id + scale_vec] = codes[r]
+    ctx.tmem[:128, D_COL : D_COL + n] = 0x3F800000  # 1.0: overwritten (enable_input_d = 0)
     idesc = instr_descriptor(
         "mxf4nvf4",
         128,
@@ -183,3 +184,16 @@ def test_scale_factor_id_2_of_scale_vec_2x_reads_bytes_2_and_3():
     hold other factors (16) that must not be read."""
     got, want = _block_scaled(2, "float8_e8m0fnu", 2, 64, 16, 15)
     np.testing.assert_array_equal(got, want)
+
+
+def test_enable_input_d_0_overwrites_the_accumulator():
+    """bf16 M = 128, N = 32 with enable_input_d = 0 over a D holding 1.0: D = A B^T."""
+    rng = np.random.default_rng(17)
+    a = rng.integers(-3, 4, (128, 16)).astype(np.float32)
+    b = rng.integers(-3, 4, (32, 16)).astype(np.float32)
+    ctx = FakeContext(warp=1)
+    a_desc = place(ctx.smem, A_BASE, a, "bfloat16", "128B", "K", "sm_100a")
+    b_desc = place(ctx.smem, B_BASE, b, "bfloat16", "128B", "K", "sm_100a")
+    ctx.tmem[:128, D_COL : D_COL + 32] = 0x3F800000
+    _mma(ctx, a_desc, b_desc, instr_descriptor("f16", 128, 32, "bfloat16", "bfloat16"), "f16", 0)
+    np.testing.assert_array_equal(ctx.tmem[:128, D_COL : D_COL + 32].view(np.float32), a @ b.T)
