@@ -197,3 +197,17 @@ def test_enable_input_d_0_overwrites_the_accumulator():
     ctx.tmem[:128, D_COL : D_COL + 32] = 0x3F800000
     _mma(ctx, a_desc, b_desc, instr_descriptor("f16", 128, 32, "bfloat16", "bfloat16"), "f16", 0)
     np.testing.assert_array_equal(ctx.tmem[:128, D_COL : D_COL + 32].view(np.float32), a @ b.T)
+
+
+def test_negate_b_negates_the_product():
+    """Instruction descriptor bit 14 (negate B): D = A (-B)^T."""
+    rng = np.random.default_rng(18)
+    a = rng.integers(-3, 4, (128, 16)).astype(np.float32)
+    b = rng.integers(-3, 4, (32, 16)).astype(np.float32)
+    ctx = FakeContext(warp=1)
+    a_desc = place(ctx.smem, A_BASE, a, "float16", "128B", "K", "sm_100a")
+    b_desc = place(ctx.smem, B_BASE, b, "float16", "128B", "K", "sm_100a")
+    idesc = instr_descriptor("f16", 128, 32, "float16", "float16", negate_b=True)
+    assert idesc >> 14 & 1 and not idesc >> 13 & 1
+    _mma(ctx, a_desc, b_desc, idesc, "f16", 0)
+    np.testing.assert_array_equal(ctx.tmem[:128, D_COL : D_COL + 32].view(np.float32), -(a @ b.T))
