@@ -111,3 +111,78 @@ def test_e2m1_rows_need_whole_bytes_only():
     assert plan.global_dims == (258, 64) and plan.global_strides == (144,)
     with pytest.raises(TMAError, match=r"257 columns of float4_e2m1fn do not fill whole bytes"):
         plan_tile_map(fp4, 0x1000, 64, 257, row_pitch_bytes=144)
+
+
+# -- the cuTensorMapEncodeTiled call, against a stand-in for the driver bindings -------------
+
+
+class _FakeDriver:
+    """Records the arguments of cuTensorMapEncodeTiled; the enums and integer wrappers pass
+    their values through."""
+
+    def __init__(self, err: int = 0):
+        self.err, self.calls = err, []
+        for name in ("CUtensorMapDataType", "CUtensorMapSwizzle", "CUtensorMapL2promotion"):
+            setattr(self, name, lambda v: ("enum", v))
+        self.CUtensorMapInterleave = type("I", (), {"CU_TENSOR_MAP_INTERLEAVE_NONE": "none"})
+        self.CUtensorMapFloatOOBfill = type(
+            "F", (), {"CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE": "nofill"}
+        )
+
+    cuuint64_t = staticmethod(lambda v: ("u64", v))
+    cuuint32_t = staticmethod(lambda v: ("u32", v))
+
+    def cuTensorMapEncodeTiled(self, *args):
+        self.calls.append(args)
+        return self.err, type("T", (), {"getPtr": lambda self: 0xCAFE00})()
+
+
+class _DeviceTensor:
+    """A device tensor as __cuda_array_interface__ (version 3) describes it."""
+
+    def __init__(self, shape, typestr, ptr=0x7F0000):
+        self.shape = shape
+        self.__cuda_array_interface__ = {
+            "data": (ptr, False),
+            "shape": shape,
+            "typestr": typestr,
+            "version": 3,
+        }
+
+
+@pytest.fixture
+def fake_driver(monkeypatch):
+    import tilemem.cuda.tma as tma_module
+
+    drv = _FakeDriver()
+    monkeypatch.setattr(tma_module, "driver", lambda: drv)
+    return drv
+
+
+def test_a_device_map_encodes_dense_elements_of_its_plan(fake_driver):
+    # cuTensorMapEncodeTiled(type, rank, address, globalDim[rank], globalStrides[rank - 1],
+    # boxDim[rank], elementStrides[rank] (1: every element), interleave, swizzle, L2
+    # promotion, OOB fill); CU_TENSOR_MAP_SWIZZLE_128B = 3, L2_PROMOTION_L2_128B = 2
+    buf = _tile((64, 64), "float32", "128B")
+    tmap = tile_map(_DeviceTensor((256, 512), "<f4"), buf, l2_promotion=128)
+    assert tmap.address == 0xCAFE00
+    ((dtype, rank, address, dims, strides, box, elem, inter, swz, l2, oob),) = fake_driver.calls
+    assert (dtype, rank, address) == (("enum", DataType("float32").tma_code), 2, 0x7F0000)
+    assert dims == [("u64", 512), ("u64", 256)] and strides == [("u64", 512 * 4)]
+    assert box == [("u32", 32), ("u32", 64)]  # 128 bytes of float32 per swizzle row
+    assert elem == [("u32", 1), ("u32", 1)]
+    assert (inter, swz, l2, oob) == ("none", ("enum", 3), ("enum", 2), "nofill")
+
+
+def test_a_packed_e2m1_device_tensor_has_two_elements_per_byte(fake_driver):
+    buf = _tile((64, 256), "float4_e2m1fn", "128B")
+    tile_map(_DeviceTensor((64, 128), "|u1"), buf)  # 64 rows of 128 bytes: 256 elements
+    ((_, _, _, dims, strides, *_),) = fake_driver.calls
+    assert dims == [("u64", 256), ("u64", 64)] and strides == [("u64", 128)]
+    assert fake_driver.calls[0][9] == ("enum", 0)  # L2 promotion none by default
+
+
+def test_a_rejected_encoding_is_a_tma_error(fake_driver):
+    fake_driver.err = 1  # CUDA_ERROR_INVALID_VALUE
+    with pytest.raises(TMAError, match=r"cuTensorMapEncodeTiled rejected .*: error 1"):
+        tile_map(_DeviceTensor((64, 64), "<f4"), _tile())
