@@ -77,6 +77,12 @@ def test_host_maps_of_whole_byte_types_are_not_packed():
     assert tile_map(np.zeros((64, 128), np.uint8), fp4).packed is True
 
 
+def test_an_e2m1_map_takes_e2m1_elements_or_packed_bytes_only():
+    fp4 = _tile((64, 256), "float4_e2m1fn")
+    with pytest.raises(TMAError, match=r"holds float4_e2m1fn but the array has float32 elements"):
+        tile_map(np.zeros((64, 256), np.float32), fp4)
+
+
 def test_tile_map_takes_a_2d_c_contiguous_array():
     buf = _tile()
     with pytest.raises(TMAError, match=r"tile_map takes a 2-D row-major tensor, got shape"):
