@@ -501,6 +501,14 @@ def test_mma_operands_accumulate_by_default():
     assert "block_scale.scale_vec::1X [%0], %1, %2, %3, [%4], [%5], p;" in src
     assert '"r"((int32_t)(1)) : "memory");' in src
 
+    def dense(a, acc, **_):
+        d = T.ptx.tcgen05.desc(a, 0, 0)
+        T.ptx.tcgen05.mma(acc, d, d, 0)
+
+    src = _tcgen05_kernel(dense).source
+    assert "tcgen05.mma.cta_group::1.kind::f16 [%0], %1, %2, %3, p;" in src
+    assert '"r"((int32_t)(1)) : "memory");' in src
+
 
 def test_tcgen05_cp_takes_its_shapes_only():
     def body(a, acc, **_):
