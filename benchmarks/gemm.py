@@ -9,18 +9,23 @@
                                               # one-dimension parts
     python3 benchmarks/gemm.py --shapes inference --variants ""  # M = 16 .. 1024 tokens
                                               # against Llama-3 8B / 70B layers
+    python3 benchmarks/gemm.py --accuracy 1024,16384  # fp8 error against K: promoted,
+                                              # unpromoted, cuBLASLt
+    python3 benchmarks/gemm.py --dtypes float8_e4m3fn --variants unpromoted  # fp8 without
+                                              # promotion timed beside the promoted policy
 
 A and B are bf16 or fp8 e4m3, C is bf16, accumulation fp32. The library side is
 ``torch.matmul`` (cuBLAS) for bf16 and ``torch._scaled_mm`` (cuBLASLt, unit scales) for fp8.
 Every table ends with the geometric mean of the policy's ratios.
 Check: fresh random inputs per shape, C poisoned with NaN before the launch; the relative
 Frobenius error ``|C - ref| / |ref|`` against an fp32 product of the same inputs (TF32 off)
-is printed for tilemem (the largest over its variants) and for the library, and every
+is printed for the policy (each variant's on the per-shape line) and for the library, and every
 tilemem variant must stay below 1e-2 with every element written.
-"tilemem" is ``AutoGemm``: the configuration (CTA tile width, cluster or not) that
-``launch_config`` picks from M and N before the launch, one policy for every shape. The
-other tilemem columns are fixed configurations ``WIDTHxCLUSTER`` (``--variants``), for
-comparison only. The policy's config column adds ``/kS`` where it splits K into S ranges and
+"tilemem" is ``AutoGemm``: the configuration (CTA tile width, cluster or not, K ranges)
+that ``policy`` picks from the shape before the launch, one policy for every shape; for fp8
+it promotes each K tile's sums to fp32. The other tilemem columns are fixed configurations
+``WIDTHxCLUSTER`` (``--variants``), or ``unpromoted`` (the fp8 policy without promotion),
+for comparison only. The policy's config column adds ``/kS`` where it splits K into S ranges and
 ``/aR`` where a stage loads only R rows of A (M <= R).
 Timing: each implementation is captured in a CUDA graph of
 ``reps`` back-to-back launches; every round replays the graphs (tilemem in each cluster
@@ -48,6 +53,7 @@ except ImportError:  # before anything else runs: say what is missing and how to
         "GPU: pip install -e '.[bench]'"
     )
 
+from tilemem.gemm import shapes as gemm_shapes
 from tilemem.gemm.hopper import AutoGemm, HopperGemm
 
 SQUARE = [(s, s, s) for s in (2048, 4096, 8192, 16384)]
@@ -212,9 +218,10 @@ def _smi(query: str) -> str:
 
 
 def name(gemm: Gemm) -> str:
-    """Column name: ``tilemem`` for the per-shape policy, ``WIDTHxCLUSTER`` for a fixed one."""
+    """Column name: ``tilemem`` for the per-shape policy (``unpromoted``: fp8 without
+    promotion), ``WIDTHxCLUSTER`` for a fixed one."""
     if isinstance(gemm, AutoGemm):
-        return "tilemem"
+        return "unpromoted" if gemm.dtype != "bfloat16" and not gemm.promote else "tilemem"
     return f"{gemm.tile_n}x{gemm.cluster_m}" + ("k" if gemm.split_k else "")
 
 
@@ -240,31 +247,70 @@ def report(gemms: list[Gemm], shapes, rounds: int) -> None:
         tilemem, library = rates[:-1], rates[-1]
         config = policy(gemms[0], m, n, k)
         print(
-            f"| {m}x{n}x{k} | {config} | {max(errors[:-1]):.2e} | {errors[-1]:.2e} | "
+            f"| {m}x{n}x{k} | {config} | {errors[0]:.2e} | {errors[-1]:.2e} | "
             + " | ".join(f"{r:.0f}" for r in rates)
             + " | "
             + " | ".join(f"{r / library:.3f}" for r in tilemem)
             + " |"
         )
-    ratios = [rates[0] / rates[-1] for _, _, rates in rows]
-    geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-    worst = min(zip(ratios, (shape for shape, _, _ in rows)))
-    print(
-        f"\n{gemms[0].dtype}: geometric mean of the {name(gemms[0])} ratio over {len(rows)} "
-        f"shapes: {geomean:.3f}; lowest {worst[0]:.3f} at {'x'.join(map(str, worst[1]))}; "
-        f"{sum(r >= 0.95 for r in ratios)} of {len(rows)} at 0.95 or above"
-    )
+    print()
+    for i, gemm in enumerate(gemms):  # the policy first, then each fixed column
+        ratios = [rates[i] / rates[-1] for _, _, rates in rows]
+        geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        worst = min(zip(ratios, (shape for shape, _, _ in rows)))
+        print(
+            f"{gemm.dtype}: geometric mean of the {name(gemm)} ratio over {len(rows)} "
+            f"shapes: {geomean:.3f}; lowest {worst[0]:.3f} at {'x'.join(map(str, worst[1]))}; "
+            f"{sum(r >= 0.95 for r in ratios)} of {len(rows)} at 0.95 or above"
+        )
     print()
 
 
 def policy(gemm: Gemm, m: int, n: int, k: int) -> str:
     """The configuration AutoGemm picks (``WIDTHxCLUSTER``, ``/kS`` for S K ranges, ``/aR``
-    for R rows of A a stage)."""
+    for R rows of A a stage, ``/p`` for fp8 promoted to fp32 every K tile)."""
     if not isinstance(gemm, AutoGemm):
         return "-"
     tile_n, cluster_m, splits, a_rows = gemm.config(m, n, k)
+    promoted = "/p" if gemm.promote else ""
     split = f"/k{splits}" if splits > 1 else ""
-    return f"{tile_n}x{cluster_m}{split}" + (f"/a{a_rows}" if a_rows < 128 else "")
+    return f"{tile_n}x{cluster_m}{split}" + (f"/a{a_rows}" if a_rows < 128 else "") + promoted
+
+
+def accuracy(ks: list[int], m: int, n: int) -> None:
+    """fp8 e4m3 error against K: the relative Frobenius error of C against the fp32 product
+    of the same inputs for the policy with promotion, without it, and cuBLASLt."""
+    print(f"fp8 e4m3 accuracy, M = {m}, N = {n}: |C - ref| / |ref| against the fp32 product")
+    print("| K | promoted | config | unpromoted | config | cuBLASLt |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    gemms = [AutoGemm(dtype="float8_e4m3fn"), AutoGemm(dtype="float8_e4m3fn", promote=False)]
+    for k in ks:
+        gen = torch.Generator(device="cuda").manual_seed(k)
+        a, b = _inputs(m, n, k, torch.float8_e4m3fn, gen)
+        ref = a.float() @ b.float().T
+        cells = []
+        for gemm in gemms:
+            c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+            gemm(a, b, c)
+            torch.cuda.synchronize()
+            err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
+            cells += [f"{err:.3e}", policy(gemm, m, n, k)]
+        lib = float(torch.linalg.norm(cublas(a, b).float() - ref) / torch.linalg.norm(ref))
+        print(f"| {k} | {' | '.join(cells)} | {lib:.3e} |", flush=True)
+    print()
+
+
+def parse_variants(text: str) -> list[tuple[int, int, bool] | str]:
+    """``--variants``: ``WIDTHxCLUSTER`` with an optional trailing ``k`` (split-K) as
+    ``(width, cluster, split)``, or the word ``unpromoted``."""
+    out: list[tuple[int, int, bool] | str] = []
+    for v in text.split(","):
+        if v == "unpromoted":
+            out.append(v)
+        elif v:
+            width, cluster = (int(x) for x in v.removesuffix("k").split("x"))
+            out.append((width, cluster, v.endswith("k")))
+    return out
 
 
 def main() -> None:
@@ -276,7 +322,19 @@ def main() -> None:
         "--variants",
         default="256x1,256x2,192x2",
         help="fixed tilemem configurations TILE_NxCLUSTER_M beside the per-shape policy; a "
-        "trailing k (64x1k) is the split-K kernel with split_count's ranges",
+        "trailing k (64x1k) is the split-K kernel with split_count's ranges; 'unpromoted' is "
+        "the fp8 policy without fp32 promotion (skipped for bf16)",
+    )
+    parser.add_argument(
+        "--accuracy",
+        metavar="K,K,...",
+        help="only print fp8 errors (promoted, unpromoted, cuBLASLt) for these K at M = N = 4096",
+    )
+    parser.add_argument(
+        "--stage-small",
+        action="store_true",
+        help="pad matrices smaller than one TMA box into workspaces (as before boxes could "
+        "reach past the matrix edges)",
     )
     parser.add_argument("--dtypes", default="bfloat16,float8_e4m3fn", help="input types")
     parser.add_argument("--sanitize", action="store_true")
@@ -289,20 +347,24 @@ def main() -> None:
         help="comma-separated sets: all, square, ragged, small, inference",
     )
     args = parser.parse_args()
+    configs = parse_variants(args.variants)
+    gemm_shapes.BOXES_PAST_EDGES = not args.stage_small
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.zeros(1, device="cuda")  # torch's context first: the launcher then finds it current
-    configs = [
-        (*(int(x) for x in v.removesuffix("k").split("x")), v.endswith("k"))
-        for v in args.variants.split(",")
-        if v
-    ]
     dtypes = args.dtypes.split(",")
+    if args.accuracy:
+        accuracy([int(k) for k in args.accuracy.split(",")], 4096, 4096)
+        return
 
     def variants(dtype: str) -> list[Gemm]:
-        fixed: list[Gemm] = [
-            HopperGemm(args.group_m, cm, dtype, args.l2_promotion, tile_n, split)
-            for tile_n, cm, split in configs
-        ]
+        fixed: list[Gemm] = []
+        for config in configs:
+            if isinstance(config, str):  # unpromoted: fp8 only
+                if dtype != "bfloat16":
+                    fixed.append(AutoGemm(args.group_m, dtype, args.l2_promotion, promote=False))
+                continue
+            tile_n, cm, split = config
+            fixed.append(HopperGemm(args.group_m, cm, dtype, args.l2_promotion, tile_n, split))
         return [AutoGemm(args.group_m, dtype, args.l2_promotion), *fixed]
 
     if args.profile:

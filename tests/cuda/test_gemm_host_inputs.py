@@ -10,6 +10,8 @@ Each good-input answer below is worked by hand from the functions' docstrings:
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from tilemem.errors import GemmShapeError
@@ -70,6 +72,42 @@ def test_staging_refuses_bad_inputs(args, words):
         shapes.staging(*args)
 
 
-def test_staging_of_a_tiny_product():
+def test_staging_of_a_tiny_product(monkeypatch):
+    # boxes may reach past the matrices: only the 10-byte rows of K = 5 and N = 5 bf16 pad,
+    # to 8 elements (16 bytes); M stays 5
+    st = shapes.staging(5, 5, 5, "bfloat16", 128)
+    assert (st.ma, st.mc, st.np_, st.kp, st.elem) == (5, 5, 8, 8, 2)
+    # without that, every matrix also pads to one box: A's 128 rows, C's 64, the 128-wide
+    # tile, one 64-element K tile
+    monkeypatch.setattr(shapes, "BOXES_PAST_EDGES", False)
     st = shapes.staging(5, 5, 5, "bfloat16", 128)
     assert (st.ma, st.mc, st.np_, st.kp, st.elem) == (128, 64, 128, 64, 2)
+
+
+def _benchmark_module(monkeypatch):
+    """benchmarks/gemm.py loaded with a stand-in torch (its names only: the module reads
+    dtypes at import), so its host-side helpers run on a machine without torch or a GPU."""
+    import importlib.util
+    import pathlib
+    import sys
+
+    torch = SimpleNamespace(bfloat16="bf16", float8_e4m3fn="e4m3", Tensor=object)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    path = pathlib.Path(__file__).parents[2] / "benchmarks" / "gemm.py"
+    spec = importlib.util.spec_from_file_location("gemm_benchmark", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_benchmark_variants_parse_widths_clusters_split_and_unpromoted(monkeypatch):
+    bench = _benchmark_module(monkeypatch)
+    assert bench.parse_variants("256x2,64x1k,unpromoted,") == [
+        (256, 2, False),
+        (64, 1, True),
+        "unpromoted",
+    ]
+    assert bench.parse_variants("") == []
+    with pytest.raises(ValueError):
+        bench.parse_variants("fast")

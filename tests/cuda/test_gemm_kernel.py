@@ -6,8 +6,10 @@ import pytest
 
 from tilemem import T
 from tilemem.errors import TargetError
+from tilemem.gemm import hopper, shapes
 from tilemem.gemm import plan as gemm_plan
 from tilemem.gemm.hopper import (
+    AutoGemm,
     GemmShapeError,
     _check_operands,
     hopper_gemm_persistent,
@@ -55,6 +57,90 @@ def test_fp8_kernel_takes_128_wide_k_tiles_in_four_k32_steps():
     source = hopper_gemm_persistent(dtype="float8_e4m3fn").source
     assert source.count("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3") == 4
     assert "(kt * 128)" in source and "229440 bytes of dynamic shared memory" in source
+
+
+def test_promoted_fp8_kernel_sums_each_k_tile_in_a_second_fragment():
+    source = hopper_gemm_persistent(dtype="float8_e4m3fn", tile_n=192, promote=True).source
+    assert "float acc[96]" in source and "float part[96]" in source
+    # four k32 wgmmas of a 128-element K tile into part, the first with scale-d 0 (its
+    # predicate operand is the constant 0), the other three adding
+    wgmma = "wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3"
+    assert source.count(wgmma) == 4
+    assert source.count('"r"((int32_t)(0))') == 1 and source.count('"r"((int32_t)(1))') == 3
+    assert '"+f"(part[95])' in source and '"+f"(acc[95])' not in source
+    # every K tile: wait for all of its wgmmas (no group left in flight), then add part into
+    # acc, which starts each output tile at zero; the adds come after the wait, in the K loop
+    assert "wgmma.wait_group.sync.aligned 1;" not in source
+    wait = source.index("wgmma.wait_group.sync.aligned 0;")
+    loop = source.index("for (int kt_1 = 0; kt_1 < k_tiles; ++kt_1)")
+    assert loop < wait < source.index("acc[0] = (acc[0] + part[0]);")
+    assert source.index("acc[95] = ((float)(0));") < loop
+    assert "acc[95] = (acc[95] + part[95]);" in source
+
+
+def test_bf16_and_unpromoted_fp8_kernels_keep_one_fragment_and_one_group_in_flight():
+    for dtype in ("bfloat16", "float8_e4m3fn"):
+        source = hopper_gemm_persistent(dtype=dtype, tile_n=192).source
+        assert "part" not in source and "float acc[96]" in source
+        assert "wgmma.wait_group.sync.aligned 1;" in source
+        assert '"+f"(acc[95])' in source
+
+
+def _ptxas_info(program) -> str:
+    """ptxas's resource line for ``program``, compiled by NVRTC for sm_90a (no GPU)."""
+    import io
+
+    from cuda.core import Program, ProgramOptions
+
+    print(f"compiling {program.name} with ptxas -v")
+    options = ProgramOptions(arch="sm_90a", std="c++17", name="gemm.cu", ptxas_options="-v")
+    log = io.StringIO()
+    Program(program.source, "c++", options).compile("cubin", logs=log)
+    return log.getvalue()
+
+
+def test_promoted_fp8_kernel_fits_the_consumer_registers_without_spills():
+    # two fp32 fragments of 96 registers a thread at 128 x 192 (192 of the consumer's 232
+    # under setmaxnreg.inc): ptxas must allocate them without spilling to local memory;
+    # 128 x 240 would need 240 for the fragments alone and is refused before any build
+    pytest.importorskip("cuda.core")
+    info = _ptxas_info(hopper_gemm_persistent(dtype="float8_e4m3fn", tile_n=192, promote=True))
+    assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in info, info
+    assert hopper.PROMOTED_TILE_NS == (192, 128, 64)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        (dict(dtype="bfloat16", tile_n=128, promote=True), r"promote=True is for fp8 inputs"),
+        (
+            dict(dtype="float8_e4m3fn", tile_n=240, promote=True),
+            r"240 needs 240 \+ 40 others, more than the consumer's 232 .* \(192, 128, 64\)",
+        ),
+        (dict(dtype="float8_e4m3fn", tile_n=256, promote=True), r"256 needs 256 \+ 40"),
+        (dict(dtype="float8_e4m3fn", tile_n=128, promote=1), r"promote is True or False"),
+    ],
+)
+def test_promotion_is_refused_where_it_cannot_run(kwargs, match):
+    with pytest.raises(GemmShapeError, match=match):
+        hopper_gemm_persistent(**kwargs)
+
+
+def test_auto_gemm_promotes_fp8_on_the_widths_that_fit():
+    # 8192^3: 64 x 32 units of 128 x 256 in 2x1 clusters (16 rounds, cost 4096) for bf16;
+    # promoted fp8 has 192 at most: 64 x 43 tiles, 32 x 43 = 1376 pair units over 66 pairs,
+    # 21 rounds (21 x 192 x 1.03 = 4153) against 128's 32 x 64 = 2048 units, 32 rounds
+    # (32 x 128 x 1.4 = 5734)
+    fp8, bf16 = AutoGemm(dtype="float8_e4m3fn"), AutoGemm()
+    fp8.sms = bf16.sms = 132
+    assert fp8.promote and not bf16.promote
+    assert not AutoGemm(dtype="float8_e4m3fn", promote=False).promote
+    assert fp8.config(8192, 8192)[:2] == (192, 2) and bf16.config(8192, 8192)[:2] == (256, 2)
+    assert launch_config(8192, 8192, 132, hopper.PROMOTED_TILE_NS) == (192, 2)
+    with pytest.raises(GemmShapeError, match=r"promote=True is for fp8 inputs"):
+        AutoGemm(promote=True)
+    with pytest.raises(GemmShapeError, match=r"widths are some of"):
+        launch_config(8192, 8192, 132, (160,))
 
 
 @pytest.mark.parametrize(
@@ -138,6 +224,40 @@ def test_launch_config_counts_rounds_of_whole_tiles(m, n, config):
     assert launch_config(m, n, 132) == config
 
 
+@pytest.mark.parametrize(
+    ("m", "n", "k", "dtype", "config"),
+    [
+        # every width fits one round, so launch_config takes 128 x 64 (121.6 against 179.2 for
+        # 128): 64 x 128 = 128 tiles of 128 x 64 fill the SMs and cannot split; K = 28672 is
+        # 448 K tiles >= 200, so 128 x 128 in 2 ranges (64 x 2 = 128 CTAs; partial sums
+        # 8 * 2 * 128 * 8192 = 16.8 MB against a quarter of (128 + 8192) * 28672 * 2 bytes)
+        (128, 8192, 28672, "bfloat16", (128, 1, 2)),
+        # 2 x 64 tiles of 128 x 64; 224 K tiles; 2 x 32 tiles of 128 x 128 in 2 ranges
+        (256, 4096, 14336, "bfloat16", (128, 1, 2)),
+        (128, 8192, 8192, "bfloat16", (64, 1, 1)),  # 128 K tiles: the narrow tile stays
+        # 128 x 64 splits itself here (64 tiles x 2 ranges): it stays
+        (128, 4096, 14336, "bfloat16", (64, 1, 2)),
+        (64, 8192, 28672, "bfloat16", (64, 1, 1)),  # M <= 64: the 64-row A box kernel stays
+        # fp8: 28672 / 128 = 224 K tiles; the promoted widths 192/128/64 give 128 x 64 first
+        (256, 4096, 28672, "float8_e4m3fn", (128, 1, 2)),
+        (256, 4096, 14336, "float8_e4m3fn", (64, 1, 1)),  # 112 K tiles
+        (8192, 8192, 8192, "bfloat16", (256, 2, 1)),  # many rounds: launch_config's choice
+        # 2 x 64 tiles of 128 x 128 (179.2 against 243.2 for 64 in two rounds of pairs) fill
+        # the SMs unsplit; 2 x 32 tiles of 128 x 256 in 2 ranges (16.8 MB of 8 * 2 * 256 *
+        # 8192 partial sums against a quarter of 484 MB of operands)
+        (256, 8192, 28672, "bfloat16", (256, 1, 2)),
+        # 4 x 16 tiles of 128 x 256 in 2 ranges would write 8 * 2 * 512 * 4096 = 33.55 MB of
+        # partial sums, over a quarter of (512 + 4096) * 14336 * 2 = 33.03 MB: 128 stays
+        (512, 4096, 14336, "bfloat16", (128, 1, 1)),
+    ],
+)
+def test_policy_takes_a_wider_split_k_tile_over_an_unsplit_narrow_one_when_k_is_long(
+    m, n, k, dtype, config
+):
+    widths = hopper.PROMOTED_TILE_NS if dtype == "float8_e4m3fn" else gemm_plan.TILE_NS
+    assert hopper.policy(m, n, k, 132, dtype, widths) == config
+
+
 def test_input_types_are_bf16_or_e4m3():
     with pytest.raises(GemmShapeError, match=r"one of \('bfloat16', 'float8_e4m3fn'\)"):
         hopper_gemm_persistent(dtype="float16")
@@ -209,12 +329,19 @@ def _tensor(*shape, dtype="torch.bfloat16"):
     [
         ((512, 256), (512, 128), (512, 512), r"A \(M, K\), B \(N, K\), C \(M, N\)"),
         ((512, 260), (512, 260), (512, 512), r"K = 260 must be a multiple of 8 and N = 512 of 8"),
-        ((64, 256), (512, 256), (64, 512), r"M >= 128, N >= 256, K >= 64"),
     ],
 )
 def test_operand_rules_say_what_to_change(a, b, c, match):
     with pytest.raises(GemmShapeError, match=match):
         _check_operands(_tensor(*a), _tensor(*b), _tensor(*c))
+
+
+def test_operands_smaller_than_a_box_run_in_place_where_boxes_may_reach_past_them(monkeypatch):
+    small = (_tensor(64, 32), _tensor(200, 32), _tensor(64, 200))  # M < 128, N < 256, K < 64
+    assert _check_operands(*small) == (64, 32, 200)
+    monkeypatch.setattr(shapes, "BOXES_PAST_EDGES", False)
+    with pytest.raises(GemmShapeError, match=r"M >= 128, N >= 256, K >= 64"):
+        _check_operands(*small)
 
 
 def test_operands_must_be_bfloat16():

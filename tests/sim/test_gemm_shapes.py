@@ -33,7 +33,31 @@ from tilemem.intmath import ceil_div
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
 
-def test_small_ragged_shape_stages_every_operand():
+@pytest.fixture
+def boxes_within_edges(monkeypatch):
+    """Staging as it was before boxes could reach past the matrices: every matrix padded to
+    at least one TMA box as well (shapes.BOXES_PAST_EDGES off)."""
+    monkeypatch.setattr(shapes, "BOXES_PAST_EDGES", False)
+
+
+def test_boxes_past_the_edges_leave_only_the_row_pitches_to_stage():
+    # M = 1, K = 7 bf16 = 14-byte rows -> 8 (16 bytes), N = 9 -> 16: A 1 x 8, B 16 x 8
+    # (16-byte rows), C 1 x 16; every box reaches past its matrix, zero-filled or clipped
+    st = shapes.staging(1, 9, 7, "bfloat16", 128)
+    assert (st.ma, st.mc, st.np_, st.kp) == (1, 1, 16, 8)
+    assert st.a == shapes.Copy2D(rows=1, width=14, src_pitch=14, dst_pitch=16)
+    assert st.b == shapes.Copy2D(rows=9, width=14, src_pitch=14, dst_pitch=16)
+    assert st.c == shapes.Copy2D(rows=1, width=18, src_pitch=32, dst_pitch=18)
+    assert st.workspace_bytes == (1 * 8 + 16 * 8 + 1 * 16) * 2
+    # a 16-token step of Llama-3 8B's o projection, and M < 64 on the 128-row kernel: no copy
+    assert not shapes.staging(16, 4096, 4096, "bfloat16", 256).needed
+    assert not shapes.staging(16, 4096, 4096, "bfloat16", 256, a_rows=16).needed
+    assert not shapes.staging(3, 40, 32, "float8_e4m3fn", 256).needed  # K = 32 < one K tile
+    # fp8 K = 36 -> 48 (16-byte rows), no longer a whole 128-element K tile
+    assert shapes.staging(300, 264, 36, "float8_e4m3fn", 256).kp == 48
+
+
+def test_small_ragged_shape_stages_every_operand(boxes_within_edges):
     # M = 1 < 128 rows of A's box and < 64 rows of C's; K = 7 bf16 = 14-byte rows, padded to
     # 8 (16 bytes) then to one 64-element K tile; N = 9 -> 16 (16-byte rows), then to the
     # 128-wide tile.
@@ -46,7 +70,7 @@ def test_small_ragged_shape_stages_every_operand():
     assert st.workspace_bytes == 3 * 16384
 
 
-def test_small_m_stages_a_and_c_but_not_b():
+def test_small_m_stages_a_and_c_but_not_b(boxes_within_edges):
     # Llama-3 8B's o projection at 16 tokens: only M breaks a rule
     st = shapes.staging(16, 4096, 4096, "bfloat16", 256)
     assert st.b is None and st.needed
@@ -78,7 +102,7 @@ def test_a_rows_for_small_m_is_the_fewest_that_hold_m():
         hopper_gemm_persistent(cluster_m=2, a_rows=16)
 
 
-def test_fp8_k_pads_to_16_elements_and_one_128_wide_k_tile():
+def test_fp8_k_pads_to_16_elements_and_one_128_wide_k_tile(boxes_within_edges):
     # e4m3: 1 byte an element, so 16-byte rows need K % 16 == 0; a K tile is 128 elements
     assert shapes.staging(300, 264, 200, "float8_e4m3fn", 256).kp == 208
     st = shapes.staging(300, 264, 36, "float8_e4m3fn", 256)
@@ -180,13 +204,31 @@ def _gemm_any_shape(a, b, c, seed: int, a_rows: int = 128):
         (20, 264, 72, 32),  # A staged to 32 rows; two N tiles, two K tiles
     ],
 )
-def test_any_shape_matches_numpy_in_the_simulator(m, n, k, a_rows):
+def test_any_shape_matches_numpy_in_the_simulator(m, n, k, a_rows, boxes_within_edges):
+    _any_shape_against_numpy(m, n, k, a_rows, staged=True)
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "k", "a_rows", "staged"),
+    [
+        (1, 9, 7, 128, True),  # rows of 14 and 18 bytes staged; every box past its matrix
+        (64, 256, 64, 128, False),  # A's 128-row box over 64 rows, zero-filled
+        (5, 40, 32, 16, False),  # 16 rows of A over 5, 64 of C over 5, 256 of B over 40,
+        # a 64-wide K box over 32 columns: nothing staged
+        (20, 264, 136, 32, False),  # 32 rows of A over 20; two N tiles, three K tiles
+    ],
+)
+def test_boxes_past_the_edges_match_numpy_in_the_simulator(m, n, k, a_rows, staged):
+    _any_shape_against_numpy(m, n, k, a_rows, staged)
+
+
+def _any_shape_against_numpy(m: int, n: int, k: int, a_rows: int, staged: bool) -> None:
     rng = np.random.default_rng(m * 1000 + n + k)
     a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
     b = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
     c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
     st = _gemm_any_shape(a, b, c, seed=m, a_rows=a_rows)
-    assert st.needed
+    assert st.needed == staged
     ref = a.astype(np.float32) @ b.astype(np.float32).T
     err = np.abs(c.astype(np.float32) - ref)
     assert np.isfinite(c.astype(np.float32)).all()
@@ -291,6 +333,71 @@ def test_64_wide_tile_matches_numpy_in_the_simulator():
     )
     result = sim.run(_narrow_program(), *maps, 2, 3, 4, 8, grid=(2,), schedule="random", seed=5)
     assert result.ok, result.hazards
+    ref = a.astype(np.float32) @ b.astype(np.float32).T
+    err = np.abs(c.astype(np.float32) - ref)
+    assert np.isfinite(c.astype(np.float32)).all()
+    assert (err <= 2.0**-8 * np.abs(ref) + 1e-3).all(), err.max()
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "k", "tile_n", "cluster_m", "mode"),
+    [(130, 136, 272, 128, 1, "random"), (256, 200, 256, 192, 2, "adversarial")],
+)
+def test_fp8_with_promotion_matches_numpy_in_the_simulator(m, n, k, tile_n, cluster_m, mode):
+    # 130 x 136 x 272 on 128 x 128: 2 x 2 tiles (the second 8 columns wide) of 3 K tiles of 128
+    # e4m3 (the last 16 deep), each K tile summed in the second fragment and added into the
+    # first, on 2 CTAs whose consumers run 2 tiles each through the ring. 256 x 200 x 256 on
+    # 128 x 192 in 2x1 clusters sharing B by multicast: 2 x 2 tiles, 2 K tiles each, the
+    # adversarial schedule on 2 clusters. Products of e4m3 values are exact in fp32 (4 + 4
+    # significand bits), so numpy's fp32 product differs from the kernel's only by fp32
+    # reordering and C's bf16 rounding.
+    rng = np.random.default_rng(k)
+    a = rng.standard_normal((m, k)).astype(ml_dtypes.float8_e4m3fn)
+    b = rng.standard_normal((n, k)).astype(ml_dtypes.float8_e4m3fn)
+    c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
+    plan = gemm_plan.hopper_gemm_persistent_plan("float8_e4m3fn", "sm_90a", tile_n)
+    maps = (
+        tile_map(a, plan.buffer("A")),
+        tile_map(b, gemm_plan.b_share(cluster_m, "float8_e4m3fn", tile_n=tile_n)),
+        tile_map(c, plan.buffer("C_stage")),
+    )
+    tiles = (ceil_div(m, 128), ceil_div(n, tile_n), ceil_div(k, 128))
+    print(f"building the fp8 GEMM with fp32 promotion (128 x {tile_n}, cluster {cluster_m})")
+    program = hopper_gemm_persistent(cluster_m, "float8_e4m3fn", tile_n, promote=True)
+    cluster = (cluster_m, 1, 1) if cluster_m > 1 else None
+    grid = (2 * cluster_m,)
+    result = sim.run(program, *maps, *tiles, 8, grid=grid, cluster=cluster, schedule=mode, seed=k)
+    assert result.ok, result.hazards
+    ref = a.astype(np.float32) @ b.astype(np.float32).T
+    err = np.abs(c.astype(np.float32) - ref)
+    assert np.isfinite(c.astype(np.float32)).all()
+    assert (err <= 2.0**-8 * np.abs(ref) + 1e-3).all(), err.max()
+
+
+def test_fp8_with_promotion_split_k_and_a_small_m_box_matches_numpy_in_the_simulator():
+    # 40 x 136 x 512 fp8: 64 rows of A a stage (the first consumer computes, the second only
+    # frees stages; fewer rows would have it store fp8 zeros, which the simulator does not
+    # compute), 128 x 128 tiles (2 across N, the second 8 wide), 4 K tiles of 128 in 2
+    # ranges of 2, each K tile promoted; the reduction adds the ranges' fp32 sums into C
+    m, n, k, splits = 40, 136, 512, 2
+    rng = np.random.default_rng(512)
+    a = rng.standard_normal((m, k)).astype(ml_dtypes.float8_e4m3fn)
+    b = rng.standard_normal((n, k)).astype(ml_dtypes.float8_e4m3fn)
+    c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
+    print("building the promoted fp8 split-K GEMM (128 x 128, 64 rows of A) and its reduction")
+    kernel = hopper_gemm_persistent(
+        dtype="float8_e4m3fn", tile_n=128, split_k=True, a_rows=64, promote=True
+    )
+    maps = (
+        tile_map(a, gemm_plan.a_box(64, "float8_e4m3fn")),
+        tile_map(b, gemm_plan.b_share(1, "float8_e4m3fn", tile_n=128)),
+    )
+    tiles = (1, 2, 4 // splits)
+    partial = np.full((splits * m, 2 * 128), np.nan, np.float32)
+    result = sim.run(kernel, *maps, *tiles, 8, splits, m, partial, grid=(3,), seed=2)
+    assert result.ok, result.hazards
+    done = sim.run(splitk_reduce(), partial, c, splits, grid=(ceil_div(m * n, 256),))
+    assert done.ok, done.hazards
     ref = a.astype(np.float32) @ b.astype(np.float32).T
     err = np.abs(c.astype(np.float32) - ref)
     assert np.isfinite(c.astype(np.float32)).all()

@@ -64,6 +64,26 @@ def check_cluster(name: str, grid, cluster) -> tuple[int, int, int]:
     return x, y, z
 
 
+def check_arch(name: str, target: str, major: int, minor: int) -> None:
+    """Refuse a cubin built for ``target`` (``sm_90a``, ``sm_86`` ...) that a device of compute
+    capability ``major.minor`` cannot run (CUDA C++ Programming Guide, "Binary Compatibility":
+    a cubin for compute capability X.y runs only on devices of compute capability X.z with
+    z >= y; "Feature Availability": code built for an arch-specific ``a`` target runs only on
+    that exact compute capability). LaunchError otherwise."""
+    built_major, built_minor = divmod(int(target.removeprefix("sm_").rstrip("a")), 10)
+    if target.endswith("a") and (built_major, built_minor) != (major, minor):
+        raise LaunchError(
+            f"kernel {name!r} is built for {target}, which runs only on compute capability "
+            f"{built_major}.{built_minor}; this device is {major}.{minor}"
+        )
+    if built_major != major or built_minor > minor:
+        raise LaunchError(
+            f"kernel {name!r} is a {target} cubin; a device of compute capability "
+            f"{major}.{minor} cannot run it (a cubin for X.y runs only on devices of compute "
+            "capability X.z with z >= y)"
+        )
+
+
 class Launcher:
     """A kernel loaded on the current device, ready to launch."""
 
@@ -75,18 +95,7 @@ class Launcher:
         self.device = Device()
         self.device.set_current()
         cc = self.device.compute_capability
-        arch = program.target.removeprefix("sm_").rstrip("a")
-        if (int(arch[:-1]), int(arch[-1])) != (cc.major, cc.minor) and program.target.endswith("a"):
-            raise LaunchError(
-                f"kernel {self.name!r} is built for {program.target}, which runs only on compute "
-                "capability "
-                f"{arch[:-1]}.{arch[-1]}; this device is {cc.major}.{cc.minor}"
-            )
-        if int(arch[:-1]) != cc.major:
-            raise LaunchError(
-                f"kernel {self.name!r} is a {program.target} cubin; a device of compute capability "
-                f"{cc.major}.{cc.minor} cannot run it (cubins run only within their major version)"
-            )
+        check_arch(self.name, program.target, cc.major, cc.minor)
         drv = driver()
         self.module = check(drv.cuModuleLoadData(program.compile()), "cuModuleLoadData", self.name)
         self.function = check(

@@ -91,7 +91,12 @@ def plan_tile_map(
 
 
 def check_plan(plan: TensorMapPlan, what: str) -> None:
-    """The host-checkable TMA rules of docs/HARDWARE-RULES.md, each with the fix."""
+    """The host-checkable TMA rules of docs/HARDWARE-RULES.md, each with the fix.
+
+    A box may be larger than the tensor: ``cuTensorMapEncodeTiled`` (CUDA Driver API, "Tensor
+    Map Object Management") bounds ``boxDim`` only by 1..256, the inner box's bytes and the
+    swizzle span, never by ``globalDim``; a load fills the elements outside the tensor
+    (``oobFill``: zeros with ``CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE``) and a store skips them."""
     inner_bytes = plan.box[0] * plan.dtype.bits // 8
     if plan.rank > MAX_RANK:
         raise TMAError(f"{what}: a tensor map has at most {MAX_RANK} dimensions, got {plan.rank}")
@@ -118,9 +123,6 @@ def check_plan(plan: TensorMapPlan, what: str) -> None:
                 f"{what}: global stride {n + 1} is {s} bytes; TMA needs multiples of 16 (pad the "
                 "rows)"
             )
-    for n, (d, b) in enumerate(zip(plan.global_dims, plan.box)):
-        if b > d:
-            raise TMAError(f"{what}: box dimension {n} ({b}) exceeds the tensor's extent {d}")
 
 
 class EncodedTensorMap:

@@ -13,13 +13,14 @@ tiles of its cluster (``Schedule``):
   128 x 256 tile: 128 fp32 accumulators a thread, four ``wgmma m64n256`` per 128-byte K tile
   (k16 for bf16, k32 for fp8). One wgmma group stays in flight (``wait_group 1``): the stage
   of K tile ``k - 1`` is released, to every CTA that wrote into it, once the group of tile
-  ``k`` has been issued and the older one has completed.
+  ``k`` has been issued and the older one has completed. Promoted fp8 (``promote``) sums
+  each K tile in a second fragment and adds it into the accumulators (:func:`_promote`).
 - the epilogue rounds to bf16, writes 64-column slices (48 for the 240-wide tile) with
   ``stmatrix`` into the consumer's two staging tiles and TMA-stores them; meanwhile the
   producer is already filling the ring for the next tile. TMA zero-fills loads and clips
-  stores outside the matrices, so M, N and K need not be multiples of the tile. Shapes whose
-  rows are not 16-byte aligned, or smaller than one TMA box, run on padded workspace copies
-  (``gemm/shapes.py``).
+  stores outside the matrices, so M, N and K need not be multiples of the tile, nor as
+  large as one box. Shapes whose rows are not 16-byte aligned run on padded workspace
+  copies (``gemm/shapes.py``).
 
 Tile order (``tile_coords``): tiles are taken in groups of ``group_m`` rows of M tiles, every N
 tile of a group before the next group, so the CTAs that run together reuse A and B from L2.
@@ -197,34 +198,64 @@ def _release(empty, stage, cluster_m: int) -> None:
                 T.ptx.mbarrier.arrive_cluster((empty, stage), rank)
 
 
-def _mainloop(acc, a, b, full, empty, consumer, first_step, sched: Schedule) -> None:
+def _mainloop(acc, a, b, full, empty, consumer, first_step, sched: Schedule, part=None) -> None:
     """All K tiles of one output tile into ``acc``; the first wgmma overwrites (scale-d 0).
 
     One wgmma consumes 32 bytes of K (PTX ISA, "wgmma.mma_async": k16 for bf16, k32 for
-    fp8), so a 128-byte K tile takes four for either input type."""
+    fp8), so a 128-byte K tile takes four for either input type. With ``part`` (fp8 with
+    promotion, :func:`_promote`) the wgmmas of each K tile accumulate into ``part`` instead
+    and the K tile's sum is added into ``acc`` by the consumer's fp32 adds."""
     stages, tk, dtype = a.shape[0], a.shape[-1], a.dtype
     step = 256 // dtype.bits
     rows = TILE_M // CONSUMERS
     k_tiles = sched.k_tiles
+    if part is not None:
+        for i in range(acc.shape[0]):
+            acc[i] = T.cast(0, "float32")
     for kt in T.serial(k_tiles, name="kt"):
         s, phase = _stage_and_phase(first_step + kt, stages)
         T.ptx.mbarrier.wait((full, s), phase)
         T.ptx.wgmma.fence()
         for kk in range(tk // step):
+            first = 0 if part is not None else (kt > 0)  # a promoted K tile starts from zero
             T.ptx.wgmma.mma_async(
-                acc,
+                acc if part is None else part,
                 T.ptx.wgmma.desc(a, s, consumer * rows, kk * step),
                 T.ptx.wgmma.desc(b, s, 0, kk * step),
                 n=b.shape[1],
                 dtype=dtype.name,
-                scale_d=(kt > 0) if kk == 0 else 1,
+                scale_d=first if kk == 0 else 1,
             )
         T.ptx.wgmma.commit_group()
-        T.ptx.wgmma.wait_group(1)  # K tile kt - 1 is done: its stage may be refilled
-        with T.If(kt > 0):
-            _release(empty, (first_step + kt - 1) % stages, sched.cluster_m)
-    T.ptx.wgmma.wait_group(0)
-    _release(empty, (first_step + k_tiles - 1) % stages, sched.cluster_m)
+        if part is not None:
+            _promote(acc, part, empty, s, sched.cluster_m)
+        else:
+            T.ptx.wgmma.wait_group(1)  # K tile kt - 1 is done: its stage may be refilled
+            with T.If(kt > 0):
+                _release(empty, (first_step + kt - 1) % stages, sched.cluster_m)
+    if part is None:
+        T.ptx.wgmma.wait_group(0)
+        _release(empty, (first_step + k_tiles - 1) % stages, sched.cluster_m)
+
+
+def _promote(acc, part, empty, stage, cluster_m: int) -> None:
+    """fp32 promotion of one K tile's fp8 sums: wait for its wgmmas, free its stage, and add
+    ``part`` into ``acc`` with the consumer's own fp32 adds.
+
+    Hopper's fp8 wgmma adds its products into the accumulator with fewer bits than fp32
+    (DeepSeek-V3 technical report, arXiv 2412.19437, section 3.3.2: about 14), so a sum over
+    all of K loses bits as K grows; summed over one K tile only (:data:`PROMOTE_K` = 128
+    elements, four k32 wgmmas) and then added in full fp32, the error stays that of a
+    128-term sum whatever K is. 128 is the shortest interval the K tile allows (a promotion
+    needs the tile's wgmmas complete, so it happens between K tiles) and the interval that
+    report measured as enough; CUTLASS's fp8 kernels default to the same four wgmmas. Cost:
+    ``tile_n / 2`` more fp32 registers a thread (:data:`PROMOTED_TILE_NS`) and a
+    ``wait_group 0`` each K tile, during which the other consumer warpgroup's wgmmas keep
+    the tensor cores busy."""
+    T.ptx.wgmma.wait_group(0)  # the K tile's wgmmas are done: part holds its sum
+    _release(empty, stage, cluster_m)
+    for i in range(acc.shape[0]):
+        acc[i] = acc[i] + part[i]
 
 
 def _epilogue(acc, c, tma_c, consumer, m0, n0, tile) -> None:
@@ -299,7 +330,17 @@ def _idle(full, empty, stages: int, sched: Schedule) -> None:
 
 
 def _consumer(
-    tma_c, a, b, c, full, empty, consumer, sched: Schedule, partial=None, a_rows: int = TILE_M
+    tma_c,
+    a,
+    b,
+    c,
+    full,
+    empty,
+    consumer,
+    sched: Schedule,
+    partial=None,
+    a_rows: int = TILE_M,
+    promote: bool = False,
 ) -> None:
     """Per unit: the mainloop, then the epilogue (bf16 C by TMA), or with split-K
     (``partial = (work, m_rows)``) the fp32 partial sums into the workspace. When a stage
@@ -310,25 +351,29 @@ def _consumer(
             with T.Then():
                 if a_rows < TILE_M // CONSUMERS:
                     T.cuda.named_barrier(ZERO_BARRIER, 2 * 128)  # A's other rows are zero
-                _compute(tma_c, a, b, c, full, empty, 0, sched, partial)
+                _compute(tma_c, a, b, c, full, empty, 0, sched, partial, promote)
             with T.Else():
                 if a_rows < TILE_M // CONSUMERS:
                     _zero_a_rows(a, a_rows)
                 _idle(full, empty, a.shape[0], sched)
         return
-    _compute(tma_c, a, b, c, full, empty, consumer, sched, partial)
+    _compute(tma_c, a, b, c, full, empty, consumer, sched, partial, promote)
 
 
-def _compute(tma_c, a, b, c, full, empty, consumer, sched: Schedule, partial=None) -> None:
-    """The consumer's units: mainloop and epilogue each (see :func:`_consumer`)."""
+def _compute(
+    tma_c, a, b, c, full, empty, consumer, sched: Schedule, partial=None, promote: bool = False
+) -> None:
+    """The consumer's units: mainloop and epilogue each (see :func:`_consumer`); ``promote``
+    sums each K tile in a second fragment first (:func:`_promote`)."""
     tile_n = b.shape[1]
     acc = T.alloc_local(tile_n // 2, "float32", name="acc")
+    part = T.alloc_local(tile_n // 2, "float32", name="part") if promote else None
     units = sched.units()
     for i in T.serial(units[0], name="t"):
         m_tile, n_tile, split = sched.tile(i, units)
         first_step = T.let("first_step", i * sched.k_tiles)
         with T.phase("mainloop"):
-            _mainloop(acc, a, b, full, empty, consumer, first_step, sched)
+            _mainloop(acc, a, b, full, empty, consumer, first_step, sched, part)
         with T.phase("epilogue"):
             if partial is None:
                 _epilogue(acc, c, tma_c, consumer, m_tile * TILE_M, n_tile * tile_n, i)
@@ -346,6 +391,7 @@ def hopper_gemm_persistent(
     tile_n: int = TILE_N,
     split_k: bool = False,
     a_rows: int = TILE_M,
+    promote: bool = False,
 ) -> KernelProgram:
     """The kernel: ``(tma_a, tma_b, tma_c, m_tiles, n_tiles, k_tiles, group_m)``, 384 threads,
     launched with at most one CTA per SM. ``cluster_m`` = 2 or 4 groups CTAs of adjacent M
@@ -361,7 +407,10 @@ def hopper_gemm_persistent(
 
     ``a_rows`` < 128 (:data:`~.plan.A_ROWS`, CTAs alone only) loads only that many rows of A
     a stage, for M <= ``a_rows``: the stage's bytes shrink to what the product needs (a
-    16-token step reads 2 KiB of A a K tile, not 16), and the second consumer idles."""
+    16-token step reads 2 KiB of A a K tile, not 16), and the second consumer idles.
+
+    ``promote`` (fp8 only, widths of :data:`PROMOTED_TILE_NS`) sums each K tile's wgmmas in
+    a second fragment and adds it into the fp32 accumulators (:func:`_promote`)."""
     if cluster_m not in CLUSTER_SIZES:
         raise GemmShapeError(
             f"cluster_m is one of {CLUSTER_SIZES} (CTAs sharing B by multicast), got {cluster_m}"
@@ -377,12 +426,14 @@ def hopper_gemm_persistent(
             f"compute rows past M; got cluster_m={cluster_m}: use cluster_m=1"
         )
     gemm_plan.check_input_type(dtype)
+    _check_promote(promote, dtype, tile_n)
     gemm_plan.a_box(a_rows, dtype)  # a known row count
     gemm_plan.b_share(cluster_m, dtype, tile_n=tile_n)  # the multicast split is whole atoms
     name = "hopper_gemm_persistent" + (f"_cluster{cluster_m}" if cluster_m > 1 else "")
     name += "_e4m3" if dtype == "float8_e4m3fn" else ""
     name += f"_n{gemm_plan.check_tile_n(tile_n)}" if tile_n != TILE_N else ""
     name += f"_a{a_rows}" if a_rows != TILE_M else ""
+    name += "_promote" if promote else ""
 
     def body(tma_a, tma_b, tma_c, m_tiles, n_tiles, k_tiles, group_m, splits=1, partial=None):
         smem = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n)
@@ -399,7 +450,8 @@ def hopper_gemm_persistent(
                     _producer(tma_a, tma_b, a, b, full, empty, sched, a_rows)
             with T.Else():
                 T.ptx.setmaxnreg.inc(CONSUMER_REGS)
-                _consumer(tma_c, a, b, c, full, empty, warpgroup - 1, sched, partial, a_rows)
+                consumer = warpgroup - 1
+                _consumer(tma_c, a, b, c, full, empty, consumer, sched, partial, a_rows, promote)
         if cluster_m > 1:  # no CTA leaves while a peer may still arrive on its barriers
             T.ptx.cluster.sync()
 
@@ -434,6 +486,37 @@ def hopper_gemm_persistent(
         body(tma_a, tma_b, tma_c, m_tiles, n_tiles, k_tiles, group_m)
 
     return kernel
+
+
+# The consumer's registers besides its accumulators (descriptors, barrier addresses, loop
+# counters, the epilogue's addresses): 232 - 2 * 96 = 40 left for them at 128 x 192, where
+# ptxas allocates the promoted fp8 kernel without spills (tests/cuda/test_gemm_kernel.py
+# compiles it); at 128 x 240 (2 * 120 = 240 accumulators) and 128 x 256 (256) the two
+# fragments alone exceed setmaxnreg's 232.
+CONSUMER_OTHER_REGS = 40
+PROMOTED_TILE_NS = tuple(
+    n for n in gemm_plan.TILE_NS if 2 * (n // 2) + CONSUMER_OTHER_REGS <= CONSUMER_REGS
+)
+
+
+def _check_promote(promote, dtype: str, tile_n: int) -> None:
+    """GemmShapeError unless ``promote`` is a bool, and True only for fp8 on a width whose two
+    accumulator fragments fit the consumer's registers (:data:`PROMOTED_TILE_NS`)."""
+    if type(promote) is not bool:
+        raise GemmShapeError(f"promote is True or False, got {promote!r}")
+    if not promote:
+        return
+    if dtype != "float8_e4m3fn":
+        raise GemmShapeError(
+            f"promote=True is for fp8 inputs (float8_e4m3fn), got {dtype}: {dtype} wgmma "
+            "already accumulates in fp32; use promote=False"
+        )
+    if tile_n not in PROMOTED_TILE_NS:
+        raise GemmShapeError(
+            f"promote=True keeps two fp32 fragments of tile_n / 2 = {tile_n // 2} registers a "
+            f"thread: {tile_n} needs {2 * (tile_n // 2)} + {CONSUMER_OTHER_REGS} others, more "
+            f"than the consumer's {CONSUMER_REGS} (setmaxnreg); use tile_n in {PROMOTED_TILE_NS}"
+        )
 
 
 REDUCE_THREADS = 256
@@ -472,9 +555,10 @@ class HopperGemm:
     ``dtype`` the type of A and B (C is bfloat16), ``l2_promotion`` the TMA L2 fetch size for
     A and B, ``tile_n`` the CTA tile's width (:data:`~.plan.TILE_NS`), ``split_k`` builds the
     split-K kernel and its reduction (CTAs alone; ``prepare`` then takes ``splits``),
-    ``a_rows`` the rows of A a stage loads (128, or 64/32/16 for M up to that; CTAs alone). One
-    object is one kernel configuration; :class:`AutoGemm` picks the configuration from the
-    shape.
+    ``a_rows`` the rows of A a stage loads (128, or 64/32/16 for M up to that; CTAs alone),
+    ``promote`` the fp32 promotion of fp8 sums every K tile (:func:`_promote`; widths of
+    :data:`PROMOTED_TILE_NS`). One object is one kernel configuration; :class:`AutoGemm` picks
+    the configuration from the shape.
     """
 
     def __init__(
@@ -486,11 +570,13 @@ class HopperGemm:
         tile_n: int = TILE_N,
         split_k: bool = False,
         a_rows: int = TILE_M,
+        promote: bool = False,
     ):
         _check_group_m(group_m)
         self.group_m, self.cluster_m, self.l2_promotion = group_m, cluster_m, l2_promotion
         self.dtype, self.tile_n, self.split_k, self.a_rows = dtype, tile_n, split_k, a_rows
-        self.program = hopper_gemm_persistent(cluster_m, dtype, tile_n, split_k, a_rows)
+        self.promote = promote
+        self.program = hopper_gemm_persistent(cluster_m, dtype, tile_n, split_k, a_rows, promote)
         self.launcher = Launcher(self.program)
         self.reduce = Launcher(splitk_reduce()) if split_k else None
         self.plan = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n)  # the same
@@ -631,10 +717,13 @@ class HopperGemm:
 WIDTH_COST = {256: 1.0, 240: 1.01, 192: 1.03, 128: 1.40, 64: 1.9}
 
 
-def launch_config(m: int, n: int, sms: int) -> tuple[int, int]:
+def launch_config(
+    m: int, n: int, sms: int, widths: tuple[int, ...] = gemm_plan.TILE_NS
+) -> tuple[int, int]:
     """(tile_n, cluster_m) for an ``m x n`` C on ``sms`` SMs, from the shape alone.
 
-    For each width of :data:`~.plan.TILE_NS`: ``tiles = ceil(m / 128) * ceil(n / tile_n)``.
+    For each width of ``widths`` (:data:`~.plan.TILE_NS`, or :data:`PROMOTED_TILE_NS` for
+    promoted fp8): ``tiles = ceil(m / 128) * ceil(n / tile_n)``.
     If they fit in one wave (``tiles <= sms``), or there is one row of M tiles (a pair's second
     CTA would compute rows past M), the CTAs run alone (a cluster only adds its barriers);
     else in 2x1 clusters that share B (half of B's L2 reads), ``sms / 2`` of them.
@@ -649,8 +738,12 @@ def launch_config(m: int, n: int, sms: int) -> tuple[int, int]:
         raise GemmShapeError(
             f"launch_config needs the device's SM count as a positive int, got sms={sms!r}"
         )
+    if not widths or any(w not in gemm_plan.TILE_NS for w in widths):
+        raise GemmShapeError(
+            f"launch_config's widths are some of {gemm_plan.TILE_NS}, got {widths!r}"
+        )
     best: tuple[float, int, int] | None = None
-    for tile_n in gemm_plan.TILE_NS:
+    for tile_n in widths:
         m_tiles, n_tiles = ceil_div(m, TILE_M), ceil_div(n, tile_n)
         alone = m_tiles * n_tiles <= sms or m_tiles < 2 or sms < 2  # a pair needs 2 SMs
         cluster_m = 1 if alone else 2
@@ -659,7 +752,7 @@ def launch_config(m: int, n: int, sms: int) -> tuple[int, int]:
         cost = rounds * tile_n * WIDTH_COST[tile_n]
         if best is None or cost < best[0]:
             best = (cost, tile_n, cluster_m)
-    assert best is not None  # TILE_NS is not empty
+    assert best is not None  # widths is not empty
     return best[1], best[2]
 
 
@@ -698,6 +791,43 @@ def split_count(m: int, n: int, k: int, tile_n: int, sms: int, dtype: str = "bfl
     return best
 
 
+# K tiles from which a tile twice as wide with split-K beats an unsplit one on the same CTA
+# count (H200, docs/verification/2026-12-02-h200-gemm-shapes-tuning.txt, call 2, TFLOP/s):
+# 128x8192x28672 (448 K tiles): 446 for 128 x 128 in 2 K ranges against 358 and 362 for
+# 128 x 64; 256x4096x14336 (224): 484 and 481 against 408 and 404; 256x8192x28672: 568 for
+# 128 x 256 in 2 ranges against 536 and 553 for 128 x 128; but at 128 K tiles
+# 128x8192x8192 gave 328 (128 x 128, 2 ranges) against 377 and 379. The wider tile reads
+# fewer operand bytes per MAC; the partial sums and their reduction cost a fixed share of
+# the product, which a long K range amortises and a short one does not.
+LONG_K_TILES = 200
+
+
+def policy(
+    m: int,
+    n: int,
+    k: int,
+    sms: int,
+    dtype: str = "bfloat16",
+    widths: tuple[int, ...] = gemm_plan.TILE_NS,
+) -> tuple[int, int, int]:
+    """(tile_n, cluster_m, splits) for an ``m x n x k`` product on ``sms`` SMs.
+
+    :func:`launch_config` picks the width and cluster, :func:`split_count` the K ranges for
+    that width; then where that is an unsplit 128 x 64 or 128 x 128 tile over M > 64 rows
+    (the 128-row A box) and K has at least :data:`LONG_K_TILES` K tiles, the tile twice as
+    wide with split-K replaces it when :func:`split_count` splits that at all (the measured
+    gain: :data:`LONG_K_TILES`)."""
+    tile_n, cluster_m = launch_config(m, n, sms, widths)
+    splits = split_count(m, n, k, tile_n, sms, dtype)
+    long_k = ceil_div(k, tile_k(dtype)) >= LONG_K_TILES
+    wider = 2 * tile_n
+    if splits == 1 and tile_n in (64, 128) and wider in widths and long_k:
+        wide = split_count(m, n, k, wider, sms, dtype) if a_rows_for(m) == TILE_M else 1
+        if wide > 1:
+            return wider, 1, wide
+    return tile_n, cluster_m, splits
+
+
 def a_rows_for(m: int) -> int:
     """Rows of A a stage loads for ``m`` rows of C: the fewest of :data:`~.plan.A_ROWS` that
     hold them (16, 32, 64), 128 for ``m > 64``."""
@@ -706,16 +836,27 @@ def a_rows_for(m: int) -> int:
 
 
 class AutoGemm:
-    """``C = A @ B^T`` with the kernel configuration :func:`launch_config` and
-    :func:`split_count` pick for each shape before the launch (one :class:`HopperGemm` per
+    """``C = A @ B^T`` with the kernel configuration :func:`policy` picks for each shape
+    before the launch (one :class:`HopperGemm` per
     configuration, built on first use). ``prepare`` and calling work as in
-    :class:`HopperGemm`."""
+    :class:`HopperGemm`. ``promote`` (default: for fp8) promotes fp8 sums to fp32 every K
+    tile (:func:`_promote`), on the widths whose two fragments fit
+    (:data:`PROMOTED_TILE_NS`)."""
 
     def __init__(
-        self, group_m: int = DEFAULT_GROUP_M, dtype: str = "bfloat16", l2_promotion: int = 0
+        self,
+        group_m: int = DEFAULT_GROUP_M,
+        dtype: str = "bfloat16",
+        l2_promotion: int = 0,
+        promote: bool | None = None,
     ):
         _check_group_m(group_m)
+        gemm_plan.check_input_type(dtype)
+        promote = dtype == "float8_e4m3fn" if promote is None else promote
+        _check_promote(promote, dtype, PROMOTED_TILE_NS[0])
         self.group_m, self.dtype, self.l2_promotion = group_m, dtype, l2_promotion
+        self.promote = promote
+        self.widths = PROMOTED_TILE_NS if promote else gemm_plan.TILE_NS
         self.gemms: dict[tuple[int, int, bool, int], HopperGemm] = {}
         self.sms: int | None = None
 
@@ -726,8 +867,9 @@ class AutoGemm:
             from cuda.core import Device  # the launcher's device: the current one
 
             self.sms = _sm_count(Device().device_id, "AutoGemm")
-        tile_n, cluster_m = launch_config(m, n, self.sms)
-        splits = 1 if k is None else split_count(m, n, k, tile_n, self.sms, self.dtype)
+        if k is None:
+            return (*launch_config(m, n, self.sms, self.widths), 1, a_rows_for(m))
+        tile_n, cluster_m, splits = policy(m, n, k, self.sms, self.dtype, self.widths)
         return tile_n, cluster_m, splits, a_rows_for(m)
 
     def gemm_for(self, m: int, n: int, k: int | None = None) -> HopperGemm:
@@ -736,7 +878,14 @@ class AutoGemm:
         key = (tile_n, cluster_m, splits > 1, a_rows)
         if key not in self.gemms:
             self.gemms[key] = HopperGemm(
-                self.group_m, cluster_m, self.dtype, self.l2_promotion, tile_n, splits > 1, a_rows
+                self.group_m,
+                cluster_m,
+                self.dtype,
+                self.l2_promotion,
+                tile_n,
+                splits > 1,
+                a_rows,
+                self.promote,
             )
         return self.gemms[key]
 
@@ -828,7 +977,8 @@ def _check_operands(
     a, b, c, dtype: str = "bfloat16", tile_n: int = TILE_N, a_rows: int = TILE_M
 ) -> tuple[int, int, int]:
     """(M, K, N) of operands the kernel takes as they are: :func:`_check_layout`, rows 16-byte
-    aligned, each matrix at least one TMA box (:mod:`~.shapes` stages the others)."""
+    aligned, and, unless :data:`~.shapes.BOXES_PAST_EDGES`, each matrix at least one TMA box
+    (:mod:`~.shapes` stages the others)."""
     m, k, n = _check_layout(a, b, c, dtype)
     k_align = 16 * 8 // as_dtype(dtype).bits
     if k % k_align or n % 8:
@@ -838,7 +988,7 @@ def _check_operands(
         )
     tk = tile_k(dtype)
     min_m = max(a_rows, shapes.C_BOX_ROWS)
-    if m < min_m or n < tile_n or k < tk:
+    if not shapes.BOXES_PAST_EDGES and (m < min_m or n < tile_n or k < tk):
         raise GemmShapeError(
             f"M, N, K = {m}, {n}, {k}: this kernel needs M >= {min_m}, N >= {tile_n}, "
             f"K >= {tk} (one TMA box each); use torch.matmul for smaller products"

@@ -1,27 +1,31 @@
 """Any GEMM shape on the persistent kernel: which operands go through padded copies, and how.
 
 The kernel (``gemm/hopper.py``) reads A and B and writes C with TMA, whose rules decide
-which shapes it takes directly (CUDA driver API, ``cuTensorMapEncodeTiled``; checked by
+which shapes it takes directly (CUDA Driver API, ``cuTensorMapEncodeTiled``; checked by
 ``cuda/tma.py``): every row pitch a multiple of 16 bytes (K a multiple of 8 bf16 or 16 fp8
-elements, N a multiple of 8 bf16), and no TMA box larger than its matrix (M >= the rows of
-A's box, ``a_rows``: 128, or 64/32/16 for the small-M kernels; M >= 64, the rows of C's box;
-K >= one K tile; N >= the CTA tile's width). Any other shape runs on *staged* operands: a
-zero-filled workspace matrix of the kernel's shape
+elements, N a multiple of 8 bf16). A TMA box may reach past the matrix: the driver's
+requirements on ``boxDim`` are only ``1 <= boxDim[i] <= 256``, an inner box of a multiple of
+16 bytes and at most the swizzle span, none relative to ``globalDim``, and the elements of a
+load outside the tensor are filled with zeros (``oobFill``, ``CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE``)
+while a store skips them (PTX ISA, "cp.async.bulk.tensor": out-of-bound accesses). So a
+matrix smaller than one box (M below A's 128/64/32/16 rows or C's 64, N below the tile, K
+below one K tile) runs in place (:data:`BOXES_PAST_EDGES`). Any other shape runs on *staged*
+operands: a zero-filled workspace matrix of the kernel's shape
 
-    ``Ma = max(M, a_rows)`` (A), ``Mc = max(M, 64)`` (C),
-    ``Kp = max(ceil(K / align) * align, tile_k)``, ``Np = max(ceil(N / 8) * 8, tile_n)``
+    ``Kp = ceil(K / align) * align``, ``Np = ceil(N / 8) * 8``
 
-into which the operand is copied (A: ``M x K`` into ``Ma x Kp``; B: ``N x K`` into
-``Np x Kp``) before the launch, and out of which C's ``M x N`` is copied (from ``Mc x Np``)
-after it. The zero
-columns ``K..Kp`` of A and B add nothing to the product, and rows past M or N of C are never
-copied out.
+into which the operand is copied (A: ``M x K`` into ``M x Kp``; B: ``N x K`` into
+``Np x Kp``) before the launch, and out of which C's ``M x N`` is copied (from ``M x Np``)
+after it. The zero columns ``K..Kp`` of A and B add nothing to the product, and columns
+past N of C are never copied out. With :data:`BOXES_PAST_EDGES` off, a matrix also stages
+to at least one box: ``Ma = max(M, a_rows)`` (A), ``Mc = max(M, 64)`` (C),
+``Kp >= tile_k``, ``Np >= tile_n``.
 
 Cost: per staged operand one 2-D copy, reading and writing its bytes once (A: ``M K``
 elements, B: ``N K``, C: ``M N`` bf16), and one more launch each in the stream; the
 workspace (:attr:`Staging.workspace_bytes`) is allocated and zeroed once per prepared launch.
 A shape that needs no staging pays nothing. Only the operands that break a rule are copied:
-a small M stages A and C but not the large B.
+a K that is not a multiple of the alignment stages A and B but not C.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from .plan import CONSUMERS, TILE_M, check_a_rows, check_input_type, check_tile_
 ROW_ALIGN_BYTES = 16  # TMA: every global stride (row pitch) a multiple of 16 bytes
 C_BYTES = 2  # C is bfloat16
 C_BOX_ROWS = TILE_M // CONSUMERS  # a consumer warpgroup stores 64-row slices of C
+BOXES_PAST_EDGES = True  # a TMA box may extend past the matrix (module docstring)
 
 
 @dataclass(frozen=True)
@@ -106,7 +111,7 @@ class Staging:
 def staging(m: int, n: int, k: int, dtype: str, tile_n: int, a_rows: int = TILE_M) -> Staging:
     """How an ``m x n x k`` product of ``dtype`` inputs runs on the kernel with CTA tile
     ``128 x tile_n`` loading ``a_rows`` rows of A (module docstring: the padded sizes and
-    their reasons)."""
+    their reasons; ``tile_n`` and ``a_rows`` matter only without :data:`BOXES_PAST_EDGES`)."""
     for name, v in (("M", m), ("N", n), ("K", k)):
         if type(v) is not int or v < 1:
             raise GemmShapeError(
@@ -117,9 +122,10 @@ def staging(m: int, n: int, k: int, dtype: str, tile_n: int, a_rows: int = TILE_
     check_tile_n(tile_n)
     check_a_rows(a_rows)
     elem = as_dtype(dtype).bits // 8
-    align = ROW_ALIGN_BYTES // elem
-    kp = max(align_up(k, align), tile_k(dtype))
-    np_ = max(align_up(n, ROW_ALIGN_BYTES // C_BYTES), tile_n)
+    kp, np_ = align_up(k, ROW_ALIGN_BYTES // elem), align_up(n, ROW_ALIGN_BYTES // C_BYTES)
+    if BOXES_PAST_EDGES:
+        return Staging(m, n, k, m, m, np_, kp, elem)
+    kp, np_ = max(kp, tile_k(dtype)), max(np_, tile_n)
     return Staging(m, n, k, max(m, a_rows), max(m, C_BOX_ROWS), np_, kp, elem)
 
 

@@ -385,7 +385,7 @@ def _d_values(cells: np.ndarray, d_fmt: str) -> np.ndarray:
 def _scales(
     actx, taddr: int, rows: int, sf_fmt: str | None, per_mma: int, sf_id: int, extra: dict
 ) -> np.ndarray:
-    """Scale factors (rows x per_mma) from TMEM: row r's are bytes ``sf_id * per_mma + j`` of
+    """Scale factors (rows x per_mma) from TMEM: row r's are bytes ``sf_id + j`` of
     the cell (lane r % 128, column r // 32) from ``taddr`` (the layout ``sf_tmem_layout``
     describes and ``tcgen05.cp .32x128b.warpx4`` fills: each 32-row group its own column,
     copied into every lane quarter)."""
@@ -394,7 +394,13 @@ def _scales(
     cols = (taddr & 0xFFFF) + r // 32
     cells = actx.tmem_read(lanes, cols, **extra).astype(np.uint32)  # (rows,)
     j = np.arange(per_mma)
-    byte = ((sf_id * per_mma + j) % 4).astype(np.uint32)
+    # the id is the byte slot where this MMA's factors start (hence 2X takes ids 0 and 2)
+    if sf_id % per_mma:
+        raise SimError(
+            f"scale-factor id {sf_id} with scale_vec::{per_mma}X: the ids are "
+            f"{', '.join(str(i) for i in range(0, 4, per_mma))} (the byte where the factors start)"
+        )
+    byte = (sf_id + j).astype(np.uint32)
     codes = (cells[:, None] >> (8 * byte)[None, :]) & np.uint32(0xFF)
     return bits_to_float32(codes.astype(np.uint8), sf_fmt or "ue4m3").astype(np.float64)
 
