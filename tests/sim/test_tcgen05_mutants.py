@@ -170,11 +170,6 @@ def test_block_scaled_n256_reads_each_row_s_factors(scale_vec, sf_dtype):
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the simulator reads scale-factor bytes (sf_id * scale_vec + j) % 4, so sf_id 2 "
-    "with scale_vec::2X reads bytes 0-1 (as sf_id 0) instead of bytes 2-3",
-)
 def test_scale_factor_id_2_of_scale_vec_2x_reads_bytes_2_and_3():
     """kind::mxf4nvf4 .scale_vec::2X with UE8M0 factors and sfa_id = sfb_id = 2. The id is the
     byte slot of the 32-bit TMEM cell where this MMA's factors start (PTX ISA "Instruction
