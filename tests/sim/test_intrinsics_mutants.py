@@ -261,3 +261,22 @@ def test_tcgen05_st_one_lane_past_the_quarter_is_out_of_bounds():
         lane, warp, lo, hi = (int(g) for g in m.groups())
         assert (lane, lo, hi) == (32 * warp + 1, 32 * warp, 32 * warp + 31)
         assert h.where == f"lanes {lane}-{lane + 31}"
+
+
+@pytest.mark.parametrize("trans_a, trans_b", [(1, 0), (0, 1)])
+def test_wgmma_reads_each_operand_with_its_own_major(trans_a, trans_b):
+    """f16 with one operand MN-major and the other K-major ("wgmma.mma_async": imm-trans-a
+    and imm-trans-b are separate): D = A B^T either way."""
+    rng = np.random.default_rng(10 + trans_a)
+    n, k = 32, 16
+    a = rng.integers(-4, 5, (64, k)).astype(np.float32)
+    b = rng.integers(-4, 5, (n, k)).astype(np.float32)
+    smem = np.zeros(1 << 17, np.uint8)
+    a_src, a_major = (np.ascontiguousarray(a.T), "MN") if trans_a else (a, "K")
+    b_src, b_major = (np.ascontiguousarray(b.T), "MN") if trans_b else (b, "K")
+    a_desc = place(smem, A_BASE, a_src, "float16", "64B", a_major)
+    b_desc = place(smem, B_BASE, b_src, "float16", "64B", b_major)
+    got = simulate(smem, a_desc, b_desc, n, "float16", trans_a=trans_a, trans_b=trans_b)
+    d = a.astype(np.float64) @ b.T.astype(np.float64)
+    for warp, regs in enumerate(got):
+        np.testing.assert_array_equal(regs, fragment_of(d, warp, n).astype(np.float32))
