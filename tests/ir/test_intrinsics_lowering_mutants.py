@@ -412,8 +412,12 @@ def test_tcgen05_allocation_instructions_default_to_cta_group_1():
         T.ptx.tcgen05.dealloc(base, 32)
 
     src = _tcgen05_kernel(body).source
-    assert '"tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;"' in src
-    assert '"tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;"' in src
+    assert "cta_group::2" not in src  # the pool's own alloc/relinquish/dealloc are ::1 too
+    assert (
+        '"tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;" :  : '
+        '"r"(tm_smem_addr((uint8_t*)slot + 0))' in src
+    )
+    assert src.count('"tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;"') == 2
     assert '"tcgen05.dealloc.cta_group::1.sync.aligned.b32 %0, %1;" :  : "r"(tmem_base)' in src
 
 
