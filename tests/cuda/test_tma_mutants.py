@@ -192,3 +192,14 @@ def test_a_rejected_encoding_is_a_tma_error(fake_driver):
     fake_driver.err = 1  # CUDA_ERROR_INVALID_VALUE
     with pytest.raises(TMAError, match=r"cuTensorMapEncodeTiled rejected .*: error 1"):
         tile_map(_DeviceTensor((64, 64), "<f4"), _tile())
+
+
+def test_l2_promotion_takes_the_driver_s_four_sizes_only():
+    # CUtensorMapL2promotion: NONE, L2_64B, L2_128B, L2_256B
+    with pytest.raises(TMAError, match=r"L2 promotion is one of \[0, 64, 128, 256\] bytes, got 32"):
+        EncodedTensorMap(_plan(), 32)
+
+
+def test_a_map_takes_arrays_of_its_buffer_s_element_width():
+    with pytest.raises(TMAError, match=r"holds float32 \(32 bits\) but the array has float64"):
+        tile_map(np.zeros((64, 64), np.float64), _tile())
