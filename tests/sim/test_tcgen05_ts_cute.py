@@ -60,6 +60,23 @@ def place_a(tmem: np.ndarray, rows: np.ndarray, atom: Layout) -> None:
             tmem[lane, col] |= bits[r % len(rows), k] << np.uint32(16 * half)
 
 
+def _issue_ts(ctx, m: int, b_desc: int, cta_group: int) -> None:
+    """A bf16 ``tcgen05.mma`` with A in TMEM (column A_COL) and B by ``b_desc``, issued by
+    ``ctx`` and run to completion."""
+    idesc = instr_descriptor("f16", m, N, "bfloat16", "bfloat16", cta_group=cta_group)
+    run(
+        _sim_mma,
+        ctx,
+        "ptx.tcgen05.mma",
+        (None, None, None, Const(idesc, UINT32), None),
+        [D_COL, A_COL, b_desc, idesc, 0],
+        cta_group=cta_group,
+        a_tmem=True,
+        kind="f16",
+    )
+    ctx.complete_all()
+
+
 @pytest.mark.parametrize("m, cta_group", sorted(ATOMS))
 def test_a_in_tmem_is_read_where_cute_places_it(m, cta_group):
     rng = np.random.default_rng(m + cta_group)
@@ -74,18 +91,7 @@ def test_a_in_tmem_is_read_where_cute_places_it(m, cta_group):
         b_desc = place(
             ctx.smem, B_BASE, b[v * n_cta : (v + 1) * n_cta], "bfloat16", "128B", "K", "sm_100a"
         )
-    idesc = instr_descriptor("f16", m, N, "bfloat16", "bfloat16", cta_group=cta_group)
-    run(
-        _sim_mma,
-        ctas[0],
-        "ptx.tcgen05.mma",
-        (None, None, None, Const(idesc, UINT32), None),
-        [D_COL, A_COL, b_desc, idesc, 0],
-        cta_group=cta_group,
-        a_tmem=True,
-        kind="f16",
-    )
-    ctas[0].complete_all()
+    _issue_ts(ctas[0], m, b_desc, cta_group)
     d = a @ b.T
     lanes, cols = mma_result_cells(m, N, cta_group)
     for v, ctx in enumerate(ctas):
@@ -106,18 +112,7 @@ def test_a_pair_m128_without_the_duplicate_gives_other_numbers():
         b_desc = place(
             ctx.smem, B_BASE, b[32 * v : 32 * v + 32], "bfloat16", "128B", "K", "sm_100a"
         )
-    idesc = instr_descriptor("f16", 128, N, "bfloat16", "bfloat16", cta_group=2)
-    run(
-        _sim_mma,
-        ctas[0],
-        "ptx.tcgen05.mma",
-        (None, None, None, Const(idesc, UINT32), None),
-        [D_COL, A_COL, b_desc, idesc, 0],
-        cta_group=2,
-        a_tmem=True,
-        kind="f16",
-    )
-    ctas[0].complete_all()
+    _issue_ts(ctas[0], 128, b_desc, 2)
     lanes, cols = mma_result_cells(128, N, 2)
     got = ctas[0].tmem[lanes, D_COL + cols].view(np.float32)
     want = (a @ b.T)[:64]

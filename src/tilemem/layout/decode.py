@@ -209,9 +209,10 @@ def operand_values(
     (a simulator's shared-memory read: uint8 of shape ``addrs.shape + (nbytes,)``).
 
     ``fmt`` is a :func:`tilemem.dtype.bits_to_float32` format; ``bits`` the width of its
-    container in shared memory (4 for packed fp4, 8 for fp4 unpacked into bytes by
-    kind::f8f6f4, whose value sits in the low bits). Elements are little-endian; packed
-    4-bit elements fill the low nibble first.
+    container in shared memory (4 for packed fp4 of the mxf4 kinds, 8 for one-byte types).
+    Elements are little-endian; packed 4-bit elements fill the low nibble first. (fp6 and
+    fp4 under kind::f8f6f4 sit packed inside 16-byte chunks; the simulator's tcgen05.mma
+    reads them itself.)
     """
     addrs = operand_addresses(desc, rows, cols, bits, major)
     raw = read(addrs, max(1, bits // 8)).astype(np.uint32)
