@@ -10,7 +10,8 @@ from ...layout.smem import SwizzleMode
 from ...layout.tma import TMAFill, tma_fill
 from ...pool import SMEM, Buffer
 from ..builder import current
-from ..nodes import IRError, TensorMapVar, binop, convert
+from ..index import layout_index
+from ..nodes import Const, IRError, TensorMapVar, binop, convert
 from .registry import SimContext, asm, expose, intrinsic, pending_groups
 from .thread import shared_operand
 
@@ -158,6 +159,22 @@ def _coords(coords) -> tuple:
     return coords
 
 
+def _box_operand(x, what: str):
+    """The shared-memory side of a bulk tensor copy (:func:`shared_operand`). A box starts on a
+    byte: an element of a sub-byte buffer (fp4) at a constant index inside a byte is refused,
+    where :func:`smem_addr` would round it down to the byte that holds it."""
+    if isinstance(x, tuple) and x and isinstance(x[0], Buffer) and x[0].dtype.bits % 8:
+        buf, bits = x[0], x[0].dtype.bits
+        element = layout_index(buf.layout, x[1:])["m"] if buf.scope == SMEM else None
+        if isinstance(element, Const) and element.value * bits % 8:
+            raise IRError(
+                f"{what}: element {tuple(x[1:])} of {buf.name!r} ({buf.dtype.name}) starts at bit "
+                f"{element.value * bits % 8} of a byte; a TMA box starts on a byte: give an "
+                f"index whose element number is a multiple of {8 // bits}"
+            )
+    return shared_operand(x)
+
+
 def _lower_load(call, gen) -> str:
     rank = call.attr("rank")
     tmap, dst, bar, *rest = call.args
@@ -192,7 +209,7 @@ def tma_load(tmap: TensorMapVar, dst, bar, coords, multicast_mask=None):
     if not isinstance(tmap, TensorMapVar):
         raise IRError(f"tma_load reads through a T.TensorMap kernel parameter, got {tmap!r}")
     attrs: list[tuple] = [("rank", len(tuple(coords)))]
-    args = [tmap, shared_operand(dst), shared_operand(bar), *_coords(coords)]
+    args = [tmap, _box_operand(dst, "tma_load"), shared_operand(bar), *_coords(coords)]
     if multicast_mask is not None:
         current().target.require("cluster", "TMA multicast")
         attrs.append(("multicast", True))
@@ -224,7 +241,7 @@ def _lower_store(call, gen) -> str:
 def tma_store(tmap: TensorMapVar, src, coords):
     if not isinstance(tmap, TensorMapVar):
         raise IRError(f"tma_store writes through a T.TensorMap kernel parameter, got {tmap!r}")
-    return [tmap, shared_operand(src), *_coords(coords)], [("rank", len(tuple(coords)))]
+    return [tmap, _box_operand(src, "tma_store"), *_coords(coords)], [("rank", len(tuple(coords)))]
 
 
 def _tile_fill(buf: Buffer) -> TMAFill:
