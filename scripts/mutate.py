@@ -645,7 +645,7 @@ _CAMPAIGN = "test_bad_inputs.py"
 # installed), the simulator runs of the kernels, and the CLI. Files named for their own
 # module's mutants (``test_<name>_*mutants*.py``) are found by the patterns too.
 _KERNEL_SIDE = {
-    "ir": ["ir/test_*.py", "cuda/test_*.py", "sim/test_*.py"],
+    "ir": ["ir/test_*.py", "cuda/test_*.py", "sim/test_*.py", "pool/test_kernel_mode.py"],
     "cuda": ["cuda/test_*.py", "sim/test_*.py"],
     "gemm": [
         "cuda/test_gemm*.py",
