@@ -247,6 +247,10 @@ class Builder:
         var = self._smem_var(buf)
         self.emit(Store(var, self._element(buf, index), _as_value(value, buf.dtype)))
 
+    def is_current(self) -> bool:
+        """Whether this kernel is the one being built now (a pool's buffers emit only into it)."""
+        return current_emitter() is self
+
     def tmem_stage(self, stages, stage, start: int, stop: int):
         """A stage picked by a run-time index: stage 0's view whose column offset becomes
         ``col_offset + stage * (stride * bits / 32)``; every stage must be that shift of it."""

@@ -126,6 +126,11 @@ class Buffer:
                 f"cannot {action} buffer {self.name!r} outside a kernel: indexing emits a memory "
                 "access, so build the pool inside a @T.kernel function"
             )
+        if not emitter.is_current():
+            raise PoolStateError(
+                f"cannot {action} buffer {self.name!r} here: it belongs to the pools of another "
+                "kernel (or of a kernel already built); allocate it in this kernel's pool"
+            )
         return emitter
 
     def __getitem__(self, index):
