@@ -60,6 +60,17 @@ def test_cp_64x128b_warpx2_sends_each_half_to_its_quarters(multicast):
     assert not ctx.tmem[:, :200].any() and not ctx.tmem[:, 204:].any()
 
 
+def _small_operands(rng, dtype: str):
+    """Integer A (128 x 16) and B (32 x 16) in [-3, 3], placed K-major with the 128-byte swizzle
+    in a fresh context: (ctx, a, b, a_desc, b_desc)."""
+    a = rng.integers(-3, 4, (128, 16)).astype(np.float32)
+    b = rng.integers(-3, 4, (32, 16)).astype(np.float32)
+    ctx = FakeContext(warp=1)
+    a_desc = place(ctx.smem, A_BASE, a, dtype, "128B", "K", "sm_100a")
+    b_desc = place(ctx.smem, B_BASE, b, dtype, "128B", "K", "sm_100a")
+    return ctx, a, b, a_desc, b_desc
+
+
 def _mma(ctx, a_desc, b_desc, idesc, kind, accumulate):
     run(
         _sim_mma,
@@ -81,13 +92,9 @@ def test_an_f16_accumulator_adds_to_the_low_half_of_its_cells():
     in [1, 2) with all 10 mantissa bits random (the lowest one too), so the sums round to f16
     once, as numpy rounds the exact float32 sum (round to nearest even, "cvt.rn.f16.f32")."""
     rng = np.random.default_rng(13)
-    a = rng.integers(-3, 4, (128, 16)).astype(np.float32)
-    b = rng.integers(-3, 4, (32, 16)).astype(np.float32)
+    ctx, a, b, a_desc, b_desc = _small_operands(rng, "float16")
     sign = rng.choice(np.array([-1.0, 1.0]), (128, 32))
     init = (sign * rng.integers(1024, 2048, (128, 32)) / 1024).astype(np.float32)
-    ctx = FakeContext(warp=1)
-    a_desc = place(ctx.smem, A_BASE, a, "float16", "128B", "K", "sm_100a")
-    b_desc = place(ctx.smem, B_BASE, b, "float16", "128B", "K", "sm_100a")
     old = init.astype(np.float16).view(np.uint16).astype(np.uint32) | np.uint32(0xABCD0000)
     ctx.tmem[:128, D_COL : D_COL + 32] = old
     idesc = instr_descriptor("f16", 128, 32, "float16", "float16", "float16")
@@ -183,12 +190,7 @@ def test_scale_factor_id_2_of_scale_vec_2x_reads_bytes_2_and_3():
 
 def test_enable_input_d_0_overwrites_the_accumulator():
     """bf16 M = 128, N = 32 with enable_input_d = 0 over a D holding 1.0: D = A B^T."""
-    rng = np.random.default_rng(17)
-    a = rng.integers(-3, 4, (128, 16)).astype(np.float32)
-    b = rng.integers(-3, 4, (32, 16)).astype(np.float32)
-    ctx = FakeContext(warp=1)
-    a_desc = place(ctx.smem, A_BASE, a, "bfloat16", "128B", "K", "sm_100a")
-    b_desc = place(ctx.smem, B_BASE, b, "bfloat16", "128B", "K", "sm_100a")
+    ctx, a, b, a_desc, b_desc = _small_operands(np.random.default_rng(17), "bfloat16")
     ctx.tmem[:128, D_COL : D_COL + 32] = 0x3F800000
     _mma(ctx, a_desc, b_desc, instr_descriptor("f16", 128, 32, "bfloat16", "bfloat16"), "f16", 0)
     np.testing.assert_array_equal(ctx.tmem[:128, D_COL : D_COL + 32].view(np.float32), a @ b.T)
@@ -196,12 +198,7 @@ def test_enable_input_d_0_overwrites_the_accumulator():
 
 def test_negate_b_negates_the_product():
     """Instruction descriptor bit 14 (negate B): D = A (-B)^T."""
-    rng = np.random.default_rng(18)
-    a = rng.integers(-3, 4, (128, 16)).astype(np.float32)
-    b = rng.integers(-3, 4, (32, 16)).astype(np.float32)
-    ctx = FakeContext(warp=1)
-    a_desc = place(ctx.smem, A_BASE, a, "float16", "128B", "K", "sm_100a")
-    b_desc = place(ctx.smem, B_BASE, b, "float16", "128B", "K", "sm_100a")
+    ctx, a, b, a_desc, b_desc = _small_operands(np.random.default_rng(18), "float16")
     idesc = instr_descriptor("f16", 128, 32, "float16", "float16", negate_b=True)
     assert idesc >> 14 & 1 and not idesc >> 13 & 1
     _mma(ctx, a_desc, b_desc, idesc, "f16", 0)
