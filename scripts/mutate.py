@@ -771,9 +771,50 @@ def _selected(module: Path, args: argparse.Namespace) -> list[Mutant]:
         low, high = (int(x) for x in args.lines.split("-"))
         mutants = [m for m in mutants if low <= m.line <= high]
     if args.rerun:
-        listed = {_unnumbered(line) for line in args.rerun.read_text().splitlines()}
-        mutants = [m for m in mutants if _unnumbered(_describe(m)) in listed]
+        mutants = rerun_selection(mutants, args.rerun.read_text().splitlines())
     return mutants
+
+
+_LISTED = re.compile(r"(\S+?):(\d+): (.*?)  \((.*)\)")
+_VERDICT_TAG = r"  (SURVIVED|UNCOVERED|EQUIVALENT \(.*\))$"
+
+
+def rerun_selection(mutants: list[Mutant], lines: list[str]) -> list[Mutant]:
+    """The mutants that survivors-file ``lines`` list, matched by module, line text and
+    change with its column (a line written without a column matches every column).
+
+    Identical lines of one module hold mutants with one key: those whose line numbers are
+    listed are taken; when some listed number holds none (the module was edited above
+    them), all of them.
+    Listed mutants of these modules that match nothing (their line text changed) are
+    reported: they are new mutants, to be run whole.
+    """
+    modules = {m.module for m in mutants}
+    wanted: dict[tuple[str, str, str], set[int]] = {}
+    for line in lines:
+        found = _LISTED.match(re.sub(_VERDICT_TAG, "", line.strip()))
+        if found is None or found[1] not in modules:
+            continue
+        change = found[3] if _CHANGE_AT.search(found[3]) else _unnumbered(line)
+        wanted.setdefault((found[1], change, found[4]), set()).add(int(found[2]))
+    by_key: dict[tuple[str, str, str], list[Mutant]] = {}
+    for m in mutants:
+        by_key.setdefault(m.key, []).append(m)
+        by_key.setdefault(("", _unnumbered(_describe(m)), ""), []).append(m)
+    chosen: set[int] = set()
+    unmatched = 0
+    for (module, change, text), numbers in wanted.items():
+        key = (module, text, change) if _CHANGE_AT.search(change) else ("", change, "")
+        candidates = by_key.get(key, [])
+        unmatched += not candidates
+        exact = [m for m in candidates if m.line in numbers]
+        chosen.update(m.index for m in (exact if len(exact) >= len(numbers) else candidates))
+    if unmatched:
+        print(
+            f"--rerun: {unmatched} listed mutant(s) of {' '.join(sorted(modules))} match no "
+            "mutant of the current sources (line text changed: run those lines whole)"
+        )
+    return [m for m in mutants if m.index in chosen]
 
 
 class Baselines:
@@ -839,7 +880,7 @@ def _unnumbered(line: str) -> str:
 
     Lines written before columns were recorded match every column of their change.
     """
-    line = re.sub(r"  (SURVIVED|UNCOVERED|EQUIVALENT \(.*\))$", "", line.rstrip())
+    line = re.sub(_VERDICT_TAG, "", line.rstrip())
     found = re.match(
         r"(\S+?):\d+: (`.*?` -> `.*?`|.*?removed|.*?-> `None`)(?: @ col \d+\+\d+)?  \((.*)\)", line
     )
@@ -894,9 +935,9 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # clean up on kill
 
     modules = modules_from(args.module)
-    if args.list:
+    if args.list:  # with --lines / --rerun: the mutants they select
         for module in modules:
-            for m in generate(module):
+            for m in _selected(module, args):
                 print(_describe(m))
         return 0
     equivalent = read_equivalent(args.equivalent)
