@@ -15,7 +15,8 @@ import random
 import pytest
 from test_packer_speed import first_fit_by_hand  # tests/plan is on sys.path
 
-from tilemem.plan.lifetimes import Item, _Instance, _lane_mask, _Search, pack
+from tilemem.errors import AllocationError
+from tilemem.plan.lifetimes import Item, _Instance, _lane_mask, _Search, pack, pack_columns
 
 FIELDS = ("live", "lanes", "parent", "root", "inner", "roots", "pack_live", "pack_lanes",
           "pack_align", "length")  # fmt: skip
@@ -42,11 +43,9 @@ def test_one_pass_over_plain_items_builds_what_the_rule_by_rule_checks_build(see
     fast = _Instance(items, phases)
     assert fast.plain  # the one-pass path was taken
     slow = _Instance.__new__(_Instance)  # the same start, then the general path
-    slow.items, slow.phases = list(items), phases
-    slow.phase_index = {p: i for i, p in enumerate(phases)}
-    slow.index = {it.name: n for n, it in enumerate(items)}
-    slow._masks = {}
-    slow._general((1 << len(phases)) - 1)
+    slow.items = list(items)
+    slow._start([it.name for it in items], phases)
+    slow._general()
     assert not slow.plain
     for field in FIELDS:
         assert getattr(fast, field) == getattr(slow, field), field
@@ -150,3 +149,37 @@ def test_bump_placement_meeting_the_heaviest_class_is_first_fit(seed):
         assert dict(zip([it.name for it in items], packing.offsets)) == want
         assert packing.exact and packing.nodes == 0 and packing.footprint == total
     assert packing.first_fit == max(want[it.name] + it.length for it in items)
+
+
+def columns(items):
+    return [[getattr(it, f) for it in items] for f in ("name", "length", "align", "live", "lanes")]
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_packing_columns_is_packing_the_items(seed):
+    rng = random.Random(seed)
+    phases = ("a", "b", "c", "d")
+    items = plain_items(rng, rng.randint(1, 12), phases, lanes=seed % 2 == 1)
+    assert pack_columns(*columns(items), phases, seconds=None) == pack(items, phases, seconds=None)
+    inst = _Instance.of_columns(*columns(items), phases)
+    assert inst.plain and "items" not in vars(inst)  # no items made
+    assert inst.items == items  # made when asked for, equal to the ones described
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (Item("x", -1), "x: length must be an integer >= 0, got -1"),
+        (Item("x", 8, 3), "x: align must be a power of two, got 3"),
+        (Item("x", 8, 8, frozenset({"nope"})), r"x: unknown phases \['nope'\]"),
+        (Item("a", 8), "item names must be unique"),
+    ],
+)
+def test_columns_that_are_not_valid_are_refused_as_the_items_are(bad, message):
+    items = [Item("a", 8), bad]
+    for call in (
+        lambda: pack(items, ("a", "b")),
+        lambda: pack_columns(*columns(items), ("a", "b")),
+    ):
+        with pytest.raises(AllocationError, match=message):
+            call()

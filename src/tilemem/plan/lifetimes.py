@@ -235,25 +235,59 @@ class _Instance:
 
     def __init__(self, items: Sequence[Item], phases: Sequence[str] | None):
         self.items = list(items)
-        self.phases = phase_universe(self.items, phases)
-        self.phase_index = {p: i for i, p in enumerate(self.phases)}
-        self.index = dict(zip(map(_NAME, self.items), range(len(self.items))))
-        if len(self.index) != len(self.items):
-            raise AllocationError("item names must be unique")
-        all_phases = (1 << max(1, len(self.phases))) - 1
-        self._masks: dict[frozenset[str], int] = {}  # live set -> phase mask, once per set
-        if not self._plain(all_phases):
-            self._general(all_phases)
+        self._start(list(map(_NAME, self.items)), phase_universe(self.items, phases))
+        if set(map(_FIXED_OR_VIEW, self.items)) != {(None, None)} or not self._plain(
+            *(list(map(column, self.items)) for column in (_LENGTH, _ALIGN, _LIVE, _LANES))
+        ):
+            self._general()
 
-    def _plain(self, all_phases: int) -> bool:
-        """The working form when no item is a view or fixed and every length, alignment and
-        phase is valid (a pool's usual items), checked column by column with builtins (a pool
-        commits at every plan, so this runs often). False, with nothing kept, otherwise:
-        :meth:`_general` then checks everything in its order and raises what it finds."""
-        items, n = self.items, len(self.items)
-        if set(map(_FIXED_OR_VIEW, items)) != {(None, None)}:
-            return False
-        lengths, aligns = list(map(_LENGTH, items)), list(map(_ALIGN, items))
+    @classmethod
+    def of_columns(
+        cls,
+        names: list[str],
+        lengths: list[int],
+        aligns: list[int],
+        lives: list[frozenset[str] | None],
+        lanes: list[frozenset[int] | None],
+        phases: Sequence[str],
+    ) -> _Instance:
+        """The working form of items with no view and nothing fixed, given column by column
+        (what a pool without views, offsets or moves has), without making the items; if a
+        value is not valid, the items are made and checked as :meth:`__init__` does."""
+        inst = cls.__new__(cls)
+        inst._start(names, tuple(phases))
+        if inst._plain(lengths, aligns, lives, lanes):
+            return inst
+        return cls(list(map(Item, names, lengths, aligns, lives, lanes)), phases)
+
+    @functools.cached_property
+    def items(self) -> list[Item]:
+        """The items of an instance made from columns (only its error messages and the
+        alias check read them): made when first needed."""
+        columns = (self.names, self.length, self.pack_align, self.phase_sets, self.lane_sets)
+        return list(map(Item, *columns))
+
+    def _start(self, names: list[str], phases: tuple[str, ...]) -> None:
+        self.names, self.phases = names, phases
+        self.phase_index = {p: i for i, p in enumerate(self.phases)}
+        self.index = dict(zip(names, range(len(names))))
+        if len(self.index) != len(names):
+            raise AllocationError("item names must be unique")
+        self._all_phases = (1 << max(1, len(self.phases))) - 1
+        self._masks: dict[frozenset[str], int] = {}  # live set -> phase mask, once per set
+
+    def _plain(
+        self,
+        lengths: list[int],
+        aligns: list[int],
+        phase_sets: list[frozenset[str] | None],
+        lane_sets: list[frozenset[int] | None],
+    ) -> bool:
+        """The working form when every length, alignment and phase is valid (items with no
+        view and nothing fixed: a pool's usual ones), checked column by column with builtins
+        (a pool commits at every plan, so this runs often). False, with nothing kept,
+        otherwise: :meth:`_general` then checks everything in its order and raises."""
+        n, all_phases = len(lengths), self._all_phases
         if not (
             set(map(type, lengths)) | set(map(type, aligns)) <= {int}
             and min(lengths, default=0) >= 0
@@ -261,7 +295,6 @@ class _Instance:
             and not any(map(int.__and__, aligns, map((-1).__add__, aligns)))  # powers of two
         ):
             return False
-        phase_sets = list(map(_LIVE, items))
         mask_of: dict[frozenset[str] | None, int] = {None: all_phases}
         for phase_set in dict.fromkeys(phase_sets):  # each distinct set once, in order
             if phase_set is not None:
@@ -270,7 +303,7 @@ class _Instance:
                 mask_of[phase_set] = _bit_mask(self.phase_index[p] for p in phase_set)
         self._masks.update((k, v) for k, v in mask_of.items() if k is not None)
         self.live = list(map(mask_of.__getitem__, phase_sets))
-        lane_sets = list(map(_LANES, items))
+        self.phase_sets, self.lane_sets = phase_sets, lane_sets  # for ``items``
         if lane_sets.count(None) == n:
             self.lanes = [ALL_LANES] * n
         else:
@@ -282,10 +315,10 @@ class _Instance:
         self.plain = True
         return True
 
-    def _general(self, all_phases: int) -> None:
+    def _general(self) -> None:
         """The working form of any items, each rule checked over all items in turn."""
         self.plain = False
-        self.live = [self._phase_mask(it, all_phases) for it in self.items]
+        self.live = [self._phase_mask(it, self._all_phases) for it in self.items]
         self.lanes = [ALL_LANES if it.lanes is None else _lane_mask(it.lanes) for it in self.items]
         self.parent = [self._parent(it) for it in self.items]
         if any(p is not None for p in self.parent):
@@ -935,6 +968,26 @@ def pack_checked(
     return packing, _conflicts(inst, packing.offsets) if by_hand else []
 
 
+def pack_columns(
+    names: list[str],
+    lengths: list[int],
+    aligns: list[int],
+    lives: list[frozenset[str] | None],
+    lanes: list[frozenset[int] | None],
+    phases: Sequence[str],
+    *,
+    node_limit: int = NODE_LIMIT,
+    seconds: float | None = SEARCH_SECONDS,
+) -> Packing:
+    """:func:`pack` of items with no view and nothing fixed, given column by column: the
+    same result as ``pack([Item(*row) for row in zip(names, lengths, aligns, lives,
+    lanes)], phases)`` without making the items. What a pool does at commit when no buffer
+    is placed by hand (nothing can then overlap while live together: no alias check)."""
+    seconds = _check_seconds(seconds)
+    inst = _Instance.of_columns(names, lengths, aligns, lives, lanes, phases)
+    return _pack(inst, node_limit, seconds)
+
+
 def _check_seconds(seconds: float | None) -> float | None:
     if seconds is not None and (
         isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0
@@ -980,7 +1033,7 @@ def _pack(inst: _Instance, node_limit: int, seconds: float | None) -> Packing:
         best_end = search.footprint(best)
     footprint = best_end
     if inst.plain:  # every item is a root
-        offsets = tuple(map(best.__getitem__, range(len(inst.items))))
+        offsets = tuple(map(best.__getitem__, range(len(search.length))))
     else:
         offsets = tuple(best[inst.root[n]] + inst.inner[n] for n in range(len(inst.items)))
     return Packing(
