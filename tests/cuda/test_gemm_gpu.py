@@ -202,7 +202,7 @@ def test_fp8_promotion_keeps_the_error_of_a_long_k_at_bf16_rounding(torch):
     [
         (16, 4096, 4096, "bfloat16"),  # A's 16-row box exactly, C's 64-row box over 16 rows
         (5, 200, 32, "bfloat16"),  # every box past its matrix: M, N < tile, K < one K tile
-        (100, 1000, 520, "float8_e4m3fn"),  # 128 rows of A over 100
+        (100, 1000, 528, "float8_e4m3fn"),  # 128 rows of A over 100 (528-byte rows: TMA pitch)
         (1, 4096, 4096, "float8_e4m3fn"),
     ],
 )

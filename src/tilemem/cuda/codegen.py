@@ -40,10 +40,25 @@ _FLOAT16 = {
 }
 
 
+# Intrinsics that need the register count at kernel entry fixed at compile time.
+# setmaxnreg moves registers between warpgroups relative to that count; with only a thread
+# bound ptxas allocates what the code needs, reports "'setmaxnreg' ignored; unable to
+# determine register count at entry" (C7508) and caps every warpgroup at the entry count
+# (the promoted fp8 GEMM at 128 x 192 then spills). A minimum of one block per SM makes the
+# entry count the bound's 65536 / threads (rounded down to 8), which setmaxnreg then moves.
+_FIXED_ENTRY_REGISTERS = ("ptx.setmaxnreg.inc", "ptx.setmaxnreg.dec")
+
+
+def _min_blocks(ops: set[str]) -> str:
+    """``, 1`` (one block per SM) for a kernel calling :data:`_FIXED_ENTRY_REGISTERS`."""
+    return ", 1" if ops.intersection(_FIXED_ENTRY_REGISTERS) else ""
+
+
 class CudaCodegen:
     def __init__(self, kernel: Kernel):
         self.kernel = kernel
         self.helpers: list[str] = []
+        self.ops: set[str] = set()  # the intrinsics the body calls
 
     # -- expressions ---------------------------------------------------------------
     def expr(self, e: Expr) -> str:
@@ -110,6 +125,7 @@ class CudaCodegen:
             raise CodegenError(f"no CUDA lowering for intrinsic {call.op!r}")
         if intrinsic.helper and intrinsic.helper not in self.helpers:
             self.helpers.append(intrinsic.helper)
+        self.ops.add(call.op)
         return intrinsic.lower(call, self)
 
     # -- statements -------------------------------------------------------------------
@@ -171,7 +187,7 @@ class CudaCodegen:
         k = self.kernel
         body = self.stmt(k.body, 1)
         threads = k.block[0] * k.block[1] * k.block[2]
-        attrs = f"__launch_bounds__({threads}) "
+        attrs = f"__launch_bounds__({threads}{_min_blocks(self.ops)}) "
         if k.cluster:
             attrs += f"__cluster_dims__({k.cluster[0]}, {k.cluster[1]}, {k.cluster[2]}) "
         head = [
