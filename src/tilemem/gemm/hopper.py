@@ -250,15 +250,20 @@ def _mainloop_promoted(acc, parts, a, b, full, empty, consumer, first_step, sche
     A promotion must wait for its wgmmas (their registers are read), which would leave the
     tensor cores idle while the adds run. So each K tile is issued as two wgmma groups, one
     per half of the tile's columns (``m64n(N/2)``), into two fragments ``parts`` of
-    ``tile_n / 4`` registers a thread: while one half of tile ``kt`` is added into ``acc``,
-    the other half (or the first half of tile ``kt + 1``) is in flight. The order, with
-    ``L(k)`` and ``R(k)`` the groups of tile ``k``'s halves::
+    ``tile_n / 4`` registers a thread: while one half is added into ``acc``, the other half
+    (or the next tile's first half) is in flight. With ``L(k)`` and ``R(k)`` the groups of
+    tile ``k``'s halves, a block of tiles ``k .. k + u`` runs::
 
-        L(0) R(0) | wait 1, add L(kt); L(kt+1); wait 1, add R(kt), free kt; R(kt+1) | ...
-        wait 1, add L(last); wait 0, add R(last), free last
+        L(k) R(k) | wait 1, add L(k); L(k+1); wait 1, free k, add R(k); R(k+1) | ...
+        | wait 1, add L(k+u); wait 0, free k+u, add R(k+u)
 
-    ``wait_group 1`` leaves the youngest group in flight (groups complete in order). In the
-    accumulator fragment of ``m64nN`` (PTX ISA, "wgmma register fragments") register
+    ``wait_group 1`` leaves the youngest group in flight (groups complete in order). A block
+    is :data:`PROMOTE_UNROLL` tiles of straight-line code ending with nothing in flight:
+    ptxas follows wgmma groups only within straight-line code, and where registers of a group
+    still in flight at a loop's back edge are read it serializes every wgmma of the kernel
+    (its C7514 warning). The K tiles left over run as blocks of one.
+
+    In the accumulator fragment of ``m64nN`` (PTX ISA, "wgmma register fragments") register
     ``4 j + r`` holds columns ``8 j .. 8 j + 7``, so the left half's registers are
     ``acc[0 : N/4]`` and the right half's ``acc[N/4 : N/2]``, each in the order of the
     ``m64n(N/2)`` fragment. Cost: ``tile_n / 2`` more fp32 registers a thread
@@ -273,18 +278,39 @@ def _mainloop_promoted(acc, parts, a, b, full, empty, consumer, first_step, sche
     def issue(h: int, s) -> None:
         _issue(parts[h], a, b, s, consumer, h * half, half, first=0)
 
-    for i in range(acc.shape[0]):
-        acc[i] = T.cast(0, "float32")
-    for kt in T.serial(sched.k_tiles, name="kt"):
-        s, phase = _stage_and_phase(first_step + kt, stages)
+    def block(step0, count: int) -> None:
+        """K tiles ``step0 .. step0 + count`` in one straight line, ending with no group in
+        flight (ptxas cannot follow groups across a loop's back edge and would serialize)."""
+        s, phase = _stage_and_phase(step0, stages)
         T.ptx.mbarrier.wait((full, s), phase)
         issue(0, s)
         issue(1, s)
-        T.ptx.wgmma.wait_group(1)  # L(kt) done
-        add(0)
-        T.ptx.wgmma.wait_group(0)  # R(kt) done: both halves of K tile kt are read
-        _release(empty, s, sched.cluster_m)
-        add(1)
+        for u in range(count):
+            last = u + 1 == count
+            T.ptx.wgmma.wait_group(1)  # L(u) done (R(u) may be in flight)
+            add(0)
+            if not last:
+                s_next, phase = _stage_and_phase(step0 + u + 1, stages)
+                T.ptx.mbarrier.wait((full, s_next), phase)
+                issue(0, s_next)
+            T.ptx.wgmma.wait_group(0 if last else 1)  # R(u) done (L(u + 1) may be in flight)
+            _release(empty, s, sched.cluster_m)
+            add(1)
+            if not last:
+                issue(1, s_next)
+                s = s_next
+
+    for i in range(acc.shape[0]):
+        acc[i] = T.cast(0, "float32")
+    k_tiles = sched.k_tiles
+    for g in T.serial(k_tiles // PROMOTE_UNROLL, name="kg"):
+        block(first_step + g * PROMOTE_UNROLL, PROMOTE_UNROLL)
+    rest = T.let("k_rest", k_tiles // PROMOTE_UNROLL * PROMOTE_UNROLL)
+    for kt in T.serial(k_tiles % PROMOTE_UNROLL, name="kt"):
+        block(first_step + rest + kt, 1)
+
+
+PROMOTE_UNROLL = 4  # K tiles a straight-line block of the promoted mainloop holds
 
 
 def _epilogue(acc, c, tma_c, consumer, m0, n0, tile) -> None:
