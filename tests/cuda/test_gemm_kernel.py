@@ -59,63 +59,23 @@ def test_fp8_kernel_takes_128_wide_k_tiles_in_four_k32_steps():
     assert "(kt * 128)" in source and "229440 bytes of dynamic shared memory" in source
 
 
-def _events(text: str) -> list[str]:
-    """The promoted mainloop's order of events in generated source: a full stage awaited
-    (``full``), a wgmma group committed into the left or right half fragment (``L``, ``R``),
-    a ``wait N``, an add of a half into acc (``+L``, ``+R``), a stage released (``free``)."""
-    marks = {
-        "tm_mbarrier_wait(tm_smem_addr((uint8_t*)full_bar": "full",
-        "wgmma.commit_group": "commit",
-        "wgmma.wait_group.sync.aligned 1;": "wait 1",
-        "wgmma.wait_group.sync.aligned 0;": "wait 0",
-        "acc[0] = (acc[0] + part_l[0]);": "+L",
-        "acc[48] = (acc[48] + part_r[0]);": "+R",
-        "mbarrier.arrive.shared::cta": "free",
-        '"+f"(part_l[0])': "L",
-        '"+f"(part_r[0])': "R",
-    }
-    found = sorted((i, mark) for key, mark in marks.items() for i in _positions(text, key))
-    out: list[str] = []
-    for _, mark in found:  # one L or R per group (its first wgmma), not per wgmma
-        if mark in "LR" and out and out[-1] == mark:
-            continue
-        if mark == "commit":
-            continue
-        out.append(mark)
-    return out
-
-
-def _positions(text: str, key: str) -> list[int]:
-    out, i = [], text.find(key)
-    while i >= 0:
-        out.append(i)
-        i = text.find(key, i + 1)
-    return out
-
-
-def test_promoted_fp8_kernel_sums_each_k_tile_in_two_half_fragments():
+def test_promoted_fp8_kernel_sums_each_k_tile_in_a_second_fragment():
     source = hopper_gemm_persistent(dtype="float8_e4m3fn", tile_n=192, promote=True).source
-    assert "float acc[96]" in source
-    assert "float part_l[48]" in source and "float part_r[48]" in source
-    # each 128-element K tile: four k32 wgmmas over B's rows 0-95 into part_l, then four over
-    # rows 96-191 (96 rows x 128 bytes = 12288 bytes into the stage) into part_r, the first
-    # of each four with scale-d 0 (the constant predicate operand 0), the others adding;
-    # 4 tiles in the straight-line block, 1 in the block of the tiles left over
-    wgmma = "wgmma.mma_async.sync.aligned.m64n96k32.f32.e4m3.e4m3"
-    assert source.count(wgmma) == 5 * 8 and "m64n192k32" not in source
-    assert source.count('"r"((int32_t)(0))') == 5 * 2
-    assert source.count('"r"((int32_t)(1))') == 5 * 6
-    assert "+ 12288) * 8) / 8)" in source and '"+f"(acc[95])' not in source
-    block = source.index("for (int kg = 0; kg < (k_tiles / 4); ++kg)")
-    rest = source.index("for (int kt_1 = 0; kt_1 < (k_tiles % 4); ++kt_1)")
-    assert source.index("acc[95] = ((float)(0));") < block < rest
-    # the block of 4: the next tile's left half is issued before this tile's right half is
-    # added; the block ends with wait_group 0 (nothing in flight at the loop's back edge)
-    step = ["wait 1", "+L", "full", "L", "wait 1", "free", "+R", "R"]
-    last = ["wait 1", "+L", "wait 0", "free", "+R"]
-    assert _events(source[block:rest]) == ["full", "L", "R", *step * 3, *last]
-    assert _events(source[rest : rest + 60_000]) == ["full", "L", "R", *last]
-    assert "acc[95] = (acc[95] + part_r[47]);" in source
+    assert "float acc[96]" in source and "float part[96]" in source
+    # four k32 wgmmas of a 128-element K tile into part, the first with scale-d 0 (its
+    # predicate operand is the constant 0), the other three adding
+    wgmma = "wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3"
+    assert source.count(wgmma) == 4
+    assert source.count('"r"((int32_t)(0))') == 1 and source.count('"r"((int32_t)(1))') == 3
+    assert '"+f"(part[95])' in source and '"+f"(acc[95])' not in source
+    # every K tile: wait for all of its wgmmas (no group left in flight), then add part into
+    # acc, which starts each output tile at zero; the adds come after the wait, in the K loop
+    assert "wgmma.wait_group.sync.aligned 1;" not in source
+    wait = source.index("wgmma.wait_group.sync.aligned 0;")
+    loop = source.index("for (int kt_1 = 0; kt_1 < k_tiles; ++kt_1)")
+    assert loop < wait < source.index("acc[0] = (acc[0] + part[0]);")
+    assert source.index("acc[95] = ((float)(0));") < loop
+    assert "acc[95] = (acc[95] + part[95]);" in source
 
 
 def test_bf16_and_unpromoted_fp8_kernels_keep_one_fragment_and_one_group_in_flight():
@@ -141,8 +101,8 @@ def _ptxas_info(program) -> str:
 
 @pytest.mark.parametrize("tile_n", [192, 128, 64])
 def test_promoted_fp8_kernel_fits_the_consumer_registers_without_spills(tile_n):
-    # acc (tile_n / 2) and two half fragments (tile_n / 4 each) a thread: 192 of the
-    # consumer's 232 under setmaxnreg.inc at 128 x 192. ptxas must honour setmaxnreg (C7508:
+    # two fp32 fragments of tile_n / 2 registers a thread: 192 of the consumer's 232 under
+    # setmaxnreg.inc at 128 x 192. ptxas must honour setmaxnreg (C7508:
     # "'setmaxnreg' ignored; unable to determine register count at entry", after which every
     # warpgroup is capped at 168 and 128 x 192 spills), allocate without spilling, and keep
     # the wgmmas asynchronous (C7514: "wgmma.mma_async instructions are serialized" when

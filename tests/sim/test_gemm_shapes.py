@@ -344,7 +344,7 @@ def test_64_wide_tile_matches_numpy_in_the_simulator():
     [
         (130, 136, 272, 128, 1, "random"),
         (256, 200, 256, 192, 2, "adversarial"),
-        # 6 K tiles (the last partial: 720 = 5 x 128 + 80): a straight-line block of 4, then 2
+        # 6 K tiles, the last partial (720 = 5 x 128 + 80)
         (70, 72, 720, 64, 1, "random"),
     ],
 )
