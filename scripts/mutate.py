@@ -11,7 +11,8 @@ limit, and *survives* when every test passes. The score is
     killed / (mutants - survivors judged equivalent)
 
 where an equivalent survivor is a change no caller can observe (listed with its reason in the
-``--equivalent`` file, one ``module | source line | change | reason`` per line).
+``--equivalent`` file, one ``module | source line | change | reason`` per line; the change
+may end in `` in Class.method`` to excuse only the copy of a repeated line in that definition).
 
     python3 scripts/mutate.py --module src/tilemem/plan/stages.py --jobs 1
     python3 scripts/mutate.py --module src/tilemem/layout --survivors /tmp/survivors.txt
@@ -118,6 +119,7 @@ class Mutant:
     source_line: str  # the original line, stripped
     column: int  # where the changed expression starts in ``source_line``
     length: int  # characters of source the changed expression spans
+    scope: str = ""  # the enclosing class/function, dotted ("_Builder.call"); "" at module level
 
     @property
     def where(self) -> str:
@@ -131,6 +133,12 @@ class Mutant:
     def key(self) -> tuple[str, str, str]:
         """Stable across edits elsewhere in the file: module, source line, change and column."""
         return (self.module, self.source_line, self.where)
+
+    @property
+    def scoped_key(self) -> tuple[str, str, str]:
+        """:attr:`key` with the enclosing definition: tells apart identical lines (a bare
+        ``raise``) of different functions."""
+        return (self.module, self.source_line, f"{self.where} in {self.scope}")
 
 
 def _column(source: bytes, line_begin: int, start: int) -> int:
@@ -260,10 +268,24 @@ def _mutations(node: ast.AST) -> Iterator[tuple[ast.AST, str, str]]:
             yield node, ast.unparse(_with(node, upper=None)), "slice upper bound removed"
 
 
+def _scopes(tree: ast.AST) -> dict[int, str]:
+    """id(node) -> dotted name of the class or function that encloses it."""
+    found: dict[int, str] = {}
+    stack: list[tuple[ast.AST, str]] = [(tree, "")]
+    while stack:
+        node, scope = stack.pop()
+        found[id(node)] = scope
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            scope = f"{scope}.{node.name}" if scope else node.name
+        stack.extend((child, scope) for child in ast.iter_child_nodes(node))
+    return found
+
+
 def generate(module: Path) -> list[Mutant]:
     """Every mutant of ``module`` that still compiles, one per distinct resulting source."""
     source = module.read_bytes()
     tree = ast.parse(source)
+    scopes = _scopes(tree)
     line_start = [0]
     for line in source.splitlines(keepends=True):
         line_start.append(line_start[-1] + len(line))
@@ -287,6 +309,7 @@ def generate(module: Path) -> list[Mutant]:
                 lines[target.lineno - 1].strip(),
                 _column(source, line_start[target.lineno - 1], start),
                 len(source[start:end].decode()),
+                scopes.get(id(target), ""),
             )
             text = mutant.apply(source)
             if text in seen:
@@ -723,7 +746,8 @@ def default_tests(module: Path, root: Path = ROOT) -> list[str]:
 
 
 def read_equivalent(path: Path | None) -> dict[tuple[str, str, str], str]:
-    """``module | source line | change | reason`` lines -> {key: reason}.
+    """``module | source line | change | reason`` lines -> {key: reason} (a change ending in
+    `` in Class.method`` keys :attr:`Mutant.scoped_key`, else :attr:`Mutant.key`).
 
     ``path`` is one file or a folder whose ``*.txt`` files are all read (one per module).
     """
@@ -748,7 +772,7 @@ def read_equivalent(path: Path | None) -> dict[tuple[str, str, str], str]:
     return found
 
 
-_CHANGE_AT = re.compile(r"@ col \d+\+\d+$")
+_CHANGE_AT = re.compile(r"@ col \d+\+\d+( in [\w.]+)?$")
 
 
 def modules_from(paths: list[str]) -> list[Path]:
@@ -771,9 +795,50 @@ def _selected(module: Path, args: argparse.Namespace) -> list[Mutant]:
         low, high = (int(x) for x in args.lines.split("-"))
         mutants = [m for m in mutants if low <= m.line <= high]
     if args.rerun:
-        listed = {_unnumbered(line) for line in args.rerun.read_text().splitlines()}
-        mutants = [m for m in mutants if _unnumbered(_describe(m)) in listed]
+        mutants = rerun_selection(mutants, args.rerun.read_text().splitlines())
     return mutants
+
+
+_LISTED = re.compile(r"(\S+?):(\d+): (.*?)  \((.*)\)")
+_VERDICT_TAG = r"  (SURVIVED|UNCOVERED|EQUIVALENT \(.*\))$"
+
+
+def rerun_selection(mutants: list[Mutant], lines: list[str]) -> list[Mutant]:
+    """The mutants that survivors-file ``lines`` list, matched by module, line text and
+    change with its column (a line written without a column matches every column).
+
+    Identical lines of one module hold mutants with one key: those whose line numbers are
+    listed are taken; when some listed number holds none (the module was edited above
+    them), all of them.
+    Listed mutants of these modules that match nothing (their line text changed) are
+    reported: they are new mutants, to be run whole.
+    """
+    modules = {m.module for m in mutants}
+    wanted: dict[tuple[str, str, str], set[int]] = {}
+    for line in lines:
+        found = _LISTED.match(re.sub(_VERDICT_TAG, "", line.strip()))
+        if found is None or found[1] not in modules:
+            continue
+        change = found[3] if _CHANGE_AT.search(found[3]) else _unnumbered(line)
+        wanted.setdefault((found[1], change, found[4]), set()).add(int(found[2]))
+    by_key: dict[tuple[str, str, str], list[Mutant]] = {}
+    for m in mutants:
+        by_key.setdefault(m.key, []).append(m)
+        by_key.setdefault(("", _unnumbered(_describe(m)), ""), []).append(m)
+    chosen: set[int] = set()
+    unmatched = 0
+    for (module, change, text), numbers in wanted.items():
+        key = (module, text, change) if _CHANGE_AT.search(change) else ("", change, "")
+        candidates = by_key.get(key, [])
+        unmatched += not candidates
+        exact = [m for m in candidates if m.line in numbers]
+        chosen.update(m.index for m in (exact if len(exact) >= len(numbers) else candidates))
+    if unmatched:
+        print(
+            f"--rerun: {unmatched} listed mutant(s) of {' '.join(sorted(modules))} match no "
+            "mutant of the current sources (line text changed: run those lines whole)"
+        )
+    return [m for m in mutants if m.index in chosen]
 
 
 class Baselines:
@@ -839,7 +904,7 @@ def _unnumbered(line: str) -> str:
 
     Lines written before columns were recorded match every column of their change.
     """
-    line = re.sub(r"  (SURVIVED|UNCOVERED|EQUIVALENT \(.*\))$", "", line.rstrip())
+    line = re.sub(_VERDICT_TAG, "", line.rstrip())
     found = re.match(
         r"(\S+?):\d+: (`.*?` -> `.*?`|.*?removed|.*?-> `None`)(?: @ col \d+\+\d+)?  \((.*)\)", line
     )
@@ -894,9 +959,9 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # clean up on kill
 
     modules = modules_from(args.module)
-    if args.list:
+    if args.list:  # with --lines / --rerun: the mutants they select
         for module in modules:
-            for m in generate(module):
+            for m in _selected(module, args):
                 print(_describe(m))
         return 0
     equivalent = read_equivalent(args.equivalent)
@@ -941,7 +1006,7 @@ def _row(
         if o.status not in ("survived", "uncovered"):
             continue
         m = o.mutant
-        reason = equivalent.get(m.key)
+        reason = equivalent.get(m.scoped_key) or equivalent.get(m.key)
         judged_equal += reason is not None
         tag = f"EQUIVALENT ({reason})" if reason else o.status.upper()
         survivors.append(f"{_describe(m)}  {tag}")
