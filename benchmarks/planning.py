@@ -149,6 +149,7 @@ def planning_rows(rounds: int) -> list[str]:
         "| what | buffers | tilemem | TIRx | tilemem / TIRx (median) | quartiles of the ratio |",
         "|---|---|---|---|---|---|",
     ]
+    print("\n".join(rows), flush=True)  # the header
     cases = [
         ("40-buffer kernel with phases (31 SMEM + 9 TMEM)", 4, True, True, "sm_100a", 40),
         ("40-buffer kernel without phases", 4, False, True, "sm_100a", 40),
@@ -185,6 +186,7 @@ def layout_rows(rounds: int) -> list[str]:
         "| positions() per element |",
         "|---|---|---|---|---|---|",
     ]
+    print("\n".join(rows), flush=True)  # the header
     cases = [
         ("128x64 bf16, 128B swizzle", mma_shared_layout("bfloat16", 3, (128, 64)),
          tirx.mma_shared_layout("bfloat16", 3, [128, 64])),
@@ -258,6 +260,7 @@ def packer_rows(instances: int, large: int) -> list[str]:
         "| most nodes |",
         "|---|---|---|---|---|---|---|",
     ]
+    print("\n".join(rows), flush=True)  # the header
     per_family = max(1, instances // len(FAMILIES))
     slowest_all = (0.0, "")
     for family in FAMILIES:
@@ -277,7 +280,8 @@ def packer_rows(instances: int, large: int) -> list[str]:
             f"| {statistics.median(times) * 1e3:.2f} ms | {nodes} |"
         )
         print(rows[-1], flush=True)
-    rows.append(f"\nslowest of all: {slowest_all[0] * 1e3:.1f} ms ({slowest_all[1]})")
+    rows.append(f"slowest of all: {slowest_all[0] * 1e3:.1f} ms ({slowest_all[1]})")
+    print(rows[-1], flush=True)
     times, proven = [], 0
     for _ in range(large):
         items, phases = random_items(rng, rng.choice(FAMILIES), 64)

@@ -59,31 +59,23 @@ def test_fp8_kernel_takes_128_wide_k_tiles_in_four_k32_steps():
     assert "(kt * 128)" in source and "229440 bytes of dynamic shared memory" in source
 
 
-def test_promoted_fp8_kernel_sums_each_k_tile_in_two_half_fragments():
+def test_promoted_fp8_kernel_sums_each_k_tile_in_a_second_fragment():
     source = hopper_gemm_persistent(dtype="float8_e4m3fn", tile_n=192, promote=True).source
-    assert "float acc[96]" in source
-    assert "float part_l[48]" in source and "float part_r[48]" in source
-    # each 128-element K tile: four k32 wgmmas over B's rows 0-95 into part_l, then four over
-    # rows 96-191 (96 rows x 128 bytes = 12288 bytes into the stage) into part_r, the first
-    # of each four with scale-d 0 (the constant predicate operand 0), the others adding
-    wgmma = "wgmma.mma_async.sync.aligned.m64n96k32.f32.e4m3.e4m3"
-    assert source.count(wgmma) == 8 and "m64n192k32" not in source
-    assert source.count('"r"((int32_t)(0))') == 2 and source.count('"r"((int32_t)(1))') == 6
-    assert "+ 12288) * 8) / 8)" in source
-    assert '"+f"(acc[95])' not in source
-    # two groups a K tile; wait_group 1 retires the left half, which is added into acc[0:48]
-    # while the right half is in flight; wait_group 0 retires it, it goes into acc[48:96]
+    assert "float acc[96]" in source and "float part[96]" in source
+    # four k32 wgmmas of a 128-element K tile into part, the first with scale-d 0 (its
+    # predicate operand is the constant 0), the other three adding
+    wgmma = "wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3"
+    assert source.count(wgmma) == 4
+    assert source.count('"r"((int32_t)(0))') == 1 and source.count('"r"((int32_t)(1))') == 3
+    assert '"+f"(part[95])' in source and '"+f"(acc[95])' not in source
+    # every K tile: wait for all of its wgmmas (no group left in flight), then add part into
+    # acc, which starts each output tile at zero; the adds come after the wait, in the K loop
+    assert "wgmma.wait_group.sync.aligned 1;" not in source
+    wait = source.index("wgmma.wait_group.sync.aligned 0;")
     loop = source.index("for (int kt_1 = 0; kt_1 < k_tiles; ++kt_1)")
-    body = source[loop:]
-    commits = [i for i in range(len(body)) if body.startswith("wgmma.commit_group", i)]
-    wait1 = body.index("wgmma.wait_group.sync.aligned 1;")
-    wait0 = body.index("wgmma.wait_group.sync.aligned 0;")
-    assert len(commits) >= 2 and commits[1] < wait1
-    assert wait1 < body.index("acc[0] = (acc[0] + part_l[0]);") < wait0
-    assert body.index("acc[47] = (acc[47] + part_l[47]);") < wait0
-    assert wait0 < body.index("acc[48] = (acc[48] + part_r[0]);")
-    assert "acc[95] = (acc[95] + part_r[47]);" in body
+    assert loop < wait < source.index("acc[0] = (acc[0] + part[0]);")
     assert source.index("acc[95] = ((float)(0));") < loop
+    assert "acc[95] = (acc[95] + part[95]);" in source
 
 
 def test_bf16_and_unpromoted_fp8_kernels_keep_one_fragment_and_one_group_in_flight():
@@ -109,8 +101,8 @@ def _ptxas_info(program) -> str:
 
 @pytest.mark.parametrize("tile_n", [192, 128, 64])
 def test_promoted_fp8_kernel_fits_the_consumer_registers_without_spills(tile_n):
-    # acc (tile_n / 2) and two half fragments (tile_n / 4 each) a thread: 192 of the
-    # consumer's 232 under setmaxnreg.inc at 128 x 192. ptxas must honour setmaxnreg (C7508:
+    # two fp32 fragments of tile_n / 2 registers a thread: 192 of the consumer's 232 under
+    # setmaxnreg.inc at 128 x 192. ptxas must honour setmaxnreg (C7508:
     # "'setmaxnreg' ignored; unable to determine register count at entry", after which every
     # warpgroup is capped at 168 and 128 x 192 spills), allocate without spilling, and keep
     # the wgmmas asynchronous (C7514: "wgmma.mma_async instructions are serialized" when

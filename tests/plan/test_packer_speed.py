@@ -230,7 +230,7 @@ def test_first_fit_by_kind_is_the_lowest_clear_position_in_order(seed):
     inst = _Instance(items, phases)
     search = _Search(inst, 10, inst.cell_classes())
     order = sorted(search.free, key=lambda r: rng.random())
-    assert len(search.blocking) ** 2 <= len(order)  # the path by kind is the one taken
+    assert len(search.kind_table[1]) ** 2 <= len(order)  # the path by kind is the one taken
     offsets = search.first_fit(order)
     want = first_fit_by_hand(items, [items[r].name for r in order], phases)
     assert {items[r].name: x for r, x in offsets.items()} == want

@@ -341,7 +341,12 @@ def test_64_wide_tile_matches_numpy_in_the_simulator():
 
 @pytest.mark.parametrize(
     ("m", "n", "k", "tile_n", "cluster_m", "mode"),
-    [(130, 136, 272, 128, 1, "random"), (256, 200, 256, 192, 2, "adversarial")],
+    [
+        (130, 136, 272, 128, 1, "random"),
+        (256, 200, 256, 192, 2, "adversarial"),
+        # 6 K tiles, the last partial (720 = 5 x 128 + 80)
+        (70, 72, 720, 64, 1, "random"),
+    ],
 )
 def test_fp8_with_promotion_matches_numpy_in_the_simulator(m, n, k, tile_n, cluster_m, mode):
     # 130 x 136 x 272 on 128 x 128: 2 x 2 tiles (the second 8 columns wide) of 3 K tiles of 128

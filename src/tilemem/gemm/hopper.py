@@ -14,8 +14,7 @@ tiles of its cluster (``Schedule``):
   (k16 for bf16, k32 for fp8). One wgmma group stays in flight (``wait_group 1``): the stage
   of K tile ``k - 1`` is released, to every CTA that wrote into it, once the group of tile
   ``k`` has been issued and the older one has completed. Promoted fp8 (``promote``) sums
-  each K tile in two half-width fragments and adds them into the accumulators, one half while
-  the other is in flight (:func:`_mainloop_promoted`).
+  each K tile in a second fragment and adds it into the accumulators (:func:`_promote`).
 - the epilogue rounds to bf16, writes 64-column slices (48 for the 240-wide tile) with
   ``stmatrix`` into the consumer's two staging tiles and TMA-stores them; meanwhile the
   producer is already filling the ring for the next tile. TMA zero-fills loads and clips
@@ -199,92 +198,64 @@ def _release(empty, stage, cluster_m: int) -> None:
                 T.ptx.mbarrier.arrive_cluster((empty, stage), rank)
 
 
-def _mainloop(acc, a, b, full, empty, consumer, first_step, sched: Schedule) -> None:
+def _mainloop(acc, a, b, full, empty, consumer, first_step, sched: Schedule, part=None) -> None:
     """All K tiles of one output tile into ``acc``; the first wgmma overwrites (scale-d 0).
 
     One wgmma consumes 32 bytes of K (PTX ISA, "wgmma.mma_async": k16 for bf16, k32 for
-    fp8), so a 128-byte K tile takes four for either input type."""
-    stages, k_tiles = a.shape[0], sched.k_tiles
+    fp8), so a 128-byte K tile takes four for either input type. With ``part`` (fp8 with
+    promotion, :func:`_promote`) the wgmmas of each K tile accumulate into ``part`` instead
+    and the K tile's sum is added into ``acc`` by the consumer's fp32 adds."""
+    stages, tk, dtype = a.shape[0], a.shape[-1], a.dtype
+    step = 256 // dtype.bits
+    rows = TILE_M // CONSUMERS
+    k_tiles = sched.k_tiles
+    if part is not None:
+        for i in range(acc.shape[0]):
+            acc[i] = T.cast(0, "float32")
     for kt in T.serial(k_tiles, name="kt"):
         s, phase = _stage_and_phase(first_step + kt, stages)
         T.ptx.mbarrier.wait((full, s), phase)
-        _issue(acc, a, b, s, consumer, 0, b.shape[1], first=kt > 0)
-        T.ptx.wgmma.wait_group(1)  # K tile kt - 1 is done: its stage may be refilled
-        with T.If(kt > 0):
-            _release(empty, (first_step + kt - 1) % stages, sched.cluster_m)
-    T.ptx.wgmma.wait_group(0)
-    _release(empty, (first_step + k_tiles - 1) % stages, sched.cluster_m)
+        T.ptx.wgmma.fence()
+        for kk in range(tk // step):
+            first = 0 if part is not None else (kt > 0)  # a promoted K tile starts from zero
+            T.ptx.wgmma.mma_async(
+                acc if part is None else part,
+                T.ptx.wgmma.desc(a, s, consumer * rows, kk * step),
+                T.ptx.wgmma.desc(b, s, 0, kk * step),
+                n=b.shape[1],
+                dtype=dtype.name,
+                scale_d=first if kk == 0 else 1,
+            )
+        T.ptx.wgmma.commit_group()
+        if part is not None:
+            _promote(acc, part, empty, s, sched.cluster_m)
+        else:
+            T.ptx.wgmma.wait_group(1)  # K tile kt - 1 is done: its stage may be refilled
+            with T.If(kt > 0):
+                _release(empty, (first_step + kt - 1) % stages, sched.cluster_m)
+    if part is None:
+        T.ptx.wgmma.wait_group(0)
+        _release(empty, (first_step + k_tiles - 1) % stages, sched.cluster_m)
 
 
-def _issue(frag, a, b, s, consumer, n0: int, n: int, first) -> None:
-    """One K tile of stage ``s`` into ``frag``, one wgmma group: this consumer's 64 rows of
-    A against B's rows ``n0 .. n0 + n`` (``m64nNk16`` for bf16, ``k32`` for fp8, four to a
-    128-byte K tile). ``first`` is the first wgmma's scale-d (0 overwrites ``frag``)."""
-    step = 256 // a.dtype.bits
-    rows = TILE_M // CONSUMERS
-    T.ptx.wgmma.fence()  # frag's registers were last touched by ordinary instructions
-    for kk in range(a.shape[-1] // step):
-        T.ptx.wgmma.mma_async(
-            frag,
-            T.ptx.wgmma.desc(a, s, consumer * rows, kk * step),
-            T.ptx.wgmma.desc(b, s, n0, kk * step),
-            n=n,
-            dtype=a.dtype.name,
-            scale_d=first if kk == 0 else 1,
-        )
-    T.ptx.wgmma.commit_group()
-
-
-def _mainloop_promoted(acc, parts, a, b, full, empty, consumer, first_step, sched) -> None:
-    """fp8 with fp32 promotion: all K tiles of one output tile into ``acc`` (zeroed first),
-    each K tile summed by the tensor cores over its 128 elements only and then added into
-    ``acc`` by the consumer's own fp32 adds.
+def _promote(acc, part, empty, stage, cluster_m: int) -> None:
+    """fp32 promotion of one K tile's fp8 sums: wait for its wgmmas, free its stage, and add
+    ``part`` into ``acc`` with the consumer's own fp32 adds.
 
     Hopper's fp8 wgmma adds its products into the accumulator with fewer bits than fp32
     (DeepSeek-V3 technical report, arXiv 2412.19437, section 3.3.2: about 14), so a sum over
-    all of K loses bits as K grows; summed over one K tile (128 elements,
-    four k32 wgmmas, the interval that report measured as enough and CUTLASS's fp8 kernels'
-    default) and then added in full fp32, the error stays that of a 128-term sum whatever K
-    is.
-
-    A promotion must wait for its wgmmas (their registers are read), which would leave the
-    tensor cores idle while the adds run. So each K tile is issued as two wgmma groups, one
-    per half of the tile's columns (``m64n(N/2)``), into two fragments ``parts`` of
-    ``tile_n / 4`` registers a thread: while one half of tile ``kt`` is added into ``acc``,
-    the other half (or the first half of tile ``kt + 1``) is in flight. The order, with
-    ``L(k)`` and ``R(k)`` the groups of tile ``k``'s halves::
-
-        L(0) R(0) | wait 1, add L(kt); L(kt+1); wait 1, add R(kt), free kt; R(kt+1) | ...
-        wait 1, add L(last); wait 0, add R(last), free last
-
-    ``wait_group 1`` leaves the youngest group in flight (groups complete in order). In the
-    accumulator fragment of ``m64nN`` (PTX ISA, "wgmma register fragments") register
-    ``4 j + r`` holds columns ``8 j .. 8 j + 7``, so the left half's registers are
-    ``acc[0 : N/4]`` and the right half's ``acc[N/4 : N/2]``, each in the order of the
-    ``m64n(N/2)`` fragment. Cost: ``tile_n / 2`` more fp32 registers a thread
-    (:data:`PROMOTED_TILE_NS`) and A read twice a K tile."""
-    stages, half = a.shape[0], b.shape[1] // 2
-    quarter = half // 2  # registers of one half's fragment (tile_n / 4)
-
-    def add(h: int) -> None:
-        for i in range(quarter):
-            acc[h * quarter + i] = acc[h * quarter + i] + parts[h][i]
-
-    def issue(h: int, s) -> None:
-        _issue(parts[h], a, b, s, consumer, h * half, half, first=0)
-
+    all of K loses bits as K grows; summed over one K tile only (:data:`PROMOTE_K` = 128
+    elements, four k32 wgmmas) and then added in full fp32, the error stays that of a
+    128-term sum whatever K is. 128 is the shortest interval the K tile allows (a promotion
+    needs the tile's wgmmas complete, so it happens between K tiles) and the interval that
+    report measured as enough; CUTLASS's fp8 kernels default to the same four wgmmas. Cost:
+    ``tile_n / 2`` more fp32 registers a thread (:data:`PROMOTED_TILE_NS`) and a
+    ``wait_group 0`` each K tile, during which the other consumer warpgroup's wgmmas keep
+    the tensor cores busy."""
+    T.ptx.wgmma.wait_group(0)  # the K tile's wgmmas are done: part holds its sum
+    _release(empty, stage, cluster_m)
     for i in range(acc.shape[0]):
-        acc[i] = T.cast(0, "float32")
-    for kt in T.serial(sched.k_tiles, name="kt"):
-        s, phase = _stage_and_phase(first_step + kt, stages)
-        T.ptx.mbarrier.wait((full, s), phase)
-        issue(0, s)
-        issue(1, s)
-        T.ptx.wgmma.wait_group(1)  # L(kt) done
-        add(0)
-        T.ptx.wgmma.wait_group(0)  # R(kt) done: both halves of K tile kt are read
-        _release(empty, s, sched.cluster_m)
-        add(1)
+        acc[i] = acc[i] + part[i]
 
 
 def _epilogue(acc, c, tma_c, consumer, m0, n0, tile) -> None:
@@ -393,20 +364,16 @@ def _compute(
     tma_c, a, b, c, full, empty, consumer, sched: Schedule, partial=None, promote: bool = False
 ) -> None:
     """The consumer's units: mainloop and epilogue each (see :func:`_consumer`); ``promote``
-    sums each K tile in two half-width fragments first (:func:`_mainloop_promoted`)."""
+    sums each K tile in a second fragment first (:func:`_promote`)."""
     tile_n = b.shape[1]
     acc = T.alloc_local(tile_n // 2, "float32", name="acc")
-    if promote:
-        parts = [T.alloc_local(tile_n // 4, "float32", name=f"part_{h}") for h in "lr"]
+    part = T.alloc_local(tile_n // 2, "float32", name="part") if promote else None
     units = sched.units()
     for i in T.serial(units[0], name="t"):
         m_tile, n_tile, split = sched.tile(i, units)
         first_step = T.let("first_step", i * sched.k_tiles)
         with T.phase("mainloop"):
-            if promote:
-                _mainloop_promoted(acc, parts, a, b, full, empty, consumer, first_step, sched)
-            else:
-                _mainloop(acc, a, b, full, empty, consumer, first_step, sched)
+            _mainloop(acc, a, b, full, empty, consumer, first_step, sched, part)
         with T.phase("epilogue"):
             if partial is None:
                 _epilogue(acc, c, tma_c, consumer, m_tile * TILE_M, n_tile * tile_n, i)
@@ -443,8 +410,7 @@ def hopper_gemm_persistent(
     16-token step reads 2 KiB of A a K tile, not 16), and the second consumer idles.
 
     ``promote`` (fp8 only, widths of :data:`PROMOTED_TILE_NS`) sums each K tile's wgmmas in
-    two half-width fragments and adds them into the fp32 accumulators
-    (:func:`_mainloop_promoted`)."""
+    a second fragment and adds it into the fp32 accumulators (:func:`_promote`)."""
     if cluster_m not in CLUSTER_SIZES:
         raise GemmShapeError(
             f"cluster_m is one of {CLUSTER_SIZES} (CTAs sharing B by multicast), got {cluster_m}"
@@ -523,10 +489,10 @@ def hopper_gemm_persistent(
 
 
 # The consumer's registers besides its accumulators (descriptors, barrier addresses, loop
-# counters, the epilogue's addresses): 232 - 2 * 96 = 40 left for them at 128 x 192 (96
-# accumulators and two half fragments of 48), where ptxas allocates the promoted fp8 kernel
-# without spills (tests/cuda/test_gemm_kernel.py compiles it); at 128 x 240 (2 * 120 = 240)
-# and 128 x 256 (256) the fragments alone exceed setmaxnreg's 232.
+# counters, the epilogue's addresses): 232 - 2 * 96 = 40 left for them at 128 x 192, where
+# ptxas allocates the promoted fp8 kernel without spills (tests/cuda/test_gemm_kernel.py
+# compiles it); at 128 x 240 (2 * 120 = 240 accumulators) and 128 x 256 (256) the two
+# fragments alone exceed setmaxnreg's 232.
 CONSUMER_OTHER_REGS = 40
 PROMOTED_TILE_NS = tuple(
     n for n in gemm_plan.TILE_NS if 2 * (n // 2) + CONSUMER_OTHER_REGS <= CONSUMER_REGS
@@ -534,8 +500,8 @@ PROMOTED_TILE_NS = tuple(
 
 
 def _check_promote(promote, dtype: str, tile_n: int) -> None:
-    """GemmShapeError unless ``promote`` is a bool, and True only for fp8 on a width whose
-    accumulators and half fragments fit the consumer's registers (:data:`PROMOTED_TILE_NS`)."""
+    """GemmShapeError unless ``promote`` is a bool, and True only for fp8 on a width whose two
+    accumulator fragments fit the consumer's registers (:data:`PROMOTED_TILE_NS`)."""
     if type(promote) is not bool:
         raise GemmShapeError(f"promote is True or False, got {promote!r}")
     if not promote:
@@ -547,10 +513,9 @@ def _check_promote(promote, dtype: str, tile_n: int) -> None:
         )
     if tile_n not in PROMOTED_TILE_NS:
         raise GemmShapeError(
-            f"promote=True keeps tile_n / 2 = {tile_n // 2} fp32 accumulators and as many "
-            f"registers of K tile sums a thread: {tile_n} needs {2 * (tile_n // 2)} + "
-            f"{CONSUMER_OTHER_REGS} others, more than the consumer's {CONSUMER_REGS} "
-            f"(setmaxnreg); use tile_n in {PROMOTED_TILE_NS}"
+            f"promote=True keeps two fp32 fragments of tile_n / 2 = {tile_n // 2} registers a "
+            f"thread: {tile_n} needs {2 * (tile_n // 2)} + {CONSUMER_OTHER_REGS} others, more "
+            f"than the consumer's {CONSUMER_REGS} (setmaxnreg); use tile_n in {PROMOTED_TILE_NS}"
         )
 
 
@@ -591,7 +556,7 @@ class HopperGemm:
     A and B, ``tile_n`` the CTA tile's width (:data:`~.plan.TILE_NS`), ``split_k`` builds the
     split-K kernel and its reduction (CTAs alone; ``prepare`` then takes ``splits``),
     ``a_rows`` the rows of A a stage loads (128, or 64/32/16 for M up to that; CTAs alone),
-    ``promote`` the fp32 promotion of fp8 sums every K tile (:func:`_mainloop_promoted`; widths of
+    ``promote`` the fp32 promotion of fp8 sums every K tile (:func:`_promote`; widths of
     :data:`PROMOTED_TILE_NS`). One object is one kernel configuration; :class:`AutoGemm` picks
     the configuration from the shape.
     """
@@ -875,7 +840,7 @@ class AutoGemm:
     before the launch (one :class:`HopperGemm` per
     configuration, built on first use). ``prepare`` and calling work as in
     :class:`HopperGemm`. ``promote`` (default: for fp8) promotes fp8 sums to fp32 every K
-    tile (:func:`_mainloop_promoted`), on the widths whose fragments fit
+    tile (:func:`_promote`), on the widths whose two fragments fit
     (:data:`PROMOTED_TILE_NS`)."""
 
     def __init__(

@@ -83,7 +83,16 @@ then the clique bound), since no order can then do strictly better; the result i
 same as trying all five. First fit keeps the placed items sorted by offset and tests
 conflicts as bit masks, computed once per kind of root (same phases and lanes); with few
 kinds (a kernel's pools: kinds^2 <= items) it keeps each kind's positions as merged runs
-instead and bisects the runs of the kinds that block an item, about n log n. Classes
+instead and bisects the runs of the kinds that block an item, about n log n; kinds that
+conflict with themselves and with the same kinds block the same items, so they share one
+list of runs. First fit is not run when bump placement in allocation order (computed anyway:
+it is ``Packing.bump``) meets the heaviest class of cells and nothing of any size is fixed:
+that class weighs at most the sum of all sizes and bump placement at least that, so the
+class holds every item (all conflict) and bump placement leaves no padding; each item then
+lies right on the one before, which is where first fit puts it too (everything below is
+taken by items it conflicts with). Plain items (no views, nothing fixed, the usual case)
+are read and checked column by column, with the items in error left to the checks rule by
+rule, which raise in their order. Classes
 of cells with the same members are kept once, and the phases are split by the roots'
 live masks rather than visited one by one, so many phases cost little. Bron-Kerbosch
 stops after ``CLIQUE_LIMIT`` steps (there can be 3^(n/3) maximal cliques); the cliques
@@ -129,10 +138,11 @@ import time
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import add, attrgetter
 
 from ..errors import AllocationError
 from ..intmath import align_up, is_power_of_two
-from .packing import bump_total, overlapping_index_pairs
+from .packing import overlapping_index_pairs
 
 ALL_LANES = -1  # lane mask of an item without lanes: conflicts on every lane
 NODE_LIMIT = 50_000  # search nodes before the best placement found so far is returned
@@ -215,19 +225,100 @@ def phase_universe(items: Sequence[Item], phases: Sequence[str] | None) -> tuple
     return tuple(sorted({p for it in items if it.live is not None for p in it.live}))
 
 
+_NAME, _LENGTH, _ALIGN = attrgetter("name"), attrgetter("length"), attrgetter("align")
+_LIVE, _LANES = attrgetter("live"), attrgetter("lanes")
+_FIXED_OR_VIEW = attrgetter("offset", "alias_of")
+
+
 class _Instance:
     """Items resolved to bit masks: the packer's working form."""
 
     def __init__(self, items: Sequence[Item], phases: Sequence[str] | None):
         self.items = list(items)
-        self.phases = phase_universe(self.items, phases)
+        self._start(list(map(_NAME, self.items)), phase_universe(self.items, phases))
+        if set(map(_FIXED_OR_VIEW, self.items)) != {(None, None)} or not self._plain(
+            *(list(map(column, self.items)) for column in (_LENGTH, _ALIGN, _LIVE, _LANES))
+        ):
+            self._general()
+
+    @classmethod
+    def of_columns(
+        cls,
+        names: list[str],
+        lengths: list[int],
+        aligns: list[int],
+        lives: list[frozenset[str] | None],
+        lanes: list[frozenset[int] | None],
+        phases: Sequence[str],
+    ) -> _Instance:
+        """The working form of items with no view and nothing fixed, given column by column
+        (what a pool without views, offsets or moves has), without making the items; if a
+        value is not valid, the items are made and checked as :meth:`__init__` does."""
+        inst = cls.__new__(cls)
+        inst._start(names, tuple(phases))
+        if inst._plain(lengths, aligns, lives, lanes):
+            return inst
+        return cls(list(map(Item, names, lengths, aligns, lives, lanes)), phases)
+
+    @functools.cached_property
+    def items(self) -> list[Item]:
+        """The items of an instance made from columns (only its error messages and the
+        alias check read them): made when first needed."""
+        columns = (self.names, self.length, self.pack_align, self.phase_sets, self.lane_sets)
+        return list(map(Item, *columns))
+
+    def _start(self, names: list[str], phases: tuple[str, ...]) -> None:
+        self.names, self.phases = names, phases
         self.phase_index = {p: i for i, p in enumerate(self.phases)}
-        self.index = {it.name: n for n, it in enumerate(self.items)}
-        if len(self.index) != len(self.items):
+        self.index = dict(zip(names, range(len(names))))
+        if len(self.index) != len(names):
             raise AllocationError("item names must be unique")
-        all_phases = (1 << max(1, len(self.phases))) - 1
+        self._all_phases = (1 << max(1, len(self.phases))) - 1
         self._masks: dict[frozenset[str], int] = {}  # live set -> phase mask, once per set
-        self.live = [self._phase_mask(it, all_phases) for it in self.items]
+
+    def _plain(
+        self,
+        lengths: list[int],
+        aligns: list[int],
+        phase_sets: list[frozenset[str] | None],
+        lane_sets: list[frozenset[int] | None],
+    ) -> bool:
+        """The working form when every length, alignment and phase is valid (items with no
+        view and nothing fixed: a pool's usual ones), checked column by column with builtins
+        (a pool commits at every plan, so this runs often). False, with nothing kept,
+        otherwise: :meth:`_general` then checks everything in its order and raises."""
+        n, all_phases = len(lengths), self._all_phases
+        if not (
+            set(map(type, lengths)) | set(map(type, aligns)) <= {int}
+            and min(lengths, default=0) >= 0
+            and min(aligns, default=1) > 0
+            and not any(map(int.__and__, aligns, map((-1).__add__, aligns)))  # powers of two
+        ):
+            return False
+        mask_of: dict[frozenset[str] | None, int] = {None: all_phases}
+        for phase_set in dict.fromkeys(phase_sets):  # each distinct set once, in order
+            if phase_set is not None:
+                if not all(p in self.phase_index for p in phase_set):
+                    return False
+                mask_of[phase_set] = _bit_mask(self.phase_index[p] for p in phase_set)
+        self._masks.update((k, v) for k, v in mask_of.items() if k is not None)
+        self.live = list(map(mask_of.__getitem__, phase_sets))
+        self.phase_sets, self.lane_sets = phase_sets, lane_sets  # for ``items``
+        if lane_sets.count(None) == n:
+            self.lanes = [ALL_LANES] * n
+        else:
+            self.lanes = [ALL_LANES if x is None else _lane_mask(x) for x in lane_sets]
+        self.length = lengths
+        self.pack_live, self.pack_lanes, self.pack_align = list(self.live), list(self.lanes), aligns
+        self.parent: list[int | None] = [None] * n
+        self.root, self.roots, self.inner = list(range(n)), list(range(n)), [0] * n
+        self.plain = True
+        return True
+
+    def _general(self) -> None:
+        """The working form of any items, each rule checked over all items in turn."""
+        self.plain = False
+        self.live = [self._phase_mask(it, self._all_phases) for it in self.items]
         self.lanes = [ALL_LANES if it.lanes is None else _lane_mask(it.lanes) for it in self.items]
         self.parent = [self._parent(it) for it in self.items]
         if any(p is not None for p in self.parent):
@@ -238,6 +329,7 @@ class _Instance:
             self.inner = [0] * len(self.items)
         self.roots = [n for n in range(len(self.items)) if self.parent[n] is None]
         self._inherit_views()
+        self.length = [it.length for it in self.items]
 
     def _phase_mask(self, item: Item, all_phases: int) -> int:
         if item.live is None:
@@ -341,6 +433,17 @@ class _Instance:
             self.pack_live[a] & self.pack_live[b] and self.pack_lanes[a] & self.pack_lanes[b]
         )
 
+    @functools.cached_property
+    def kinds(self) -> dict[tuple[int, int], int]:
+        """The roots of each kind (the same phases and lanes: they conflict with the same
+        roots) as a bit mask, per (phase mask, lane mask), kinds in order of their first root;
+        and ``keys``, each item's (phase mask, lane mask)."""
+        self.keys = keys = list(zip(self.pack_live, self.pack_lanes))
+        kinds = dict.fromkeys(keys if self.plain else [keys[r] for r in self.roots], 0)
+        for r in self.roots:
+            kinds[keys[r]] |= 1 << r
+        return kinds
+
     def cell_classes(self) -> list[list[int]]:
         """Roots per class of cells: one phase x one group of lanes no root splits.
 
@@ -349,23 +452,24 @@ class _Instance:
         phases: the phases are split into parts no root's live set cuts (bit operations on
         the phase masks), and each part gives one row of classes.
         """
-        masks = {self.pack_lanes[r] for r in self.roots}
+        kinds = self.kinds
+        masks = {lanes for _, lanes in kinds}
         groups = {ALL_LANES}
         for mask in masks:
             if mask == ALL_LANES:
                 continue
             groups = {g & m for g in groups for m in (mask, ~mask)} - {0}
         in_group = [
-            _bit_mask(r for r in self.roots if self.pack_lanes[r] & group)
+            _union(roots for (_, lanes), roots in kinds.items() if lanes & group)
             for group in sorted(groups)
         ]
         parts = [(1 << max(1, len(self.phases))) - 1]  # phases no root tells apart
-        for live in {self.pack_live[r] for r in self.roots}:
+        for live in {live for live, _ in kinds}:
             parts = [half for part in parts for half in (part & live, part & ~live) if half]
         seen: set[int] = set()
         classes = []
         for part in parts:
-            row = _bit_mask(r for r in self.roots if self.pack_live[r] & part)
+            row = _union(roots for (live, _), roots in kinds.items() if live & part)
             for group_mask in in_group:
                 members = row & group_mask
                 if members and members not in seen:
@@ -379,54 +483,62 @@ class _Search:
 
     def __init__(self, inst: _Instance, node_limit: int, classes: list[list[int]]):
         self.inst = inst
-        self.length = [it.length for it in inst.items]
+        self.length = length = inst.length
         self.align = inst.pack_align
         self.node_limit = node_limit
-        self._kinds()
-        self.fixed = {
-            r: inst.items[r].offset or 0
-            for r in inst.roots
-            if inst.items[r].offset is not None or self.length[r] == 0
-        }
-        self.free = [r for r in inst.roots if r not in self.fixed]
-        self.fixed_end = max((o + self.length[r] for r, o in self.fixed.items()), default=0)
-        self.classes = [[r for r in c if self.length[r]] for c in classes]
+        empty = 0 in length
+        if inst.plain:  # nothing placed by hand: only empty items are fixed, at 0
+            self.fixed = {r: 0 for r, size in enumerate(length) if not size} if empty else {}
+        else:
+            self.fixed = {
+                r: inst.items[r].offset or 0
+                for r in inst.roots
+                if inst.items[r].offset is not None or length[r] == 0
+            }
+        self.free = [r for r in inst.roots if r not in self.fixed] if self.fixed else inst.roots
+        self.fixed_end = max(map(add, self.fixed.values(), map(length.__getitem__, self.fixed)),
+                             default=0)  # fmt: skip
+        self.classes = [[r for r in c if length[r]] for c in classes] if empty else classes
+        # per class, the total size of its roots (fixed ones included)
+        self.weights = [sum(map(length.__getitem__, c)) for c in self.classes]
         self.cliques: list[int] | None = None
         self.nodes = 0
         self.complete = True
         self.seconds: float | None = None  # the search's CPU time (None: no limit)
         self.deadline: float | None = None  # this thread's CPU time at which it stops
 
-    def _kinds(self) -> None:
+    @functools.cached_property
+    def kind_table(self) -> tuple[list[int], list[list[int]], list[int]]:
         """Roots of one kind (the same phases and lanes) conflict with the same roots: the
-        kind of each item (``kind_of``, -1 for views) and, per kind, the kinds whose items it
-        conflicts with (``blocking``), so that pairs are tested once per pair of kinds."""
+        kind of each item (-1 for views), per kind the kinds whose items it conflicts with
+        (so that pairs are tested once per pair of kinds), and per kind its roots as a bit
+        mask. Built only when first fit or the search needs it."""
         inst = self.inst
-        kinds: dict[tuple[int, int], int] = {}  # (phases, lanes) -> the roots of that kind
-        for r in inst.roots:
-            key = (inst.pack_live[r], inst.pack_lanes[r])
-            kinds[key] = kinds.get(key, 0) | 1 << r
+        kinds = inst.kinds
         number = {key: k for k, key in enumerate(kinds)}
-        self.kind_of = [number.get((inst.pack_live[r], inst.pack_lanes[r]), -1)
-                        for r in range(len(inst.items))]  # fmt: skip
-        self.blocking = [
+        if inst.plain:  # every item is a root
+            kind_of = list(map(number.__getitem__, inst.keys))
+        else:
+            kind_of = [number.get(key, -1) for key in inst.keys]
+        blocking = [
             [number[other] for other in kinds if live & other[0] and lanes & other[1]]
             for live, lanes in kinds
-        ]  # per kind, the kinds whose items it conflicts with
-        self.kind_members = list(kinds.values())
+        ]
+        return kind_of, blocking, list(kinds.values())
 
     @functools.cached_property
     def conflict_mask(self) -> list[int]:
         """Per root, the roots it conflicts with, as a bit mask (0 for views): the members of
         the kinds its kind meets, itself excepted. About linear in the items when the kinds
         are few; built only when first fit or the search needs it."""
-        reach = [0] * len(self.blocking)
-        for k, others in enumerate(self.blocking):
+        kind_of, blocking, members = self.kind_table
+        reach = [0] * len(blocking)
+        for k, others in enumerate(blocking):
             for other in others:
-                reach[k] |= self.kind_members[other]
-        masks = [0] * len(self.kind_of)
+                reach[k] |= members[other]
+        masks = [0] * len(kind_of)
         for r in self.inst.roots:
-            masks[r] = reach[self.kind_of[r]] & ~(1 << r)
+            masks[r] = reach[kind_of[r]] & ~(1 << r)
         return masks
 
     def _prepare(self) -> None:
@@ -505,7 +617,7 @@ class _Search:
     def first_fit(self, order: Sequence[int]) -> dict[int, int]:
         """Each item of ``order`` in turn at its lowest position: the lowest multiple of its
         alignment clear of every placed item it conflicts with."""
-        if len(self.blocking) ** 2 <= len(order) and not any(
+        if len(self.kind_table[1]) ** 2 <= len(order) and not any(
             self.length[r] or x for r, x in self.fixed.items()
         ):
             return self._first_fit_by_kind(order)
@@ -525,42 +637,79 @@ class _Search:
 
     def _first_fit_by_kind(self, order: Sequence[int]) -> dict[int, int]:
         """:meth:`first_fit` for few kinds of items (same phases and lanes) and nothing fixed
-        that blocks (only empty items at 0). The positions taken by each kind are kept as
-        sorted disjoint runs, so an item looks only at the runs of the kinds it conflicts
-        with, one bisection each, until a pass moves it no more: about ``n log n`` for
-        kernel-like pools, where scanning every placed item is ``n^2``."""
+        that blocks (only empty items at 0). The positions taken by each group of kinds (see
+        :meth:`_groups`) are kept as sorted disjoint runs, so an item looks only at the runs
+        of the groups it conflicts with, one bisection each, until a pass moves it no more:
+        about ``n log n`` for kernel-like pools, where scanning every placed item is ``n^2``.
+        An item that meets one group only (every item, when all conflict) needs no second pass:
+        moved above a run, it bisects the runs after it."""
         offsets = dict(self.fixed)
-        # per kind, the starts and ends of its runs, and the pairs of those lists it meets
-        runs: list[tuple[list[int], list[int]]] = [([], []) for _ in self.blocking]
-        meets = [[runs[k] for k in blocking] for blocking in self.blocking]
-        length, align_of, kind_of = self.length, self.align, self.kind_of
+        group_of, group_meets = self._groups()
+        # per group, the starts and ends of its runs, and the pairs of those lists it meets
+        runs: list[tuple[list[int], list[int]]] = [([], []) for _ in group_meets]
+        meets = [[runs[g] for g in others] for others in group_meets]
+        length, align_of, kind_of = self.length, self.align, self.kind_table[0]
         for r in order:
-            size, align, kind = length[r], align_of[r], kind_of[r]
-            x, moved = 0, True
-            while moved:
-                moved = False
-                for starts, ends in meets[kind]:
-                    i = bisect_right(ends, x)  # the first run ending above x
-                    if i < len(ends) and starts[i] < x + size:
-                        x, moved = -(-ends[i] // align) * align, True
+            size, align, group = length[r], align_of[r], group_of[kind_of[r]]
+            x, lists = 0, meets[group]
+            if len(lists) == 1:
+                starts, ends = lists[0]
+                i, count = bisect_right(ends, 0), len(ends)  # the first run ending above x
+                while i < count and starts[i] < x + size:
+                    x = -(-ends[i] // align) * align
+                    i = bisect_right(ends, x, i + 1)
+            else:
+                moved = True
+                while moved:
+                    moved = False
+                    for starts, ends in lists:
+                        i = bisect_right(ends, x)  # the first run ending above x
+                        if i < len(ends) and starts[i] < x + size:
+                            x, moved = -(-ends[i] // align) * align, True
             offsets[r] = x
-            starts, ends = runs[kind]
-            lo, hi = bisect_left(ends, x), bisect_right(starts, x + size)
-            if lo < hi:  # merged with the runs it touches
-                starts[lo:hi], ends[lo:hi] = [min(x, starts[lo])], [max(x + size, ends[hi - 1])]
+            starts, ends = runs[group]
+            end = x + size
+            lo, hi = bisect_left(ends, x), bisect_right(starts, end)
+            if hi == lo + 1:  # it touches one run: that run grows
+                if x < starts[lo]:
+                    starts[lo] = x
+                if end > ends[lo]:
+                    ends[lo] = end
+            elif lo < hi:  # merged with the runs it touches
+                starts[lo:hi], ends[lo:hi] = [min(x, starts[lo])], [max(end, ends[hi - 1])]
             else:
                 starts.insert(lo, x)
-                ends.insert(lo, x + size)
+                ends.insert(lo, end)
         return offsets
 
+    def _groups(self) -> tuple[list[int], list[list[int]]]:
+        """Kinds that conflict with themselves and with the same kinds block exactly the same
+        items, so first fit keeps their positions in one list of runs: the group of each kind
+        and, per group, the groups it conflicts with. A kernel's SMEM pool whose buffers are
+        live in the mainloop or throughout is one group (every pair conflicts)."""
+        blocking = self.kind_table[1]
+        number: dict[tuple[int, ...], int] = {}
+        group_of = []
+        for k, others in enumerate(blocking):
+            key = tuple(others) if k in others else (-1 - k,)  # alone if it meets itself not
+            group_of.append(number.setdefault(key, len(number)))
+        group_meets: list[list[int]] = [[] for _ in number]
+        for k, others in enumerate(blocking):
+            if not group_meets[group_of[k]]:
+                group_meets[group_of[k]] = sorted({group_of[o] for o in others})
+        return group_of, group_meets
+
     def footprint(self, offsets: dict[int, int]) -> int:
-        return max((offsets[r] + self.length[r] for r in offsets), default=0)
+        return max(map(add, offsets.values(), map(self.length.__getitem__, offsets)), default=0)
 
     def class_bound(self) -> int:
         """The heaviest class of cells (its free items lie one above another), or the end of
         the fixed items: no larger than the clique bound, and found without the cliques."""
-        weight = max((sum(self.length[r] for r in c if r not in self.fixed)
-                      for c in self.classes), default=0)  # fmt: skip
+        if self.fixed_end:  # fixed items of some size: only the free ones count
+            weight = max((sum(self.length[r] for r in c if r not in self.fixed)
+                          for c in self.classes), default=0)  # fmt: skip
+        else:  # only empty items are fixed
+            weight = max(self.weights, default=0)
         return max(weight, self.fixed_end)
 
     def clique_bound(self) -> int:
@@ -738,19 +887,41 @@ def _bit_mask(indices: Iterable[int]) -> int:
     return int.from_bytes(raw, "little")
 
 
-@functools.lru_cache(maxsize=1024)
+_LANE_MASKS: dict[int, tuple[frozenset[int], int]] = {}  # id(lane set) -> (the set, its mask)
+LANE_MASKS_KEPT = 1024
+
+
 def _lane_mask(lanes: frozenset[int]) -> int:
-    """The bit mask of a lane set (a pool's buffers share a few lane sets: kept)."""
-    return _bit_mask(lanes)
+    """The bit mask of a lane set, kept per set object: pools keep a lane set per layout, so
+    the same objects recur, while looking up an equal set of 128 lanes made elsewhere
+    compares them lane by lane. The entry holds the set, so its id is not reused."""
+    hit = _LANE_MASKS.get(id(lanes))
+    if hit is not None and hit[0] is lanes:
+        return hit[1]
+    mask = _bit_mask(lanes)
+    if len(_LANE_MASKS) >= LANE_MASKS_KEPT:
+        _LANE_MASKS.clear()
+    _LANE_MASKS[id(lanes)] = (lanes, mask)
+    return mask
+
+
+def _union(masks: Iterable[int]) -> int:
+    """The bitwise or of ``masks`` (0 for none)."""
+    total = 0
+    for mask in masks:
+        total |= mask
+    return total
 
 
 def _bits(mask: int) -> list[int]:
-    """The indices of the set bits of ``mask`` (>= 0), lowest first."""
+    """The indices of the set bits of ``mask`` (>= 0), lowest first: found in its binary
+    digits, lowest first, one search per set bit."""
+    digits = bin(mask)[:1:-1]
     found = []
-    while mask:
-        low = mask & -mask
-        found.append(low.bit_length() - 1)
-        mask ^= low
+    i = digits.find("1")
+    while i >= 0:
+        found.append(i)
+        i = digits.find("1", i + 1)
     return found
 
 
@@ -791,8 +962,30 @@ def pack_checked(
     seconds = _check_seconds(seconds)
     inst = _Instance(items, phases)
     packing = _pack(inst, node_limit, seconds)
-    by_hand = any(it.offset is not None or it.alias_of is not None for it in inst.items)
+    by_hand = not inst.plain and any(
+        it.offset is not None or it.alias_of is not None for it in inst.items
+    )
     return packing, _conflicts(inst, packing.offsets) if by_hand else []
+
+
+def pack_columns(
+    names: list[str],
+    lengths: list[int],
+    aligns: list[int],
+    lives: list[frozenset[str] | None],
+    lanes: list[frozenset[int] | None],
+    phases: Sequence[str],
+    *,
+    node_limit: int = NODE_LIMIT,
+    seconds: float | None = SEARCH_SECONDS,
+) -> Packing:
+    """:func:`pack` of items with no view and nothing fixed, given column by column: the
+    same result as ``pack([Item(*row) for row in zip(names, lengths, aligns, lives,
+    lanes)], phases)`` without making the items. What a pool does at commit when no buffer
+    is placed by hand (nothing can then overlap while live together: no alias check)."""
+    seconds = _check_seconds(seconds)
+    inst = _Instance.of_columns(names, lengths, aligns, lives, lanes, phases)
+    return _pack(inst, node_limit, seconds)
 
 
 def _check_seconds(seconds: float | None) -> float | None:
@@ -807,10 +1000,19 @@ def _pack(inst: _Instance, node_limit: int, seconds: float | None) -> Packing:
     classes = inst.cell_classes()
     search = _Search(inst, node_limit, classes)
     search.seconds = seconds
-    alloc_order = search.first_fit(search.free)
+    bump_at, free_end = {}, 0  # bump placement of the free items in allocation order
+    length, align = search.length, search.align
+    for r in search.free:
+        step = align[r]
+        bump_at[r] = x = -(-free_end // step) * step
+        free_end = x + length[r]
+    bound = search.class_bound()  # no placement is smaller: an order meeting it ends the work
+    if free_end == bound and not search.fixed_end:  # bump placement is first fit (*set-up cost*)
+        alloc_order = {**search.fixed, **bump_at}
+    else:
+        alloc_order = search.first_fit(search.free)
     best, best_end = alloc_order, search.footprint(alloc_order)
     first_fit = best_end
-    bound = search.class_bound()  # no placement is smaller: an order meeting it ends the work
     if best_end > bound:
         bound = search.clique_bound()
         size, align, live = search.length, search.align, inst.pack_live
@@ -830,12 +1032,14 @@ def _pack(inst: _Instance, node_limit: int, seconds: float | None) -> Packing:
         best = search.run(best, search.clique_bound())
         best_end = search.footprint(best)
     footprint = best_end
-    offsets = tuple(best[inst.root[n]] + inst.inner[n] for n in range(len(inst.items)))
-    free_end = bump_total((search.length[r], search.align[r]) for r in search.free)[0]
+    if inst.plain:  # every item is a root
+        offsets = tuple(map(best.__getitem__, range(len(search.length))))
+    else:
+        offsets = tuple(best[inst.root[n]] + inst.inner[n] for n in range(len(inst.items)))
     return Packing(
         offsets=offsets,
         footprint=footprint,
-        lower_bound=_class_bound(inst, classes),
+        lower_bound=max(search.weights, default=0),
         bump=max(free_end, search.fixed_end),
         first_fit=first_fit,
         exact=search.complete or footprint <= bound,

@@ -2,7 +2,8 @@
 offsets, packing at commit and the alias check.
 
 A pool made with ``phases=`` places its buffers at ``commit()`` with
-:func:`tilemem.plan.lifetimes.pack`; until then they have no offset. A pool that also uses
+:func:`tilemem.plan.lifetimes.pack` (its columns as they are, ``pack_columns``, when no buffer is
+placed by hand); until then they have no offset. A pool that also uses
 ``move_base_to`` keeps every buffer where the cursor put it and only checks the overlays.
 """
 
@@ -12,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 
 from ..errors import AliasError, AlignmentError, AllocationError
-from ..plan.lifetimes import Item, Overlap, Packing, pack_checked
+from ..plan.lifetimes import Item, Overlap, Packing, pack_checked, pack_columns
 from ..plan.packing import Placement, place
 from ..validate import check_int, check_name
 from .buffer import Buffer
@@ -216,11 +217,21 @@ class LifetimePool:
             items.append(Item(buf.name, size, align, live, lane_set, fixed, parent and parent.name))
         return items
 
-    def _pack(self, items: list[Item], unit: str) -> Packing:
-        """Offsets for every buffer; AliasError when fixed buffers overlap while live together."""
-        packing, found = pack_checked(items, self.phases)
-        if found:
-            raise AliasError(_alias_message(self.name, found, unit))
+    def _pack(
+        self, sizes: Sequence[int], aligns: Sequence[int], lanes, spots, unit: str
+    ) -> Packing:
+        """Offsets for every buffer; AliasError when fixed buffers overlap while live together.
+        Without buffers placed by hand (a view, an offset, a move) the packer takes the
+        columns as they are: there are no items to make and no overlays to check."""
+        if self._moves or self._by_hand:
+            packing, found = pack_checked(self._items(sizes, aligns, lanes, spots), self.phases)
+            if found:
+                raise AliasError(_alias_message(self.name, found, unit))
+        else:
+            assert self.phases is not None  # only pools with phases pack by lifetime
+            names = [buf.name for buf in self._buffers]
+            live = [lifetime[0] for lifetime in self._lifetimes]
+            packing = pack_columns(names, list(sizes), list(aligns), live, list(lanes), self.phases)
         self._provisional = packing
         return packing
 

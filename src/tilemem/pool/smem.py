@@ -435,13 +435,13 @@ class SMEMPool(LifetimePool, BumpPool):
         """Each buffer's final spot: packed by lifetime in a pool with phases."""
         if self.phases is None:
             return list(self._spots)
-        items = self._items(
+        packing = self._pack(
             [s.length for s in self._spots],
             [b.align for b in self._buffers],
             [None] * len(self._buffers),
             self._spots,
+            "bytes",
         )
-        packing = self._pack(items, "bytes")
         return [
             Placement(offset, s.length, s.align, 0)
             for offset, s in zip(packing.offsets, self._spots)

@@ -521,13 +521,13 @@ class TMEMPool(LifetimePool, BumpPool):
         AliasError for overlays live together."""
         if self.phases is None:
             return None
-        items = self._items(
+        return self._pack(
             [b.cols or 0 for b in self._buffers],
             [1] * len(self._buffers),
             [lane_set(b.layout) for b in self._buffers],
             self._col_spots,
+            "columns",
         )
-        return self._pack(items, "columns")
 
     def _peak_text(self) -> str:
         """The overflow message's line on the busiest phase: the buffers live in one phase
