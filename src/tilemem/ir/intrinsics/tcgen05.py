@@ -354,6 +354,12 @@ def _tmem_operand_a(actx, taddr: int, d_lanes: np.ndarray, k: int, fmt: str, ext
     (rows, N) are D's lanes relative to its address; K is packed into 32-bit columns from
     ``taddr``'s, low bits first (two 16-bit values per column). Returns the A rows of the
     lanes used (L x K) and, per D cell, the index of its row among them."""
+    if fmt in _CHUNK_PACKED_BITS:
+        raise SimError(
+            f"tcgen05.mma with A in tensor memory as {fmt}: how {_CHUNK_PACKED_BITS[fmt]}-bit A "
+            "elements are packed into TMEM columns is not modelled (no source the simulator "
+            "follows says; in shared memory they are packed per 16-byte chunk)"
+        )
     used, index = np.unique(d_lanes, return_inverse=True)
     bits = _operand_bits(fmt, "f16")
     per = 32 // bits
@@ -389,9 +395,16 @@ def _scales(
     the cell (lane r % 128, column r // 32) from ``taddr`` (the layout ``sf_tmem_layout``
     describes and ``tcgen05.cp .32x128b.warpx4`` fills: each 32-row group its own column,
     copied into every lane quarter)."""
+    if taddr >> 16:
+        raise SimError(
+            f"tcgen05.mma scale factors at TMEM address {taddr:#010x} (lane {taddr >> 16}): only "
+            "scale factors from lane 0 are modelled (row r in lane r % 128, as tcgen05.cp "
+            ".32x128b.warpx4 copies them into every lane quarter); where the hardware reads "
+            "them from another lane is not"
+        )
     r = np.arange(rows)
-    lanes = (taddr >> 16) + r % 128
-    cols = (taddr & 0xFFFF) + r // 32
+    lanes = r % 128
+    cols = taddr + r // 32
     cells = actx.tmem_read(lanes, cols, **extra).astype(np.uint32)  # (rows,)
     j = np.arange(per_mma)
     # the id is the byte slot where this MMA's factors start (hence 2X takes ids 0 and 2)
