@@ -11,7 +11,7 @@ from ...layout.tma import TMAFill, tma_fill
 from ...pool import SMEM, Buffer
 from ..builder import current
 from ..index import layout_index
-from ..nodes import Const, IRError, TensorMapVar, binop, convert
+from ..nodes import BinOp, Cast, Const, IRError, TensorMapVar, binop, convert
 from .registry import SimContext, asm, expose, intrinsic, pending_groups
 from .thread import shared_operand
 
@@ -161,18 +161,67 @@ def _coords(coords) -> tuple:
 
 def _box_operand(x, what: str):
     """The shared-memory side of a bulk tensor copy (:func:`shared_operand`). A box starts on a
-    byte: an element of a sub-byte buffer (fp4) at a constant index inside a byte is refused,
-    where :func:`smem_addr` would round it down to the byte that holds it."""
+    byte: an element of a sub-byte buffer (fp4) whose number is not provably a multiple of the
+    elements a byte holds is refused (at a constant index inside a byte, or at a run-time
+    index tilemem cannot prove lands on a byte), where :func:`smem_addr` would round it down
+    to the byte that holds it."""
     if isinstance(x, tuple) and x and isinstance(x[0], Buffer) and x[0].dtype.bits % 8:
         buf, bits = x[0], x[0].dtype.bits
+        per_byte = 8 // bits
         element = layout_index(buf.layout, x[1:])["m"] if buf.scope == SMEM else None
-        if isinstance(element, Const) and element.value * bits % 8:
+        if isinstance(element, Const) and element.value % per_byte:
             raise IRError(
                 f"{what}: element {tuple(x[1:])} of {buf.name!r} ({buf.dtype.name}) starts at bit "
                 f"{element.value * bits % 8} of a byte; a TMA box starts on a byte: give an "
-                f"index whose element number is a multiple of {8 // bits}"
+                f"index whose element number is a multiple of {per_byte}"
+            )
+        if element is not None and not _multiple_of(element, per_byte):
+            raise IRError(
+                f"{what}: element {tuple(x[1:])} of {buf.name!r} ({buf.dtype.name}) is number "
+                f"{element}, which tilemem cannot prove a multiple of {per_byte} (the elements "
+                f"a byte holds); a TMA box starts on a byte: write the run-time index as a "
+                f"multiple of {per_byte} (for example {per_byte} * i) or index whole boxes"
             )
     return shared_operand(x)
+
+
+def _multiple_of(e, n: int) -> bool:
+    """Whether integer expression ``e`` is a multiple of ``n`` (a power of two) for every value
+    of its variables: it has at least ``log2 n`` low bits known to be zero
+    (:func:`_zero_low_bits`)."""
+    return _zero_low_bits(e) >= n.bit_length() - 1
+
+
+_NO_BITS = 64  # a zero constant: every low bit is zero
+
+
+def _zero_low_bits(e) -> int:
+    """How many low bits of integer expression ``e`` are zero whatever its variables hold (a
+    lower bound): a constant's trailing zeros; the fewer of two operands' for ``+ - ^ |``, the
+    more for ``&``, their sum for ``*``; a constant shift moves the count; anything else
+    (a variable, a division, a comparison) has none known."""
+    if isinstance(e, Const):
+        v = e.value
+        if not isinstance(v, int) or isinstance(v, bool):
+            return 0
+        return _NO_BITS if v == 0 else (v & -v).bit_length() - 1
+    if isinstance(e, Cast):
+        return _zero_low_bits(e.a)
+    if not isinstance(e, BinOp):
+        return 0
+    a = _zero_low_bits(e.a)
+    if e.op in ("<<", ">>"):
+        if not (isinstance(e.b, Const) and isinstance(e.b.value, int)):
+            return 0
+        return min(a + e.b.value, _NO_BITS) if e.op == "<<" else max(a - e.b.value, 0)
+    b = _zero_low_bits(e.b)
+    if e.op in ("+", "-", "^", "|"):
+        return min(a, b)
+    if e.op == "&":
+        return max(a, b)
+    if e.op == "*":
+        return min(a + b, _NO_BITS)
+    return 0
 
 
 def _lower_load(call, gen) -> str:
