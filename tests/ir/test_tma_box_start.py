@@ -111,3 +111,27 @@ def test_zero_low_bits_of_a_swizzled_stage_offset():
     assert _zero_low_bits(e) == 12
     assert _zero_low_bits(binop("+", binop("*", s, 6), 4)) == 1  # 6 s + 4 = 2 (3 s + 2)
     assert _zero_low_bits(s) == 0
+
+
+def _fp6_kernel(col):
+    @T.kernel(target="sm_100a", block=128)
+    def k(tmap: T.TensorMap):
+        smem = T.SMEMPool()
+        tile = smem.alloc((64, 128), "float6_e2m3fn", name="tile")
+        bar = smem.alloc((1,), "uint64", name="bar")
+        smem.commit()
+        T.ptx.tma.load(tmap, (tile, 0, col), bar, [0, 0])
+
+    return k
+
+
+@pytest.mark.parametrize(("col", "bit"), [(1, 6), (2, 4), (3, 2), (6, 4)])
+def test_a_box_at_an_fp6_element_off_a_byte_is_refused(col, bit):
+    # element n of 6-bit values starts at bit 6 n: on a byte only when n is a multiple of 4
+    with pytest.raises(IRError, match=rf"starts at bit {bit} of a byte.*multiple of 4"):
+        _fp6_kernel(col)
+
+
+@pytest.mark.parametrize("col", [0, 4, 8, 124])
+def test_a_box_at_an_fp6_element_on_a_byte_is_accepted(col):
+    assert "cp.async.bulk.tensor.2d" in _fp6_kernel(col).source

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ...layout import decode
@@ -161,26 +163,28 @@ def _coords(coords) -> tuple:
 
 def _box_operand(x, what: str):
     """The shared-memory side of a bulk tensor copy (:func:`shared_operand`). A box starts on a
-    byte: an element of a sub-byte buffer (fp4) whose number is not provably a multiple of the
-    elements a byte holds is refused (at a constant index inside a byte, or at a run-time
-    index tilemem cannot prove lands on a byte), where :func:`smem_addr` would round it down
-    to the byte that holds it."""
+    byte: element ``n`` of a sub-byte buffer starts at bit ``n * bits``, on a byte when ``n``
+    is a multiple of ``8 / gcd(bits, 8)`` (2 for fp4, 4 for fp6). An element number not
+    provably such a multiple is refused (a constant inside a byte, or a run-time index
+    tilemem cannot prove lands on a byte), where :func:`smem_addr` would round it down to the
+    byte that holds it."""
     if isinstance(x, tuple) and x and isinstance(x[0], Buffer) and x[0].dtype.bits % 8:
         buf, bits = x[0], x[0].dtype.bits
-        per_byte = 8 // bits
+        step = 8 // math.gcd(bits, 8)  # elements from one byte boundary to the next
         element = layout_index(buf.layout, x[1:])["m"] if buf.scope == SMEM else None
-        if isinstance(element, Const) and element.value % per_byte:
+        if isinstance(element, Const) and element.value % step:
             raise IRError(
                 f"{what}: element {tuple(x[1:])} of {buf.name!r} ({buf.dtype.name}) starts at bit "
                 f"{element.value * bits % 8} of a byte; a TMA box starts on a byte: give an "
-                f"index whose element number is a multiple of {per_byte}"
+                f"index whose element number is a multiple of {step}"
             )
-        if element is not None and not _multiple_of(element, per_byte):
+        if element is not None and not _multiple_of(element, step):
             raise IRError(
                 f"{what}: element {tuple(x[1:])} of {buf.name!r} ({buf.dtype.name}) is number "
-                f"{element}, which tilemem cannot prove a multiple of {per_byte} (the elements "
-                f"a byte holds); a TMA box starts on a byte: write the run-time index as a "
-                f"multiple of {per_byte} (for example {per_byte} * i) or index whole boxes"
+                f"{element}, which tilemem cannot prove a multiple of {step} (a box starts on "
+                f"a byte, and element n of {bits}-bit values starts at bit {bits} n): write "
+                f"the run-time index as a multiple of {step} (for example {step} * i) or index "
+                f"whole boxes"
             )
     return shared_operand(x)
 
