@@ -15,11 +15,13 @@ from tilemem.dtype import DataType
 from tilemem.errors import IRError
 
 
-def _kernel(op: str, col: int):
+def _kernel(op: str, col: int, dtype: str = "float4_e2m1fn", cols: int = 256):
+    """A TMA load or store of a row-major 64 x ``cols`` tile of ``dtype`` at (0, ``col``)."""
+
     @T.kernel(target="sm_100a", block=128)
     def k(tmap: T.TensorMap):
         smem = T.SMEMPool()
-        tile = smem.alloc((64, 256), "float4_e2m1fn", name="tile")
+        tile = smem.alloc((64, cols), dtype, name="tile")
         bar = smem.alloc((1,), "uint64", name="bar")
         smem.commit()
         if op == "load":
@@ -113,25 +115,13 @@ def test_zero_low_bits_of_a_swizzled_stage_offset():
     assert _zero_low_bits(s) == 0
 
 
-def _fp6_kernel(col):
-    @T.kernel(target="sm_100a", block=128)
-    def k(tmap: T.TensorMap):
-        smem = T.SMEMPool()
-        tile = smem.alloc((64, 128), "float6_e2m3fn", name="tile")
-        bar = smem.alloc((1,), "uint64", name="bar")
-        smem.commit()
-        T.ptx.tma.load(tmap, (tile, 0, col), bar, [0, 0])
-
-    return k
-
-
 @pytest.mark.parametrize(("col", "bit"), [(1, 6), (2, 4), (3, 2), (6, 4)])
 def test_a_box_at_an_fp6_element_off_a_byte_is_refused(col, bit):
     # element n of 6-bit values starts at bit 6 n: on a byte only when n is a multiple of 4
     with pytest.raises(IRError, match=rf"starts at bit {bit} of a byte.*multiple of 4"):
-        _fp6_kernel(col)
+        _kernel("load", col, "float6_e2m3fn", 128)
 
 
 @pytest.mark.parametrize("col", [0, 4, 8, 124])
 def test_a_box_at_an_fp6_element_on_a_byte_is_accepted(col):
-    assert "cp.async.bulk.tensor.2d" in _fp6_kernel(col).source
+    assert "cp.async.bulk.tensor.2d" in _kernel("load", col, "float6_e2m3fn", 128).source
