@@ -140,6 +140,40 @@ class Context:
         mem = self.m.bind_global(array, "?")
         self.m.global_access(mem, idx, self.actor(), True, self.rec(), values)
 
+    def global_atomic_add(self, var, idx, values) -> np.ndarray:
+        """Lane by lane in lane order: acquire what earlier atomics on the element released,
+        add, release this warp's knowledge. Atomics bypass the race shadow (they are not
+        races with each other); an index outside the array is an "out-of-bounds" hazard
+        and that lane adds nothing."""
+        mem = self.runner.bindings[var]
+        flat, _, name = mem
+        cells = flat.view(np.uint32)  # the 32 bits of each element, whatever numpy type
+        gid, vc = self.actor()
+        idx = np.asarray(idx, np.int64)
+        old = np.zeros(LANES, np.uint32)
+        for lane in np.flatnonzero(self.active):
+            i = int(idx[lane])
+            if not 0 <= i < flat.size:
+                self.hazard(
+                    "out-of-bounds",
+                    f"atom.add at element {i} of global {name}, which has {flat.size}; "
+                    "index the counters inside the buffer",
+                    space="global",
+                    buffer=name,
+                    where=f"element {i}",
+                )
+                continue
+            key = (id(flat), i)
+            released = self.m.atomic_clocks.get(key)
+            if released is not None:
+                self.m.join(gid, released)
+            old[lane] = cells[i]
+            cells[i] = np.uint32((int(cells[i]) + int(values[lane])) & 0xFFFFFFFF)
+            self.m.atomic_clocks[key] = vc.copy()
+        self.m.instructions["atom.global"] += 1
+        self.m.tick(gid)
+        return old
+
     # -- registers ---------------------------------------------------------------------------------
     def _regs(self, var):
         if var not in self.w.regs:

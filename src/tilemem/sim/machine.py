@@ -241,6 +241,8 @@ class Machine:
         self.instructions: Counter = Counter()
         self.globals: dict[int, tuple] = {}  # id(base array) -> (flat array, Shadow, name)
         self.fence_clocks: dict[int, list[int]] = {}  # gid -> clocks of fence.proxy.async
+        # (id(flat global array), element) -> happens-before knowledge its atomics released
+        self.atomic_clocks: dict[tuple[int, int], np.ndarray] = {}
         self.buffers = _shared_buffers(kernel)
         self.pending_ops = 0
         self.async_context: Callable = _unset  # the run sets the context class of completions

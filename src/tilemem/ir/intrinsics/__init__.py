@@ -1,6 +1,7 @@
 """Instructions a kernel can issue, one declaration each (see :mod:`.registry`), grouped by
 hardware feature: threads and barriers, clusters, mbarriers, TMA, register budgets and stmatrix,
-wgmma (sm_90a), tcgen05 (sm_100a).
+wgmma (sm_90a), tcgen05 (sm_100a), and the global atomics and fences that let CTAs
+hand work to each other.
 
 Importing this package registers every instruction: :data:`INTRINSICS` is the lowering
 table the CUDA backend reads, :data:`LANGUAGE` the ``T.cuda`` / ``T.ptx`` namespaces.
@@ -22,6 +23,7 @@ from .mbarrier import (
     mbarrier_try_wait_parity,
     mbarrier_wait,
 )
+from .memory import atom_add_acq_rel_gpu, fence_acq_rel_gpu
 from .registers import setmaxnreg_dec, setmaxnreg_inc, stmatrix_x4
 from .registry import INTRINSICS, LANGUAGE, Intrinsic
 from .tcgen05 import (
@@ -78,6 +80,7 @@ __all__ = [
     "INTRINSICS",
     "LANGUAGE",
     "Intrinsic",
+    "atom_add_acq_rel_gpu",
     "block_id",
     "bulk_commit_group",
     "bulk_wait_group",
@@ -87,6 +90,7 @@ __all__ = [
     "cluster_sync",
     "cluster_wait",
     "elect_sync",
+    "fence_acq_rel_gpu",
     "fence_mbarrier_init",
     "fence_proxy_async_shared_cta",
     "grid_dim",

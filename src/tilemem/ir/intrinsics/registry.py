@@ -149,6 +149,15 @@ class SimContext(Protocol):
         """Write elements (the array's dtype) at flat indices ``idx``."""
         ...
 
+    def global_atomic_add(self, var: BufferVar, idx: np.ndarray, values: np.ndarray) -> np.ndarray:
+        """``atom.acq_rel.gpu.add`` on global ``var`` (a uint32 kernel parameter) at flat
+        element indices ``idx``, lane by lane in lane order over the active lanes: each gets
+        the element's previous value (uint32, shape (32,)). The acquire half makes what the
+        earlier atomics on the element released happen before this warp's next instruction;
+        the release half hands on what happens before this one. Atomics are not races with
+        each other."""
+        ...
+
     # -- registers (this warp's local arrays) ------------------------------------------------
     def regs_read(self, var: BufferVar) -> np.ndarray:
         """The warp's copy of local array ``var``: shape (32, *var.shape), its numpy type.

@@ -1,0 +1,87 @@
+"""Global memory shared between CTAs: an atomic counter and the gpu-scope fence around it.
+
+PTX ISA 9.0: ``atom`` (".sem = .relaxed | .acquire | .release | .acq_rel", ".scope = .cta |
+.cluster | .gpu | .sys", sm_70 and later) and ``membar/fence`` (``fence.acq_rel.gpu``); the
+"Memory Consistency Model" chapter defines what they order. Every target tilemem knows
+(sm_80 and later) has them.
+
+The pattern they serve is the last-arriver handshake of a split reduction: each CTA of a group
+writes its share, fences, synchronises its threads with ``bar.sync`` and lets one thread add
+1 to the group's counter with ``atom.acq_rel.gpu``; the thread that reads ``count - 1`` knows
+every other share is written (the acquire half of its atomic), and after a ``bar.sync`` its
+CTA reads them. No CTA ever waits for another, so the handshake needs no co-residency.
+
+In the simulator the atomic is what orders: its release half stores the issuing warp's
+happens-before knowledge with the counter's element, its acquire half joins what earlier
+atomics on that element stored. The fence adds nothing to that model (it is the hardware
+detail that keeps the plain stores before the ``bar.sync`` visible at gpu scope), so it has
+no simulated effect; a kernel that leaves it out still runs without hazards in the
+simulator, and the generated-source tests pin it.
+"""
+
+from __future__ import annotations
+
+from ...errors import IRError
+from ..builder import GlobalBuffer, let
+from ..nodes import UINT32, Var, convert
+from .registry import SimContext, expose, intrinsic
+
+_ATOM_ADD = r"""__device__ __forceinline__ uint32_t
+tm_atom_add_acq_rel_gpu(uint32_t* address, uint32_t value) {
+  uint32_t old;
+  asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;"
+               : "=r"(old) : "l"(address), "r"(value) : "memory");
+  return old;
+}
+"""
+
+
+def _sim_atom_add(ctx: SimContext, call):
+    """Each active lane adds its value in lane order and gets the element's previous value."""
+    return ctx.global_atomic_add(call.args[0], ctx.value(1), ctx.value(2))
+
+
+@intrinsic(
+    "ptx.atom.add_acq_rel_gpu",
+    instruction="atom.acq_rel.gpu.global.add.u32",
+    lower=lambda call, gen: (
+        f"tm_atom_add_acq_rel_gpu(&{call.args[0].name}[{gen.expr(call.args[1])}], "
+        f"(uint32_t)({gen.expr(call.args[2])}))"
+    ),
+    helper=_ATOM_ADD,
+    value=UINT32,
+    public=False,  # T.ptx.atom.add_acq_rel_gpu below: issued where it is called
+    sim=_sim_atom_add,
+)
+def _atom_add_call(buffer, index, value):
+    if not isinstance(buffer, GlobalBuffer) or buffer.var.scope != "global":
+        raise IRError(
+            f"atom.add takes a global uint32 buffer (a T.Buffer kernel parameter), got "
+            f"{type(buffer).__name__}: pass the parameter itself"
+        )
+    if buffer.dtype != UINT32:
+        raise IRError(
+            f"atom.add here adds uint32 counters, {buffer.name} holds {buffer.dtype.name}: "
+            "declare the counters as T.Buffer(..., 'uint32')"
+        )
+    return (buffer.var, buffer._index(index), convert(value, UINT32)), ()
+
+
+@expose("ptx.atom.add_acq_rel_gpu")
+def atom_add_acq_rel_gpu(buffer, index, value) -> Var:
+    """``buffer[index] += value`` atomically, returning the previous value (a ``uint32``
+    variable); acquire and release at gpu scope. ``buffer`` is a uint32 kernel parameter
+    (``T.Buffer``). The atomic is issued where this is called, once, whether or not its value
+    is used (a value-producing instruction that is only built into an expression would run
+    where the expression is evaluated, or never)."""
+    return let("atom_old", _atom_add_call(buffer, index, value))
+
+
+@intrinsic(
+    "ptx.fence.acq_rel_gpu",
+    instruction="fence.acq_rel.gpu",
+    ptx="fence.acq_rel.gpu;",
+    sim=lambda ctx, call: None,  # ordering comes from the atomic (module docstring)
+)
+def fence_acq_rel_gpu():
+    return (), ()
