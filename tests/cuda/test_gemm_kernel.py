@@ -116,22 +116,6 @@ def test_promoted_fp8_kernel_fits_the_consumer_registers_without_spills(tile_n):
 
 
 @pytest.mark.parametrize(
-    ("dtype", "tile_n", "promote"),
-    [("bfloat16", 256, False), ("bfloat16", 128, False), ("float8_e4m3fn", 192, True)],
-)
-def test_split_k_kernel_with_its_reduction_compiles_without_spills(dtype, tile_n, promote):
-    # the split-K epilogue adds the ranges into the accumulators in place (no second
-    # fragment), so even the 128 x 256 tile (128 accumulators a thread) fits setmaxnreg's 232
-    # registers; ptxas takes atom.acq_rel.gpu.global.add.u32 and fence.acq_rel.gpu for sm_90a
-    pytest.importorskip("cuda.core")
-    program = hopper_gemm_persistent(1, dtype, tile_n, split_k=True, promote=promote)
-    assert "atom.acq_rel.gpu.global.add.u32" in program.source
-    info = _ptxas_info(program)
-    assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in info, info
-    assert "C7508" not in info and "C7514" not in info, info
-
-
-@pytest.mark.parametrize(
     ("kwargs", "match"),
     [
         (dict(dtype="bfloat16", tile_n=128, promote=True), r"promote=True is for fp8 inputs"),

@@ -152,10 +152,11 @@ def test_a_c_staging_tile_is_reused_only_after_its_store_has_read_it():
 def test_split_k_partial_rows_past_m_are_skipped():
     # a lane holds rows p_row and p_row + 8 of its warp's 16 (PTX ISA, "wgmma register
     # fragments", m64nNk16 D: row 16 w + lane / 4 + 8 (r / 2)); row r goes to workspace row
-    # split * m + r only if r < m (C's rows), else it would land on the next split's row 0
+    # split * m_rows + r only if r < m_rows, else it would land on the next split's row 0
     src = _source(split_k=True)
-    conditions = re.findall(r"if \((\(*p_row[^{]*< m\)*)\) \{", src)
+    conditions = re.findall(r"if \((\(*p_row[^{]*< m_rows\)*)\) \{", src)
     assert len(conditions) == 2
+    m_rows = 40
     for p_row in range(32, 48):
-        low, high = (evaluate(c, p_row=p_row, m=40) for c in conditions)
+        low, high = (evaluate(c, p_row=p_row, m_rows=m_rows) for c in conditions)
         assert (bool(low), bool(high)) == (p_row < 40, p_row + 8 < 40)

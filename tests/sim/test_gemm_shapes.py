@@ -26,6 +26,7 @@ from tilemem.gemm.hopper import (
     a_rows_for,
     hopper_gemm_persistent,
     split_count,
+    splitk_reduce,
 )
 from tilemem.intmath import ceil_div
 
@@ -262,19 +263,16 @@ def test_split_k_runs_ctas_alone():
 
 
 @functools.lru_cache
-def _split_program(a_rows: int):
-    print(f"building the split-K GEMM (128 x 128, {a_rows} rows of A)")
-    return hopper_gemm_persistent(tile_n=128, split_k=True, a_rows=a_rows)
+def _split_programs(a_rows: int):
+    print(f"building the split-K GEMM (128 x 128, {a_rows} rows of A) and its reduction")
+    return hopper_gemm_persistent(tile_n=128, split_k=True, a_rows=a_rows), splitk_reduce()
 
 
-def _gemm_split_k(
-    a, b, c, splits: int, seed: int, a_rows: int, schedule="random", sms: int = 1
-) -> np.ndarray:
+def _gemm_split_k(a, b, c, splits: int, seed: int, a_rows: int) -> None:
     """C = A @ B^T as HopperGemm's split-K path does it: A and B staged as needed, the kernel
-    writes each K range's fp32 sums to the workspace, and the consumer that arrives last at
-    a tile adds them into C. Returns the arrival counters (zero again after the kernel)."""
-    kernel = _split_program(a_rows)
-    m = a.shape[0]
+    writes each K range's fp32 sums to the workspace, the reduction adds them into C."""
+    kernel, reduce = _split_programs(a_rows)
+    m, n = a.shape[0], b.shape[0]
     st, work = _staged_inputs(a, b, 128, a_rows)
     maps = (
         tile_map(work.get("A", a), _a_box(a_rows, 128)),
@@ -284,24 +282,11 @@ def _gemm_split_k(
     _check_splits(splits, k_tiles)
     tiles = (ceil_div(m, 128), ceil_div(st.np_, 128), k_tiles // splits)
     partial = np.full((splits * m, tiles[1] * 128), np.nan, np.float32)  # every read written
-    flags = np.zeros((tiles[0] * tiles[1], 2), np.uint32)
     grid = (min(3, tiles[0] * tiles[1] * splits),)
-    result = sim.run(
-        kernel,
-        *maps,
-        *tiles,
-        8,
-        splits,
-        partial,
-        c,
-        flags,
-        grid=grid,
-        seed=seed,
-        schedule=schedule,
-        sms=sms,
-    )
+    result = sim.run(kernel, *maps, *tiles, 8, splits, m, partial, grid=grid, seed=seed)
     assert result.ok, result.hazards
-    return flags
+    done = sim.run(reduce, partial, c, splits, grid=(ceil_div(m * n, 256),))
+    assert done.ok, done.hazards
 
 
 @pytest.mark.parametrize(
@@ -318,35 +303,10 @@ def test_split_k_matches_numpy_in_the_simulator(m, n, k, splits, a_rows):
     a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
     b = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
     c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
-    flags = _gemm_split_k(a, b, c, splits, seed=splits, a_rows=a_rows)
-    assert not flags.any()  # the last arriver sets each tile's counter back to 0
+    _gemm_split_k(a, b, c, splits, seed=splits, a_rows=a_rows)
     ref = a.astype(np.float32) @ b.astype(np.float32).T
     err = np.abs(c.astype(np.float32) - ref)
     assert np.isfinite(c.astype(np.float32)).all()
-    assert (err <= 2.0**-8 * np.abs(ref) + 1e-3).all(), err.max()
-
-
-def test_split_k_gives_the_same_bits_whichever_range_arrives_last():
-    # 130 x 136 x 256 in 4 ranges of one K tile: 2 x 2 tiles x 4 ranges = 16 units on 3 CTAs,
-    # run one at a time (sms=1) and three at a time (sms=3), in three schedules: which range
-    # of a tile arrives last, and so which consumer reduces, changes from run to run. The
-    # reduction adds the ranges from the workspace in range order, so C is the same bits in
-    # every run, and within rounding of numpy's product.
-    m, n, k, splits = 130, 136, 256, 4
-    rng = np.random.default_rng(7)
-    a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
-    b = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
-    results = []
-    runs = (("random", 3, 1), ("adversarial", 4, 3), ("in-order", 5, 1), ("random", 9, 3))
-    for schedule, seed, sms in runs:
-        c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
-        flags = _gemm_split_k(a, b, c, splits, seed=seed, a_rows=128, schedule=schedule, sms=sms)
-        assert not flags.any()
-        results.append(c.view(np.uint16).copy())
-    for other in results[1:]:
-        assert np.array_equal(results[0], other)
-    ref = a.astype(np.float32) @ b.astype(np.float32).T
-    err = np.abs(results[0].view(ml_dtypes.bfloat16).astype(np.float32) - ref)
     assert (err <= 2.0**-8 * np.abs(ref) + 1e-3).all(), err.max()
 
 
@@ -423,14 +383,13 @@ def test_fp8_with_promotion_split_k_and_a_small_m_box_matches_numpy_in_the_simul
     # 40 x 136 x 512 fp8: 64 rows of A a stage (the first consumer computes, the second only
     # frees stages; fewer rows would have it store fp8 zeros, which the simulator does not
     # compute), 128 x 128 tiles (2 across N, the second 8 wide), 4 K tiles of 128 in 2
-    # ranges of 2, each K tile promoted; the consumer that arrives last at a tile adds the
-    # ranges' fp32 sums into C
+    # ranges of 2, each K tile promoted; the reduction adds the ranges' fp32 sums into C
     m, n, k, splits = 40, 136, 512, 2
     rng = np.random.default_rng(512)
     a = rng.standard_normal((m, k)).astype(ml_dtypes.float8_e4m3fn)
     b = rng.standard_normal((n, k)).astype(ml_dtypes.float8_e4m3fn)
     c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
-    print("building the promoted fp8 split-K GEMM (128 x 128, 64 rows of A)")
+    print("building the promoted fp8 split-K GEMM (128 x 128, 64 rows of A) and its reduction")
     kernel = hopper_gemm_persistent(
         dtype="float8_e4m3fn", tile_n=128, split_k=True, a_rows=64, promote=True
     )
@@ -440,10 +399,10 @@ def test_fp8_with_promotion_split_k_and_a_small_m_box_matches_numpy_in_the_simul
     )
     tiles = (1, 2, 4 // splits)
     partial = np.full((splits * m, 2 * 128), np.nan, np.float32)
-    flags = np.zeros((2, 2), np.uint32)
-    result = sim.run(kernel, *maps, *tiles, 8, splits, partial, c, flags, grid=(3,), seed=2)
+    result = sim.run(kernel, *maps, *tiles, 8, splits, m, partial, grid=(3,), seed=2)
     assert result.ok, result.hazards
-    assert not flags.any()  # every counter set back for the next launch
+    done = sim.run(splitk_reduce(), partial, c, splits, grid=(ceil_div(m * n, 256),))
+    assert done.ok, done.hazards
     ref = a.astype(np.float32) @ b.astype(np.float32).T
     err = np.abs(c.astype(np.float32) - ref)
     assert np.isfinite(c.astype(np.float32)).all()

@@ -306,7 +306,7 @@ def _store_partial(acc, work, m_rows, consumer, m0, n0, split) -> None:
     m_rows`` rows, whole tiles of columns): row ``split * m_rows + r`` for C's row ``r``, rows
     ``r >= m_rows`` skipped. Fragment layout as in :func:`_epilogue`: ``acc[4 j + 2 h + e]`` is
     row ``16 w + lane / 4 + 8 h``, column ``8 j + 2 (lane % 4) + e``. Plain stores, read by
-    the tile's last arriving consumer (:func:`_split_epilogue`)."""
+    :func:`splitk_reduce` after the kernel."""
     lane, warp = T.lane_id(), T.warp_id() % 4
     row = T.let("p_row", m0 + consumer * (TILE_M // CONSUMERS) + warp * 16 + lane // 4)
     col = T.let("p_col", n0 + lane % 4 * 2)
@@ -316,79 +316,6 @@ def _store_partial(acc, work, m_rows, consumer, m0, n0, split) -> None:
             for j in range(acc.shape[0] // 4):
                 for e in range(2):
                     work[out, col + 8 * j + e] = acc[4 * j + 2 * half + e]
-
-
-@dataclass(frozen=True)
-class SplitK:
-    """What the split-K epilogue works with: ``work`` (fp32, ``splits x m`` rows of whole N
-    tiles), ``c`` (bf16 ``m x n``), ``flags`` (uint32 arrival counters, ``tiles x CONSUMERS``,
-    row ``m_tile * n_tiles + n_tile``; zero between launches), ``arrival`` (the SMEM slot a
-    consumer's thread 0 fills) and the kernel's ``splits``."""
-
-    work: Any
-    c: Any
-    flags: Any
-    arrival: Any
-    splits: Any
-
-
-def _split_epilogue(acc, split_k: SplitK, consumer, m_tile, n_tile, split, n_tiles, tile_n):
-    """Split-K, in the kernel: store this K range's fp32 sums (:func:`_store_partial`); the
-    consumer warpgroup that arrives last at its tile adds every range's sums in range order
-    and writes bf16 C (:func:`_reduce_into_c`).
-
-    The handshake (PTX ISA, "Memory Consistency Model"): every thread fences its stores at gpu
-    scope (``fence.acq_rel.gpu``) and the warpgroup meets at its named barrier; thread 0 adds 1
-    to the tile's counter with ``atom.acq_rel.gpu`` and leaves the count it read in SMEM; after
-    a second barrier the warpgroup that read ``splits - 1`` has, through thread 0's acquire,
-    every other range's sums in view, fences again and reduces; it also sets the counter back
-    to 0 for the next launch (no one else touches it in this one). No CTA waits for another,
-    so the grid need not be co-resident. The sum runs over ranges 0, 1, ... from the
-    workspace whichever range arrives last, so C is the same bits on every run."""
-    m0, n0 = m_tile * TILE_M, n_tile * tile_n
-    m_rows = split_k.c.shape[0]
-    _store_partial(acc, split_k.work, m_rows, consumer, m0, n0, split)
-    T.ptx.fence.acq_rel_gpu()
-    barrier = T.let("split_bar", consumer + 1)  # the epilogue's barriers 1 and 2
-    T.cuda.named_barrier(barrier, 128)
-    flag = (T.let("flag_tile", m_tile * n_tiles + n_tile), consumer)
-    last = split_k.splits - 1
-    with T.If(T.thread_id() % 128 == 0):
-        seen = T.ptx.atom.add_acq_rel_gpu(split_k.flags, flag, 1)
-        split_k.arrival[consumer] = seen
-        with T.If(seen == last):
-            split_k.flags[flag] = T.cast(0, "uint32")
-    T.cuda.named_barrier(barrier, 128)
-    with T.If(split_k.arrival[consumer] == last):
-        T.ptx.fence.acq_rel_gpu()
-        _reduce_into_c(acc, split_k, consumer, m0, n0)
-
-
-def _reduce_into_c(acc, split_k: SplitK, consumer, m0, n0) -> None:
-    """``acc = sum over s of work[s * M + row, col]`` in range order, then bf16 C at
-    ``(row, col)`` where both are inside C (plain stores: C may have any N). Fragment
-    positions as in :func:`_store_partial`, whose rows past M hold no sums."""
-    work, c = split_k.work, split_k.c
-    m_rows, n_cols = c.shape
-    lane, warp = T.lane_id(), T.warp_id() % 4
-    row = T.let("r_row", m0 + consumer * (TILE_M // CONSUMERS) + warp * 16 + lane // 4)
-    col = T.let("r_col", n0 + lane % 4 * 2)
-    for half in range(2):
-        r = T.let(f"r_out{half}", row + 8 * half)
-        with T.If(r < m_rows):
-            for j in range(acc.shape[0] // 4):
-                for e in range(2):
-                    acc[4 * j + 2 * half + e] = work[r, col + 8 * j + e]
-            for s in T.serial(split_k.splits - 1, name="s"):
-                src = T.let(f"r_in{half}", (s + 1) * m_rows + r)
-                for j in range(acc.shape[0] // 4):
-                    for e in range(2):
-                        i = 4 * j + 2 * half + e
-                        acc[i] = acc[i] + work[src, col + 8 * j + e]
-            for j in range(acc.shape[0] // 4):
-                for e in range(2):
-                    with T.If(col + 8 * j + e < n_cols):
-                        c[r, col + 8 * j + e] = T.cast(acc[4 * j + 2 * half + e], "bfloat16")
 
 
 def _idle(full, empty, stages: int, sched: Schedule) -> None:
@@ -416,8 +343,7 @@ def _consumer(
     promote: bool = False,
 ) -> None:
     """Per unit: the mainloop, then the epilogue (bf16 C by TMA), or with split-K
-    (``partial``, a :class:`SplitK`) the fp32 partial sums into the workspace and, for the
-    last range to arrive, their sum into C (:func:`_split_epilogue`). When a stage
+    (``partial = (work, m_rows)``) the fp32 partial sums into the workspace. When a stage
     holds at most 64 rows of A (``a_rows``) only the first consumer computes; the second
     frees the stages (:func:`_idle`)."""
     if a_rows <= TILE_M // CONSUMERS:
@@ -452,9 +378,8 @@ def _compute(
             if partial is None:
                 _epilogue(acc, c, tma_c, consumer, m_tile * TILE_M, n_tile * tile_n, i)
             else:
-                _split_epilogue(
-                    acc, partial, consumer, m_tile, n_tile, split, sched.n_tiles, tile_n
-                )
+                work, m_rows = partial
+                _store_partial(acc, work, m_rows, consumer, m_tile * TILE_M, n_tile * tile_n, split)
     if partial is None:
         with T.If(T.thread_id() % 128 == 0):
             T.ptx.tma.wait_group(0)  # C fully written before the CTA retires
@@ -476,11 +401,9 @@ def hopper_gemm_persistent(
     (:data:`~.plan.TILE_NS`; 240 only with ``cluster_m`` 1 or 2, see :func:`~.plan.b_share`).
 
     ``split_k`` (CTAs alone only) builds the split-K kernel ``(tma_a, tma_b, m_tiles, n_tiles,
-    k_tiles, group_m, splits, work, c, flags)``: each tile's K splits into ``splits`` ranges
-    of ``k_tiles`` K tiles, each range a unit of work; its fp32 sums go to ``work``
-    (``splits * M`` rows), and the consumer that arrives last at a tile (counted in
-    ``flags``, zero before the launch and after it) adds the ranges in order and writes C
-    (:func:`_split_epilogue`): one launch, no reduction kernel.
+    k_tiles, group_m, splits, m_rows, work)``: each tile's K splits into ``splits`` ranges of
+    ``k_tiles`` K tiles, each range a unit of work; its fp32 sums go to ``work`` (``splits *
+    m_rows`` rows) and :func:`splitk_reduce` adds them into C.
 
     ``a_rows`` < 128 (:data:`~.plan.A_ROWS`, CTAs alone only) loads only that many rows of A
     a stage, for M <= ``a_rows``: the stage's bytes shrink to what the product needs (a
@@ -512,14 +435,10 @@ def hopper_gemm_persistent(
     name += f"_a{a_rows}" if a_rows != TILE_M else ""
     name += "_promote" if promote else ""
 
-    def body(tma_a, tma_b, tma_c, m_tiles, n_tiles, k_tiles, group_m, splits=1, split=None):
-        smem = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n, split is not None)
+    def body(tma_a, tma_b, tma_c, m_tiles, n_tiles, k_tiles, group_m, splits=1, partial=None):
+        smem = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n)
         a, b, c = smem.buffer("A"), smem.buffer("B"), smem.buffer("C_stage")
         full, empty = smem.buffer("full_bar"), smem.buffer("empty_bar")
-        partial = None
-        if split is not None:
-            work, c_out, flags = split
-            partial = SplitK(work, c_out, flags, smem.buffer("split_arrival"), splits)
         _init_barriers(full, empty, cluster_m)
         rank = T.let("cta_rank", T.ptx.cluster.ctarank()) if cluster_m > 1 else 0
         sched = Schedule(m_tiles, n_tiles, k_tiles, group_m, cluster_m, rank, splits)
@@ -547,11 +466,10 @@ def hopper_gemm_persistent(
             k_tiles: T.int32,
             group_m: T.int32,
             splits: T.int32,
+            m_rows: T.int32,
             work: T.Buffer(("work_rows", "work_cols"), "float32"),
-            c: T.Buffer(("m", "n"), "bfloat16"),
-            flags: T.Buffer(("flag_tiles", "flag_consumers"), "uint32"),
         ):
-            body(tma_a, tma_b, None, m_tiles, n_tiles, k_tiles, group_m, splits, (work, c, flags))
+            body(tma_a, tma_b, None, m_tiles, n_tiles, k_tiles, group_m, splits, (work, m_rows))
 
         return split_kernel
 
@@ -601,6 +519,33 @@ def _check_promote(promote, dtype: str, tile_n: int) -> None:
         )
 
 
+REDUCE_THREADS = 256
+
+
+def splitk_reduce() -> KernelProgram:
+    """``(work, c, splits)``: ``C[r, j] = bf16(sum_s work[s * M + r, j])`` for the ``M x N`` C,
+    one thread an element (grid ``ceil(M N / 256)`` of 256 threads), the ranges added in order
+    (deterministic). C may have any N: plain stores, no TMA."""
+
+    @T.kernel(target="sm_90a", grid=(1,), block=(REDUCE_THREADS,), name="hopper_gemm_splitk_reduce")
+    def kernel(
+        work: T.Buffer(("work_rows", "work_cols"), "float32"),
+        c: T.Buffer(("m", "n"), "bfloat16"),
+        splits: T.int32,
+    ):
+        m, n = c.shape
+        i = T.let("i", T.block_id() * REDUCE_THREADS + T.thread_id())
+        with T.If(i < m * n):
+            row, col = T.let("row", i // n), T.let("col", i % n)
+            total = T.alloc_local(1, "float32", name="total")
+            total[0] = T.cast(0, "float32")
+            for s in T.serial(splits, name="s"):
+                total[0] = total[0] + work[s * m + row, col]
+            c[row, col] = T.cast(total[0], "bfloat16")
+
+    return kernel
+
+
 class HopperGemm:
     """``C = A @ B^T`` on the current GPU with :func:`hopper_gemm_persistent`.
 
@@ -609,7 +554,7 @@ class HopperGemm:
     rasterisation group (M tiles), ``cluster_m`` the CTAs per cluster sharing B (1, 2 or 4),
     ``dtype`` the type of A and B (C is bfloat16), ``l2_promotion`` the TMA L2 fetch size for
     A and B, ``tile_n`` the CTA tile's width (:data:`~.plan.TILE_NS`), ``split_k`` builds the
-    split-K kernel, which reduces in its epilogue (CTAs alone; ``prepare`` takes ``splits``),
+    split-K kernel and its reduction (CTAs alone; ``prepare`` then takes ``splits``),
     ``a_rows`` the rows of A a stage loads (128, or 64/32/16 for M up to that; CTAs alone),
     ``promote`` the fp32 promotion of fp8 sums every K tile (:func:`_promote`; widths of
     :data:`PROMOTED_TILE_NS`). One object is one kernel configuration; :class:`AutoGemm` picks
@@ -633,6 +578,7 @@ class HopperGemm:
         self.promote = promote
         self.program = hopper_gemm_persistent(cluster_m, dtype, tile_n, split_k, a_rows, promote)
         self.launcher = Launcher(self.program)
+        self.reduce = Launcher(splitk_reduce()) if split_k else None
         self.plan = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n)  # the same
         self.b_share = gemm_plan.b_share(cluster_m, dtype, tile_n=tile_n)  # B's TMA box
         # A's TMA box: the plan's A stage, or its top a_rows rows
@@ -690,10 +636,9 @@ class HopperGemm:
         return launch
 
     def _prepare_split(self, a, b, c, stage, ctas, splits) -> Callable[..., None]:
-        """Split-K: A and B staged as needed; the kernel's fp32 sums of each K range go to a
-        ``splits * M x`` (whole N tiles) workspace, and the consumer that arrives last at a
-        tile adds them and writes C (any N: C is never staged). The arrival counters (a
-        uint32 per tile and consumer) are zeroed here once; each launch leaves them zero."""
+        """Split-K: A and B staged as needed, the kernel's fp32 sums of each K range into a
+        ``splits * M x`` (whole N tiles) workspace, then :func:`splitk_reduce` writes C (any
+        N: C is never staged)."""
         m, n = stage.m, stage.n
         k_tiles = ceil_div(stage.kp, tile_k(self.dtype))
         if splits is None:
@@ -712,19 +657,20 @@ class HopperGemm:
         )
         tiles = (ceil_div(m, TILE_M), ceil_div(stage.np_, self.tile_n), k_tiles // splits)
         partial = _DeviceMatrix(splits * m, tiles[1] * self.tile_n, "float32", name)
-        flags = _DeviceMatrix(tiles[0] * tiles[1], CONSUMERS, "uint32", name)
         grid = (min(self.sms, tiles[0] * tiles[1] * splits, ctas or self.sms),)
+        reduce_grid = (ceil_div(m * n, REDUCE_THREADS),)
         ins = _copies_in(stage, a, b, work)
+        reduce = self.reduce
+        assert reduce is not None  # built with split_k
 
         def launch(stream=None) -> None:
             handle = _stream_handle(stream, self.launcher)
             for copy in ins:
                 copy(handle)
-            self.launcher(
-                *maps, *tiles, self.group_m, splits, partial, c, flags, grid=grid, stream=handle
-            )
+            self.launcher(*maps, *tiles, self.group_m, splits, m, partial, grid=grid, stream=handle)
+            reduce(partial, c, splits, grid=reduce_grid, stream=handle)
 
-        launch.workspace = {**work, "partial": partial, "flags": flags}  # type: ignore[attr-defined]
+        launch.workspace = {**work, "partial": partial}  # type: ignore[attr-defined]
         return launch
 
     def _launch(self, a, b, c, stage: shapes.Staging, ctas: int | None) -> Callable[..., None]:

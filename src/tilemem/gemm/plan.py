@@ -69,25 +69,16 @@ def epilogue_cols(tile_n: int = TILE_N) -> int:
     return NARROW_EPILOGUE_COLS
 
 
-def requests(
-    dtype: str = "bfloat16", tile_n: int = TILE_N, split_k: bool = False
-) -> list[BufferRequest]:
+def requests(dtype: str = "bfloat16", tile_n: int = TILE_N) -> list[BufferRequest]:
     """The kernel's buffers in allocation order; A, B and both barriers once per stage.
 
     A stage is ``TILE_M x tile_k`` of A and ``tile_n x tile_k`` of B, K-major with the
     128-byte swizzle: 16 KiB + ``tile_n / 8`` KiB for either input type. ``C_stage`` is
     ``CONSUMERS x EPILOGUE_BUFFERS`` tiles of ``TILE_M / CONSUMERS x epilogue_cols(tile_n)``
     bf16 (8 KiB each with 128-byte swizzle; 6 KiB unswizzled for 240), written with
-    ``stmatrix`` and stored with TMA. The split-K kernel adds ``split_arrival``: one uint32
-    a consumer warpgroup, where its thread 0 leaves what the tile's arrival counter read, for
-    the warpgroup's other threads (the epilogue's last-arriver handshake).
+    ``stmatrix`` and stored with TMA.
     """
     rows, k, cols = TILE_M // CONSUMERS, tile_k(dtype), epilogue_cols(tile_n)
-    extra = (
-        [BufferRequest("split_arrival", (CONSUMERS,), "uint32", live=frozenset({"epilogue"}))]
-        if split_k
-        else []
-    )
     return [
         BufferRequest("A", (TILE_M, k), dtype, swizzle="128B", per_stage=True),
         BufferRequest("B", (check_tile_n(tile_n), k), dtype, swizzle="128B", per_stage=True),
@@ -100,26 +91,23 @@ def requests(
         ),
         BufferRequest("full_bar", (), "uint64", per_stage=True),
         BufferRequest("empty_bar", (), "uint64", per_stage=True),
-    ] + extra
+    ]
 
 
-def stages(
-    target: str = "sm_90a", dtype: str = "bfloat16", tile_n: int = TILE_N, split_k: bool = False
-) -> StageSolution:
+def stages(target: str = "sm_90a", dtype: str = "bfloat16", tile_n: int = TILE_N) -> StageSolution:
     """The deepest A/B ring beside the C staging tiles: 4 stages on sm_90a for 128 x 256
-    (224 KiB + 64 B), 128 x 240 and 128 x 192, 6 for 128 x 128, 8 for 128 x 64 (the same
-    with split-K's 8 more bytes)."""
-    return solve_stages(requests(dtype, tile_n, split_k), target, ctas_per_sm=1)
+    (224 KiB + 64 B), 128 x 240 and 128 x 192, 6 for 128 x 128, 8 for 128 x 64."""
+    return solve_stages(requests(dtype, tile_n), target, ctas_per_sm=1)
 
 
 def hopper_gemm_persistent_plan(
-    dtype: str = "bfloat16", target: str = "sm_90a", tile_n: int = TILE_N, split_k: bool = False
+    dtype: str = "bfloat16", target: str = "sm_90a", tile_n: int = TILE_N
 ) -> SMEMPool:
     """Allocate :func:`requests` with the solved stage count in a pool with :data:`PHASES`;
     inside a kernel the pool emits."""
-    depth = stages(target, dtype, tile_n, split_k).stages
+    depth = stages(target, dtype, tile_n).stages
     smem = SMEMPool(name="smem", target=target, phases=PHASES)
-    for r in requests(dtype, tile_n, split_k):
+    for r in requests(dtype, tile_n):
         shape = ((depth,) + tuple(r.shape)) if r.per_stage else tuple(r.shape)
         if r.swizzle is not None:
             smem.alloc_mma(shape, r.dtype, r.swizzle, name=r.name, live=r.live)

@@ -10,6 +10,8 @@ writes its share, fences, synchronises its threads with ``bar.sync`` and lets on
 1 to the group's counter with ``atom.acq_rel.gpu``; the thread that reads ``count - 1`` knows
 every other share is written (the acquire half of its atomic), and after a ``bar.sync`` its
 CTA reads them. No CTA ever waits for another, so the handshake needs no co-residency.
+(The Hopper GEMM's split-K measured slower this way than with its separate reduction
+kernel, which spreads the reading over every SM: docs/PERFORMANCE.md, "GEMM".)
 
 In the simulator the atomic is what orders: its release half stores the issuing warp's
 happens-before knowledge with the counter's element, its acquire half joins what earlier
