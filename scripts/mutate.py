@@ -17,6 +17,8 @@ may end in `` in Class.method`` to excuse only the copy of a repeated line in th
     python3 scripts/mutate.py --module src/tilemem/plan/stages.py --jobs 1
     python3 scripts/mutate.py --module src/tilemem/layout --survivors /tmp/survivors.txt
     python3 scripts/mutate.py --module src/tilemem/plan/capacity.py --tests tests/plan --list
+    python3 scripts/mutate.py --module src/tilemem/kernels.py --list \
+        --skip-verdicts docs/verification/*mutation*.txt   # only mutants without a verdict
 
 Without ``--tests`` a module of ``src/tilemem/<layer>/`` is tested by ``tests/<layer>/`` (plan
 modules also by ``tests/pool/``) and ``tests/test_bad_inputs.py``; outside ``layout/`` the slow
@@ -789,14 +791,71 @@ def modules_from(paths: list[str]) -> list[Path]:
 
 
 def _selected(module: Path, args: argparse.Namespace) -> list[Mutant]:
-    """``module``'s mutants that ``--lines`` and ``--rerun`` leave."""
-    mutants = generate(module)
+    """``module``'s mutants that ``--lines``, ``--rerun`` and ``--skip-verdicts`` leave."""
+    every = generate(module)
+    mutants = every
     if args.lines:
         low, high = (int(x) for x in args.lines.split("-"))
         mutants = [m for m in mutants if low <= m.line <= high]
     if args.rerun:
         mutants = rerun_selection(mutants, args.rerun.read_text().splitlines())
+    verdicts = getattr(args, "verdicts", None)
+    if verdicts is not None:
+        mutants, judged, equal = without_verdicts(mutants, every, verdicts, args.judged)
+        args.skipped[str(module.relative_to(ROOT))] = (len(every), judged, equal, len(mutants))
     return mutants
+
+
+# a verbose log's verdict line: "  [8/477] killed   src/x.py:220: `8` -> `9` @ col 36+1  (line
+# text)  6.7 s"; a survivors file's line: "src/x.py:220: ... @ col 36+1  (line text)  SURVIVED"
+_LOGGED = re.compile(
+    r"\s*\[\d+/\d+\] (?:killed|timeout)\s+(\S+?):(\d+): (.+? @ col \d+\+\d+)  \((.*)\)  "
+    r"\d+(?:\.\d+)? s"
+)
+_LISTED_SURVIVOR = re.compile(r"(\S+?):(\d+): (.+? @ col \d+\+\d+)  \((.*)\)  SURVIVED")
+
+
+def read_verdicts(paths: list[Path]) -> dict[tuple[str, str, str], set[int]]:
+    """Mutants with a verdict in earlier runs -> the line numbers they were logged at.
+
+    A verdict is a ``killed`` or ``timeout`` line of a ``--verbose`` log (a mutant killed by
+    some tests is killed by all of them), or a ``SURVIVED`` line of a survivors file (a
+    survivor of its module's whole selection: such files list the ones left). A ``survived``
+    line of a log is no verdict (the run may have had only some of the tests), nor is
+    ``uncovered``. Lines without a column (``@ col C+L``) match nothing."""
+    found: dict[tuple[str, str, str], set[int]] = {}
+    for path in paths:
+        for line in path.read_text(errors="replace").splitlines():
+            hit = _LOGGED.fullmatch(line.rstrip()) or _LISTED_SURVIVOR.fullmatch(line.strip())
+            if hit is not None:
+                found.setdefault((hit[1], hit[4], hit[3]), set()).add(int(hit[2]))
+    return found
+
+
+def without_verdicts(
+    mutants: list[Mutant],
+    every: list[Mutant],
+    verdicts: dict[tuple[str, str, str], set[int]],
+    equivalent: dict[tuple[str, str, str], str],
+) -> tuple[list[Mutant], int, int]:
+    """``mutants`` less those with a verdict: logged (module, line text, change and column
+    equal; where the line text holds this change on more than one line of the module's
+    current source, ``every`` mutant of it, the line number too), or judged equivalent.
+    Returns (the rest, how many had a logged verdict, how many are judged equivalent)."""
+    lines_of: dict[tuple[str, str, str], set[int]] = {}
+    for m in every:
+        lines_of.setdefault(m.key, set()).add(m.line)
+    rest: list[Mutant] = []
+    judged = equal = 0
+    for m in mutants:
+        numbers = verdicts.get(m.key)
+        if numbers is not None and (len(lines_of[m.key]) == 1 or m.line in numbers):
+            judged += 1
+        elif m.scoped_key in equivalent or m.key in equivalent:
+            equal += 1
+        else:
+            rest.append(m)
+    return rest, judged, equal
 
 
 _LISTED = re.compile(r"(\S+?):(\d+): (.*?)  \((.*)\)")
@@ -875,6 +934,8 @@ def _run_module(
     """The outcomes of ``module``'s mutants (fewer than the count when ``stop`` came first)."""
     mutants = _selected(module, args)
     rel = str(module.relative_to(ROOT))
+    if args.skip_verdicts:
+        _print_skipped(args, rel)
     if not mutants:
         return [], 0
     coverage = baselines.coverage(rel, report)
@@ -953,18 +1014,31 @@ def main(argv: list[str] | None = None) -> int:
         help="seconds for the whole run: past them no mutant starts; the table and the "
         "survivors so far are written after every module, and a cut module is marked partial",
     )
+    parser.add_argument(
+        "--skip-verdicts",
+        nargs="+",
+        type=Path,
+        metavar="LOG",
+        help="skip the mutants with a verdict in these earlier --verbose logs (killed, timeout) "
+        "or survivors files (SURVIVED), matched by module, line text, change and column (and "
+        "line number where the line text repeats), and those judged equivalent",
+    )
     parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
     parser.add_argument("--verbose", action="store_true", help="print every outcome")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # clean up on kill
 
     modules = modules_from(args.module)
-    if args.list:  # with --lines / --rerun: the mutants they select
+    equivalent = read_equivalent(args.equivalent)
+    if args.skip_verdicts:
+        args.verdicts, args.judged = read_verdicts(args.skip_verdicts), equivalent
+        args.skipped = {}
+    if args.list:  # with --lines / --rerun / --skip-verdicts: the mutants they select
         for module in modules:
             for m in _selected(module, args):
                 print(_describe(m))
+        _print_skipped(args)
         return 0
-    equivalent = read_equivalent(args.equivalent)
     workers = Workers(max(1, args.jobs))
     rows: list[tuple[str, int, int, int, int]] = []
     survivors: list[str] = []
@@ -994,6 +1068,17 @@ def main(argv: list[str] | None = None) -> int:
         workers.close()
     _write(args, rows, survivors, notes, begin, final=True)
     return 0
+
+
+def _print_skipped(args: argparse.Namespace, only: str | None = None) -> None:
+    """One line per module: how many mutants --skip-verdicts left to run."""
+    for rel, (total, judged, equal, left) in getattr(args, "skipped", {}).items():
+        if only is None or rel == only:
+            print(
+                f"--skip-verdicts: {rel}: {left} to run of {total} mutants ({judged} with a "
+                f"verdict in the logs, {equal} judged equivalent)",
+                flush=True,
+            )
 
 
 def _row(

@@ -280,15 +280,15 @@ def _operand_bits(fmt: str, kind: str) -> int:
     return _OPERAND_BITS.get(fmt, 8)
 
 
-def _chunk_packed_values(read, d, rows: int, cols: int, fmt: str, width: int, major: str):
+def _chunk_packed_values(read, d, rows: int, cols: int, fmt: str, width: int):
     """fp6 / fp4 operands of kind::f8f6f4: each 16-byte chunk of the 8-bit layout holds its
     16 elements packed from the chunk's first bit, element j at bits ``[width j, width j +
     width)`` (little-endian), then padding: 12 bytes + 4 for fp6, 8 + 8 for fp4. It is what
     TMA writes for CU_TENSOR_MAP_DATA_TYPE_16U6_ALIGN16B / 16U4_ALIGN16B (CUDA driver API,
     cuTensorMapEncodeTiled), the types CUTLASS loads these MMA operands with
     (``float_e2m3_unpacksmem_t`` and friends, cute/arch/copy_sm90_desc.hpp). Padding bytes
-    are never read."""
-    addrs = operand_addresses(d, rows, cols, 8, major)  # the chunk of element j starts at -j
+    are never read. K-major only: fp6 and fp4 cannot be read MN-major (``_smem_operand``)."""
+    addrs = operand_addresses(d, rows, cols, 8, "K")  # the chunk of element j starts at -j
     j = np.arange(cols) % 16
     first = addrs - j[None, :] + (width * j // 8)[None, :]
     shift = (width * j % 8).astype(np.uint32)
@@ -336,9 +336,15 @@ def _smem_operand(actx, desc: int, mn: int, k: int, fmt: str, kind: str, major: 
     d = _checked_descriptor(desc)
     width = _CHUNK_PACKED_BITS.get(fmt) if kind in _CHUNK_PACKED_KINDS else None
     if width is not None:
-        if major == "K":
-            return _chunk_packed_values(read, d, mn, k, fmt, width, "K")
-        return _chunk_packed_values(read, d, k, mn, fmt, width, "MN").T
+        if major != "K":
+            raise SimError(
+                f"tcgen05.mma reads a {fmt} operand MN-major (its transpose bit, 15 for A or 16 "
+                "for B, is set in the instruction descriptor): only E4M3, E5M2, 8-bit integer, "
+                "F16, BF16 and TF32 operands can be MN-major (CuTe UMMA::InstrDescriptor, "
+                "a_major_ / b_major_), fp6 and fp4 are read K-major; clear the bit and store the "
+                "operand K-major"
+            )
+        return _chunk_packed_values(read, d, mn, k, fmt, width)
     bits = _operand_bits(fmt, kind)
     if major == "K":
         return operand_values(read, d, mn, k, fmt, bits, "K")
