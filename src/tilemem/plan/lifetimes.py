@@ -77,6 +77,24 @@ search is exhausted without one, the optimum exceeds B and the ordinary search r
 the incumbent; the memo of dominated states starts afresh, because the first search cut
 its states against B + 1, which proves nothing against a larger incumbent.
 
+*From the top.* A placement ends at or below L exactly when its mirror image does: item r
+at ``y = L - x - length`` lies in ``[0, L)`` with ``y`` congruent to ``L - length`` modulo its
+alignment, conflicting items still disjoint. The lemmas above hold for such congruences as
+for multiples (an item's lowest position at or above a height is still unique and only
+grows with it), so the same search over the mirror images, its pruning rules included,
+decides whether a placement ending at or below L exists. It sees the other end: where the
+top of a tight clique admits few items (their alignments), it fails at once where the search
+from the bottom meets the contradiction only after placing everything below. It serves as a
+proof only, never as a placement: once a search has visited ``TOP_AFTER`` nodes, the tight
+search is given up when the search from the top shows in ``TOP_LIMIT`` nodes (scaled as
+``node_limit``) that nothing meets B, and the ordinary search ends with its best when the
+search from the top shows nothing lies below it (tried for the incumbent and for each new
+best). Either way the placement returned is the one the search would have returned: a
+given-up tight search would have found nothing, and the ordinary search replaces its best
+only by a smaller one, which does not exist. Only the work (``Packing.nodes``, which counts
+these nodes too, against the same budget) changes. Not tried when something of any size is
+fixed.
+
 *Set-up cost.* The orders are tried lazily: first fit in allocation order first, and a
 further order only while the incumbent is above a bound (the heaviest class of cells,
 then the clique bound), since no order can then do strictly better; the result is the
@@ -138,7 +156,7 @@ import time
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from operator import add, attrgetter
+from operator import add, attrgetter, le
 
 from ..errors import AllocationError
 from ..intmath import align_up, is_power_of_two
@@ -150,6 +168,8 @@ NODE_COST = 128  # items x (cliques + 1) up to which a node costs one node of th
 CLIQUE_LIMIT = 2_000  # Bron-Kerbosch steps before the cliques found so far are used
 SEARCH_SECONDS = 0.8  # CPU seconds of search after which pack() returns its best placement
 CHECK_EVERY = 64  # nodes between two looks at the clock
+TOP_LIMIT = 2_000  # nodes of one search from the top (a proof that no placement is lower)
+TOP_AFTER = 512  # nodes of a search before the searches from the top start
 
 
 @dataclass(frozen=True, init=False)
@@ -506,6 +526,13 @@ class _Search:
         self.complete = True
         self.seconds: float | None = None  # the search's CPU time (None: no limit)
         self.deadline: float | None = None  # this thread's CPU time at which it stops
+        self.top_limit = TOP_LIMIT  # nodes of one search from the top (scaled as node_limit)
+        self.proving = False  # the ordinary search (each new best is tried from the top)
+        self.given_up = False  # the tight search: shown from the top to find nothing
+        self.next_check = TOP_AFTER  # the nodes at which the next search from the top runs
+        self.refuted_to = -1  # the highest limit no placement meets, shown from the top
+        self.reached_at = 1 << 62  # the lowest footprint a search from the top reached
+        self.tried: set[int] = set()  # limits tried from the top
 
     @functools.cached_property
     def kind_table(self) -> tuple[list[int], list[list[int]], list[int]]:
@@ -569,6 +596,7 @@ class _Search:
                     self.member_of[r].append(c)
             cost = len(self.free) * (len(self.cliques) + 1)  # the work per node grows with both
             self.node_limit = self.node_limit * NODE_COST // max(NODE_COST, cost)
+            self.top_limit = self.top_limit * NODE_COST // max(NODE_COST, cost)
 
     def _twins(self) -> dict[int, int]:
         """For each free item, the previous free item identical to it (placed first)."""
@@ -736,14 +764,62 @@ class _Search:
             unplaced = sum(1 << r for r in self.free)
             start = (0,) * len(self.classes)
             # first a placement that meets the bound, pruning every state that cannot
-            # (*tight first*); only when there is none, any placement better than the incumbent
+            # (*tight first*), unless the search from the top shows there is none; only
+            # when there is none, any placement better than the incumbent
+            self.free_mask = unplaced
             self.best_end = self.bound + 1
             self._dfs(unplaced, start, self.fixed_end)
             if self.best_end > self.bound:
                 self.best, self.best_end, self.seen = incumbent, self.footprint(incumbent), {}
-                if self.complete:
+                self.proving, self.given_up = True, False  # each new best is tried from the top
+                self.next_check = TOP_AFTER if self.nodes < TOP_AFTER else 1 << 62
+                if self.complete and not self._refuted(self.best_end - 1, self.top_limit):
                     self._dfs(unplaced, start, self.fixed_end)
         return self.best
+
+    def _checkpoint(self) -> None:
+        """Once the search has visited ``TOP_AFTER`` nodes: try to show from the top, in at
+        most ``TOP_LIMIT`` nodes (scaled as the budget is), that what it looks for does not
+        exist (a placement meeting the clique bound in the tight search; one below the
+        best found in the ordinary search). If so, the tight search is given up, or the
+        ordinary one ends with its best. In the ordinary search each new best is tried so
+        too."""
+        self.next_check = 1 << 62
+        if not self.proving:
+            self.given_up = self._refuted(self.bound, self.top_limit)
+        elif self._refuted(self.best_end - 1, self.top_limit):
+            self.bound = self.best_end
+
+    def _refuted(self, limit: int, budget: int) -> bool:
+        """True if no placement of the free items ends at or below ``limit``, shown by the
+        search from the top (the module docstring, *from the top*) in at most ``budget``
+        nodes (never past what is left of this search's). False when it finds such a
+        placement or cannot tell. Tried only when nothing of any size is fixed."""
+        if limit < self.bound:  # below the clique bound
+            return True
+        if self.fixed_end or limit >= self.reached_at or self.nodes < TOP_AFTER:
+            return False
+        if limit in self.tried:  # the search from the top could not tell
+            return False
+        self.tried.add(limit)
+        if limit <= self.refuted_to:  # at or below a limit refuted already
+            return True
+        budget = min(budget, self.node_limit - self.nodes)
+        if budget <= 0:
+            return False
+        top = _TopDown(self, limit, budget)
+        top._dfs(self.free_mask, (0,) * len(self.classes), 0)
+        self.nodes += min(top.nodes, budget)  # its nodes count against this search's budget
+        if top.nodes > budget:
+            return False
+        if not top.complete:  # the clock: this search stops too
+            self.complete = False
+            return False
+        if top.best_end <= limit:
+            self.reached_at = top.best_end
+            return False
+        self.refuted_to = limit
+        return True
 
     def _slots(self, unplaced: int, heights: tuple[int, ...]) -> dict[int, int]:
         """Where each waiting item goes next, its skyline slot: the lowest multiple of its
@@ -774,7 +850,7 @@ class _Search:
         """True if this state, or one at most as high everywhere, was searched already."""
         known = self.seen.setdefault(unplaced, [])
         for other in known:
-            if all(a <= b for a, b in zip(other, heights)):
+            if all(map(le, other, heights)):
                 return True
         known.append(heights)
         return False
@@ -790,10 +866,16 @@ class _Search:
         ):
             self.complete = False
             return
+        if self.nodes >= self.next_check:
+            self._checkpoint()
+            if self.given_up or self.best_end <= self.bound:
+                return
         if not unplaced:
             if top < self.best_end:
                 self.best = {**self.fixed, **dict(self.path)}
                 self.best_end = top
+                if self.proving and self._refuted(top - 1, self.top_limit):
+                    self.bound = top  # nothing is smaller: the search stops here
             return
         if self._dominated(unplaced, heights):
             return
@@ -814,13 +896,13 @@ class _Search:
             end = x + self.length[r]
             if end >= self.best_end:  # every completion through this child reaches ``end``
                 continue
-            raised = [max(h, x) for h in heights]  # later items go at or above x
+            raised = [h if h > x else x for h in heights]  # later items go at or above x
             for k in self.cells[r]:
                 raised[k] = end
             self.path.append((r, x))
             self._dfs(unplaced & ~(1 << r), tuple(raised), max(top, end))
             self.path.pop()
-            if self.best_end <= self.bound or not self.complete:
+            if self.best_end <= self.bound or not self.complete or self.given_up:
                 return
 
     def _state_bound(self, slot: dict[int, int], enough: int) -> int:
@@ -849,6 +931,44 @@ class _Search:
                 if best >= enough:
                     return best
         return best
+
+
+class _TopDown(_Search):
+    """The search of a placement ending at or below ``limit``, from the top: offsets are
+    measured down from ``limit`` (an item at ``y`` lies at ``limit - y - length``), so an
+    item's slot is the lowest ``y`` at or above the heights of its cells that is congruent
+    to ``limit - length`` modulo its alignment. Nothing of any size is fixed. It shares the
+    classes, cliques and identical items of the search it serves (see the module docstring,
+    *from the top*)."""
+
+    def __init__(self, search: _Search, limit: int, budget: int):  # shares the search's state
+        self.__dict__.update(search.__dict__)
+        self.residue = [(limit - n) % a for n, a in zip(self.length, self.align)]
+        self.node_limit, self.nodes, self.complete = budget, 0, True
+        self.best, self.best_end, self.bound = {}, limit + 1, limit
+        self.path, self.seen, self.proving = [], {}, False
+        self.next_check = 1 << 62  # (no search from the top within one)
+        self.given_up = False
+
+    def _slots(self, unplaced: int, heights: tuple[int, ...]) -> dict[int, int]:
+        under: dict[tuple[int, ...], int] = {}
+        slot = {}
+        cells, align, residue = self.cells, self.align, self.residue
+        rest = unplaced
+        while rest:
+            low = rest & -rest
+            rest ^= low
+            r = low.bit_length() - 1
+            over = cells[r]
+            base = under.get(over)
+            if base is None:
+                base = 0
+                for k in over:
+                    if heights[k] > base:
+                        base = heights[k]
+                under[over] = base
+            slot[r] = base + (residue[r] - base) % align[r]
+        return slot
 
 
 def _clear(spans: Sequence[tuple[int, int]], x: int, size: int, align: int) -> int:
