@@ -51,7 +51,18 @@ order of slot, then larger alignment, then larger size. A state is pruned when
 - its bound reaches the incumbent. The maximal cliques of conflicting items are found once
   (Bron-Kerbosch); the waiting items of a clique lie one above another, each at or above
   its slot, so for every slot value t those with slots >= t end at or above t plus their
-  total size (one machine with release dates). Each class of cells lies in a clique;
+  total size (one machine with release dates). Each class of cells lies in a clique.
+  *Padding*: for a power of two g, call an item *coarse* if its alignment is at least g
+  and its size a multiple of g. If a clique's waiting items start at or above s (their
+  lowest slot) and weigh w, the lowest coarse one starts on a multiple of g, and only
+  items that are not coarse (a set S) lie below it: it starts at or above s + size(S)
+  rounded up to a multiple of g, and the rest lie above it. So no completion ends below
+  s + w + the least padding (-(s + size(S))) mod g over the sets S of waiting items
+  that are not coarse (the residues reached are the set bits of an int, rotated by each
+  size). This sees a tight clique whose small items (barriers, odd arrays) can no longer
+  all find places that keep the tiles above them aligned. It is worked out for the
+  ``PADDED_CLIQUES`` cliques whose waiting items come nearest the incumbent, and only
+  where the largest alignment could make up the difference;
 - it is dominated: a state with the same unplaced items and heights no higher in every
   class was searched already (slots only grow with the heights and the incumbent only
   shrinks, so it cannot do better);
@@ -82,7 +93,8 @@ at ``y = L - x - length`` lies in ``[0, L)`` with ``y`` congruent to ``L - lengt
 alignment, conflicting items still disjoint. The lemmas above hold for such congruences as
 for multiples (an item's lowest position at or above a height is still unique and only
 grows with it), so the same search over the mirror images, its pruning rules included,
-decides whether a placement ending at or below L exists. It sees the other end: where the
+decides whether a placement ending at or below L exists (for the padding bound a coarse
+item there starts congruent to L, not to 0, modulo g). It sees the other end: where the
 top of a tight clique admits few items (their alignments), it fails at once where the search
 from the bottom meets the contradiction only after placing everything below. It serves as a
 proof only, never as a placement: once a search has visited ``TOP_AFTER`` nodes, the tight
@@ -169,6 +181,7 @@ CLIQUE_LIMIT = 2_000  # Bron-Kerbosch steps before the cliques found so far are 
 SEARCH_SECONDS = 0.8  # CPU seconds of search after which pack() returns its best placement
 CHECK_EVERY = 64  # nodes between two looks at the clock
 TOP_LIMIT = 2_000  # nodes of one search from the top (a proof that no placement is lower)
+PADDED_CLIQUES = 3  # cliques per state given the padding bound (those nearest the incumbent)
 TOP_AFTER = 512  # nodes of a search before the searches from the top start
 
 
@@ -527,6 +540,7 @@ class _Search:
         self.seconds: float | None = None  # the search's CPU time (None: no limit)
         self.deadline: float | None = None  # this thread's CPU time at which it stops
         self.top_limit = TOP_LIMIT  # nodes of one search from the top (scaled as node_limit)
+        self.zero = 0  # where coarse items start, modulo their alignment (*padding*)
         self.proving = False  # the ordinary search (each new best is tried from the top)
         self.given_up = False  # the tight search: shown from the top to find nothing
         self.next_check = TOP_AFTER  # the nodes at which the next search from the top runs
@@ -585,6 +599,16 @@ class _Search:
         ] if solid else [[]] * n  # fmt: skip
         self.twin_before = self._twins()
         self.none = n  # a bit no item has
+        # per clique, its members and the alignments (largest first) for which one of them
+        # is *coarse* (aligned to it, its size a multiple of it): the moduli of the padding
+        # bound, found when a state first needs them
+        steps = sorted({a for a in self.align if a > 1}, reverse=True)
+        self.coarse_for = [
+            [g for g in steps if self.align[r] >= g and not self.length[r] % g] for r in range(n)
+        ]
+        self.step_max = steps[0] if steps else 0
+        self.moduli: list[list[int] | None] = [None] * len(self.cliques or ())
+        self.clique_members: dict[int, list[int]] = {}
 
     def find_cliques(self) -> None:
         """The maximal cliques (once), and the node budget they set."""
@@ -918,11 +942,13 @@ class _Search:
         """
         best = 0
         above = [0] * len(self.cliques or ())
+        low = above[:]  # per clique, the lowest slot of its waiting items
         length, member_of = self.length, self.member_of
         for x, r in sorted([(x, r) for r, x in slot.items()], reverse=True):
             size, top = length[r], 0
             for c in member_of[r]:
                 total = above[c] = above[c] + size
+                low[c] = x
                 if total > top:
                     top = total
             top += x
@@ -930,7 +956,62 @@ class _Search:
                 best = top
                 if best >= enough:
                     return best
+        reach = enough - self.step_max  # the padding adds less than the largest alignment
+        near = [(low[c] + total, c) for c, total in enumerate(above) if low[c] + total > reach]
+        if len(near) > PADDED_CLIQUES:  # the tightest few: most prunes, bounded work
+            near = sorted(near, reverse=True)[:PADDED_CLIQUES]
+        for _, c in near:
+            padded = self._padded(c, slot, low[c], above[c], enough)
+            if padded > best:
+                best = padded
+                if best >= enough:
+                    return best
         return best
+
+    def _padded(self, c: int, slot: dict[int, int], start: int, total: int, enough: int) -> int:
+        """The bound of clique ``c`` with the padding its alignments force (*padding*, the
+        module docstring): its waiting items lie at or above ``start`` (their lowest slot)
+        and weigh ``total``. For a modulus g, the lowest item that is aligned to g with a
+        size a multiple of g starts on a multiple of g (from the top: congruent to the
+        limit), and only the other items lie below it, so the padding under it is at least
+        the least distance from ``start`` plus the sizes of some set of those items up to
+        such a start. The residues reached are kept as the bits of an int (bit x: residue
+        x); moduli that cannot reach ``enough`` are skipped."""
+        moduli = self.moduli[c]
+        members = self._members(c)
+        if moduli is None:
+            coarse_for = self.coarse_for
+            moduli = self.moduli[c] = sorted({g for r in members for g in coarse_for[r]},
+                                             reverse=True)  # fmt: skip
+        best = start + total
+        length, align = self.length, self.align
+        waiting = [r for r in members if r in slot]
+        for g in moduli:
+            if start + total + g <= enough:
+                break  # (smaller moduli pad less)
+            full = (1 << g) - 1
+            reach = 1 << (start - self.zero) % g  # start plus sizes below, less the residue
+            coarse = False
+            for r in waiting:
+                rest = length[r] % g
+                if not rest:
+                    coarse = coarse or align[r] >= g
+                elif not reach & 1:  # (once 0 is reached nothing pads)
+                    reach |= (reach << rest | reach >> (g - rest)) & full
+            if coarse and not reach & 1:
+                padded = start + total + g - (reach.bit_length() - 1)
+                if padded > best:
+                    best = padded
+                    if best >= enough:
+                        return best
+        return best
+
+    def _members(self, c: int) -> list[int]:
+        """The items of clique ``c``, lowest first (kept once found)."""
+        found = self.clique_members.get(c)
+        if found is None:
+            found = self.clique_members[c] = _bits(self.cliques[c])  # type: ignore[index]
+        return found
 
 
 class _TopDown(_Search):
@@ -944,6 +1025,7 @@ class _TopDown(_Search):
     def __init__(self, search: _Search, limit: int, budget: int):  # shares the search's state
         self.__dict__.update(search.__dict__)
         self.residue = [(limit - n) % a for n, a in zip(self.length, self.align)]
+        self.zero = limit  # an item of a size multiple of g starts congruent to it modulo g
         self.node_limit, self.nodes, self.complete = budget, 0, True
         self.best, self.best_end, self.bound = {}, limit + 1, limit
         self.path, self.seen, self.proving = [], {}, False
