@@ -51,7 +51,18 @@ order of slot, then larger alignment, then larger size. A state is pruned when
 - its bound reaches the incumbent. The maximal cliques of conflicting items are found once
   (Bron-Kerbosch); the waiting items of a clique lie one above another, each at or above
   its slot, so for every slot value t those with slots >= t end at or above t plus their
-  total size (one machine with release dates). Each class of cells lies in a clique;
+  total size (one machine with release dates). Each class of cells lies in a clique.
+  *Padding*: for a power of two g, call an item *coarse* if its alignment is at least g
+  and its size a multiple of g. If a clique's waiting items start at or above s (their
+  lowest slot) and weigh w, the lowest coarse one starts on a multiple of g, and only
+  items that are not coarse (a set S) lie below it: it starts at or above s + size(S)
+  rounded up to a multiple of g, and the rest lie above it. So no completion ends below
+  s + w + the least padding (-(s + size(S))) mod g over the sets S of waiting items
+  that are not coarse (the residues reached are the set bits of an int, rotated by each
+  size). This sees a tight clique whose small items (barriers, odd arrays) can no longer
+  all find places that keep the tiles above them aligned. It is worked out for the
+  ``PADDED_CLIQUES`` cliques whose waiting items come nearest the incumbent, and only
+  where the largest alignment could make up the difference;
 - it is dominated: a state with the same unplaced items and heights no higher in every
   class was searched already (slots only grow with the heights and the incumbent only
   shrinks, so it cannot do better);
@@ -76,6 +87,25 @@ without first visiting the states that only improve on the incumbent a little. I
 search is exhausted without one, the optimum exceeds B and the ordinary search runs from
 the incumbent; the memo of dominated states starts afresh, because the first search cut
 its states against B + 1, which proves nothing against a larger incumbent.
+
+*From the top.* A placement ends at or below L exactly when its mirror image does: item r
+at ``y = L - x - length`` lies in ``[0, L)`` with ``y`` congruent to ``L - length`` modulo its
+alignment, conflicting items still disjoint. The lemmas above hold for such congruences as
+for multiples (an item's lowest position at or above a height is still unique and only
+grows with it), so the same search over the mirror images, its pruning rules included,
+decides whether a placement ending at or below L exists (for the padding bound a coarse
+item there starts congruent to L, not to 0, modulo g). It sees the other end: where the
+top of a tight clique admits few items (their alignments), it fails at once where the search
+from the bottom meets the contradiction only after placing everything below. It serves as a
+proof only, never as a placement: once a search has visited ``TOP_AFTER`` nodes, the tight
+search is given up when the search from the top shows in ``TOP_LIMIT`` nodes (scaled as
+``node_limit``) that nothing meets B, and the ordinary search ends with its best when the
+search from the top shows nothing lies below it (tried for the incumbent and for each new
+best). Either way the placement returned is the one the search would have returned: a
+given-up tight search would have found nothing, and the ordinary search replaces its best
+only by a smaller one, which does not exist. Only the work (``Packing.nodes``, which counts
+these nodes too, against the same budget) changes. Not tried when something of any size is
+fixed.
 
 *Set-up cost.* The orders are tried lazily: first fit in allocation order first, and a
 further order only while the incumbent is above a bound (the heaviest class of cells,
@@ -138,7 +168,7 @@ import time
 from bisect import bisect_left, bisect_right, insort
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from operator import add, attrgetter
+from operator import add, attrgetter, le
 
 from ..errors import AllocationError
 from ..intmath import align_up, is_power_of_two
@@ -150,6 +180,9 @@ NODE_COST = 128  # items x (cliques + 1) up to which a node costs one node of th
 CLIQUE_LIMIT = 2_000  # Bron-Kerbosch steps before the cliques found so far are used
 SEARCH_SECONDS = 0.8  # CPU seconds of search after which pack() returns its best placement
 CHECK_EVERY = 64  # nodes between two looks at the clock
+TOP_LIMIT = 2_000  # nodes of one search from the top (a proof that no placement is lower)
+PADDED_CLIQUES = 3  # cliques per state given the padding bound (those nearest the incumbent)
+TOP_AFTER = 512  # nodes of a search before the searches from the top start
 
 
 @dataclass(frozen=True, init=False)
@@ -506,6 +539,14 @@ class _Search:
         self.complete = True
         self.seconds: float | None = None  # the search's CPU time (None: no limit)
         self.deadline: float | None = None  # this thread's CPU time at which it stops
+        self.top_limit = TOP_LIMIT  # nodes of one search from the top (scaled as node_limit)
+        self.zero = 0  # where coarse items start, modulo their alignment (*padding*)
+        self.proving = False  # the ordinary search (each new best is tried from the top)
+        self.given_up = False  # the tight search: shown from the top to find nothing
+        self.next_check = TOP_AFTER  # the nodes at which the next search from the top runs
+        self.refuted_to = -1  # the highest limit no placement meets, shown from the top
+        self.reached_at = 1 << 62  # the lowest footprint a search from the top reached
+        self.tried: set[int] = set()  # limits tried from the top
 
     @functools.cached_property
     def kind_table(self) -> tuple[list[int], list[list[int]], list[int]]:
@@ -558,6 +599,16 @@ class _Search:
         ] if solid else [[]] * n  # fmt: skip
         self.twin_before = self._twins()
         self.none = n  # a bit no item has
+        # per clique, its members and the alignments (largest first) for which one of them
+        # is *coarse* (aligned to it, its size a multiple of it): the moduli of the padding
+        # bound, found when a state first needs them
+        steps = sorted({a for a in self.align if a > 1}, reverse=True)
+        self.coarse_for = [
+            [g for g in steps if self.align[r] >= g and not self.length[r] % g] for r in range(n)
+        ]
+        self.step_max = steps[0] if steps else 0
+        self.moduli: list[list[int] | None] = [None] * len(self.cliques or ())
+        self.clique_members: dict[int, list[int]] = {}
 
     def find_cliques(self) -> None:
         """The maximal cliques (once), and the node budget they set."""
@@ -569,6 +620,7 @@ class _Search:
                     self.member_of[r].append(c)
             cost = len(self.free) * (len(self.cliques) + 1)  # the work per node grows with both
             self.node_limit = self.node_limit * NODE_COST // max(NODE_COST, cost)
+            self.top_limit = self.top_limit * NODE_COST // max(NODE_COST, cost)
 
     def _twins(self) -> dict[int, int]:
         """For each free item, the previous free item identical to it (placed first)."""
@@ -736,14 +788,62 @@ class _Search:
             unplaced = sum(1 << r for r in self.free)
             start = (0,) * len(self.classes)
             # first a placement that meets the bound, pruning every state that cannot
-            # (*tight first*); only when there is none, any placement better than the incumbent
+            # (*tight first*), unless the search from the top shows there is none; only
+            # when there is none, any placement better than the incumbent
+            self.free_mask = unplaced
             self.best_end = self.bound + 1
             self._dfs(unplaced, start, self.fixed_end)
             if self.best_end > self.bound:
                 self.best, self.best_end, self.seen = incumbent, self.footprint(incumbent), {}
-                if self.complete:
+                self.proving, self.given_up = True, False  # each new best is tried from the top
+                self.next_check = TOP_AFTER if self.nodes < TOP_AFTER else 1 << 62
+                if self.complete and not self._refuted(self.best_end - 1, self.top_limit):
                     self._dfs(unplaced, start, self.fixed_end)
         return self.best
+
+    def _checkpoint(self) -> None:
+        """Once the search has visited ``TOP_AFTER`` nodes: try to show from the top, in at
+        most ``TOP_LIMIT`` nodes (scaled as the budget is), that what it looks for does not
+        exist (a placement meeting the clique bound in the tight search; one below the
+        best found in the ordinary search). If so, the tight search is given up, or the
+        ordinary one ends with its best. In the ordinary search each new best is tried so
+        too."""
+        self.next_check = 1 << 62
+        if not self.proving:
+            self.given_up = self._refuted(self.bound, self.top_limit)
+        elif self._refuted(self.best_end - 1, self.top_limit):
+            self.bound = self.best_end
+
+    def _refuted(self, limit: int, budget: int) -> bool:
+        """True if no placement of the free items ends at or below ``limit``, shown by the
+        search from the top (the module docstring, *from the top*) in at most ``budget``
+        nodes (never past what is left of this search's). False when it finds such a
+        placement or cannot tell. Tried only when nothing of any size is fixed."""
+        if limit < self.bound:  # below the clique bound
+            return True
+        if self.fixed_end or limit >= self.reached_at or self.nodes < TOP_AFTER:
+            return False
+        if limit in self.tried:  # the search from the top could not tell
+            return False
+        self.tried.add(limit)
+        if limit <= self.refuted_to:  # at or below a limit refuted already
+            return True
+        budget = min(budget, self.node_limit - self.nodes)
+        if budget <= 0:
+            return False
+        top = _TopDown(self, limit, budget)
+        top._dfs(self.free_mask, (0,) * len(self.classes), 0)
+        self.nodes += min(top.nodes, budget)  # its nodes count against this search's budget
+        if top.nodes > budget:
+            return False
+        if not top.complete:  # the clock: this search stops too
+            self.complete = False
+            return False
+        if top.best_end <= limit:
+            self.reached_at = top.best_end
+            return False
+        self.refuted_to = limit
+        return True
 
     def _slots(self, unplaced: int, heights: tuple[int, ...]) -> dict[int, int]:
         """Where each waiting item goes next, its skyline slot: the lowest multiple of its
@@ -774,7 +874,7 @@ class _Search:
         """True if this state, or one at most as high everywhere, was searched already."""
         known = self.seen.setdefault(unplaced, [])
         for other in known:
-            if all(a <= b for a, b in zip(other, heights)):
+            if all(map(le, other, heights)):
                 return True
         known.append(heights)
         return False
@@ -790,10 +890,16 @@ class _Search:
         ):
             self.complete = False
             return
+        if self.nodes >= self.next_check:
+            self._checkpoint()
+            if self.given_up or self.best_end <= self.bound:
+                return
         if not unplaced:
             if top < self.best_end:
                 self.best = {**self.fixed, **dict(self.path)}
                 self.best_end = top
+                if self.proving and self._refuted(top - 1, self.top_limit):
+                    self.bound = top  # nothing is smaller: the search stops here
             return
         if self._dominated(unplaced, heights):
             return
@@ -814,13 +920,13 @@ class _Search:
             end = x + self.length[r]
             if end >= self.best_end:  # every completion through this child reaches ``end``
                 continue
-            raised = [max(h, x) for h in heights]  # later items go at or above x
+            raised = [h if h > x else x for h in heights]  # later items go at or above x
             for k in self.cells[r]:
                 raised[k] = end
             self.path.append((r, x))
             self._dfs(unplaced & ~(1 << r), tuple(raised), max(top, end))
             self.path.pop()
-            if self.best_end <= self.bound or not self.complete:
+            if self.best_end <= self.bound or not self.complete or self.given_up:
                 return
 
     def _state_bound(self, slot: dict[int, int], enough: int) -> int:
@@ -836,11 +942,13 @@ class _Search:
         """
         best = 0
         above = [0] * len(self.cliques or ())
+        low = above[:]  # per clique, the lowest slot of its waiting items
         length, member_of = self.length, self.member_of
         for x, r in sorted([(x, r) for r, x in slot.items()], reverse=True):
             size, top = length[r], 0
             for c in member_of[r]:
                 total = above[c] = above[c] + size
+                low[c] = x
                 if total > top:
                     top = total
             top += x
@@ -848,7 +956,101 @@ class _Search:
                 best = top
                 if best >= enough:
                     return best
+        reach = enough - self.step_max  # the padding adds less than the largest alignment
+        near = [(low[c] + total, c) for c, total in enumerate(above) if low[c] + total > reach]
+        if len(near) > PADDED_CLIQUES:  # the tightest few: most prunes, bounded work
+            near = sorted(near, reverse=True)[:PADDED_CLIQUES]
+        for _, c in near:
+            padded = self._padded(c, slot, low[c], above[c], enough)
+            if padded > best:
+                best = padded
+                if best >= enough:
+                    return best
         return best
+
+    def _padded(self, c: int, slot: dict[int, int], start: int, total: int, enough: int) -> int:
+        """The bound of clique ``c`` with the padding its alignments force (*padding*, the
+        module docstring): its waiting items lie at or above ``start`` (their lowest slot)
+        and weigh ``total``. For a modulus g, the lowest item that is aligned to g with a
+        size a multiple of g starts on a multiple of g (from the top: congruent to the
+        limit), and only the other items lie below it, so the padding under it is at least
+        the least distance from ``start`` plus the sizes of some set of those items up to
+        such a start. The residues reached are kept as the bits of an int (bit x: residue
+        x); moduli that cannot reach ``enough`` are skipped."""
+        moduli = self.moduli[c]
+        members = self._members(c)
+        if moduli is None:
+            coarse_for = self.coarse_for
+            moduli = self.moduli[c] = sorted({g for r in members for g in coarse_for[r]},
+                                             reverse=True)  # fmt: skip
+        best = start + total
+        length, align = self.length, self.align
+        waiting = [r for r in members if r in slot]
+        for g in moduli:
+            if start + total + g <= enough:
+                break  # (smaller moduli pad less)
+            full = (1 << g) - 1
+            reach = 1 << (start - self.zero) % g  # start plus sizes below, less the residue
+            coarse = False
+            for r in waiting:
+                rest = length[r] % g
+                if not rest:
+                    coarse = coarse or align[r] >= g
+                elif not reach & 1:  # (once 0 is reached nothing pads)
+                    reach |= (reach << rest | reach >> (g - rest)) & full
+            if coarse and not reach & 1:
+                padded = start + total + g - (reach.bit_length() - 1)
+                if padded > best:
+                    best = padded
+                    if best >= enough:
+                        return best
+        return best
+
+    def _members(self, c: int) -> list[int]:
+        """The items of clique ``c``, lowest first (kept once found)."""
+        found = self.clique_members.get(c)
+        if found is None:
+            found = self.clique_members[c] = _bits(self.cliques[c])  # type: ignore[index]
+        return found
+
+
+class _TopDown(_Search):
+    """The search of a placement ending at or below ``limit``, from the top: offsets are
+    measured down from ``limit`` (an item at ``y`` lies at ``limit - y - length``), so an
+    item's slot is the lowest ``y`` at or above the heights of its cells that is congruent
+    to ``limit - length`` modulo its alignment. Nothing of any size is fixed. It shares the
+    classes, cliques and identical items of the search it serves (see the module docstring,
+    *from the top*)."""
+
+    def __init__(self, search: _Search, limit: int, budget: int):  # shares the search's state
+        self.__dict__.update(search.__dict__)
+        self.residue = [(limit - n) % a for n, a in zip(self.length, self.align)]
+        self.zero = limit  # an item of a size multiple of g starts congruent to it modulo g
+        self.node_limit, self.nodes, self.complete = budget, 0, True
+        self.best, self.best_end, self.bound = {}, limit + 1, limit
+        self.path, self.seen, self.proving = [], {}, False
+        self.next_check = 1 << 62  # (no search from the top within one)
+        self.given_up = False
+
+    def _slots(self, unplaced: int, heights: tuple[int, ...]) -> dict[int, int]:
+        under: dict[tuple[int, ...], int] = {}
+        slot = {}
+        cells, align, residue = self.cells, self.align, self.residue
+        rest = unplaced
+        while rest:
+            low = rest & -rest
+            rest ^= low
+            r = low.bit_length() - 1
+            over = cells[r]
+            base = under.get(over)
+            if base is None:
+                base = 0
+                for k in over:
+                    if heights[k] > base:
+                        base = heights[k]
+                under[over] = base
+            slot[r] = base + (residue[r] - base) % align[r]
+        return slot
 
 
 def _clear(spans: Sequence[tuple[int, int]], x: int, size: int, align: int) -> int:
