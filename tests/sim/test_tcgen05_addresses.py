@@ -82,8 +82,9 @@ def issue_mma(ctx, d, a, b_desc, idesc, *, kind="f16", a_tmem=False, cta_group=1
 
 # M = 64, cta_group::1 is data path layout F: row 16 q + i (i < 16) of D in lane 32 q + i of
 # the address's lane, i.e. half of each 32-lane slab; a lane field of 16 moves D to the other
-# half, lanes 32 q + 16 + i (TIRx's tmem_datapath_layout("F", ..., sub_slab=1) is the same
-# placement). The column field is D's first column, column c of D in column col + c.
+# half, lanes 32 q + 16 + i (TIRx's tmem_datapath_layout("F", 64, n, sub_slab=1) is the same
+# placement: lanes (4 x 32, 16 x 1) with lane offset 16). The column field is D's first
+# column, column c of D in column col + c.
 M64_LANES = np.array([32 * q + 16 + i for q in range(4) for i in range(16)])
 
 
