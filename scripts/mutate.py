@@ -807,26 +807,25 @@ def _selected(module: Path, args: argparse.Namespace) -> list[Mutant]:
 
 
 # a verbose log's verdict line: "  [8/477] killed   src/x.py:220: `8` -> `9` @ col 36+1  (line
-# text)  6.7 s"; a survivors file's line: "src/x.py:220: ... @ col 36+1  (line text)  SURVIVED"
+# text)  6.7 s"
 _LOGGED = re.compile(
     r"\s*\[\d+/\d+\] (?:killed|timeout)\s+(\S+?):(\d+): (.+? @ col \d+\+\d+)  \((.*)\)  "
     r"\d+(?:\.\d+)? s"
 )
-_LISTED_SURVIVOR = re.compile(r"(\S+?):(\d+): (.+? @ col \d+\+\d+)  \((.*)\)  SURVIVED")
 
 
 def read_verdicts(paths: list[Path]) -> dict[tuple[str, str, str], set[int]]:
     """Mutants with a verdict in earlier runs -> the line numbers they were logged at.
 
     A verdict is a ``killed`` or ``timeout`` line of a ``--verbose`` log (a mutant killed by
-    some tests is killed by all of them), or a ``SURVIVED`` line of a survivors file (a
-    survivor of its module's whole selection: such files list the ones left). A ``survived``
-    line of a log is no verdict (the run may have had only some of the tests), nor is
-    ``uncovered``. Lines without a column (``@ col C+L``) match nothing."""
+    some tests is killed by all of them). A ``survived`` line is none (the run may have had
+    only some of the tests), nor is ``uncovered``, nor a survivors-file line (logs quote
+    survivors files of partial selections). Lines without a column (``@ col C+L``) match
+    nothing."""
     found: dict[tuple[str, str, str], set[int]] = {}
     for path in paths:
         for line in path.read_text(errors="replace").splitlines():
-            hit = _LOGGED.fullmatch(line.rstrip()) or _LISTED_SURVIVOR.fullmatch(line.strip())
+            hit = _LOGGED.fullmatch(line.rstrip())
             if hit is not None:
                 found.setdefault((hit[1], hit[4], hit[3]), set()).add(int(hit[2]))
     return found
@@ -1019,9 +1018,9 @@ def main(argv: list[str] | None = None) -> int:
         nargs="+",
         type=Path,
         metavar="LOG",
-        help="skip the mutants with a verdict in these earlier --verbose logs (killed, timeout) "
-        "or survivors files (SURVIVED), matched by module, line text, change and column (and "
-        "line number where the line text repeats), and those judged equivalent",
+        help="skip the mutants with a verdict in these earlier --verbose logs (killed, timeout), "
+        "matched by module, line text, change and column (and line number where the line text "
+        "repeats), and those judged equivalent (--equivalent)",
     )
     parser.add_argument("--list", action="store_true", help="list the mutants, run nothing")
     parser.add_argument("--verbose", action="store_true", help="print every outcome")

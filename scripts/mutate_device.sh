@@ -37,7 +37,7 @@ mkdir -p "$D"
 {
     date -u
     echo "commit: $(git rev-parse HEAD 2>/dev/null || echo 'unknown (no .git)')"
-    echo "cores: $(nproc); $(python3 --version 2>&1); nvcc: $(command -v nvcc || echo none)"
+    echo "cores: $(nproc --all); $(python3 --version 2>&1); nvcc: $(command -v nvcc || echo none)"
     echo "BUDGET=$BUDGET JOBS=$JOBS"
     echo "verdicts from: ${LOGS[*]}"
 } > "$D/env.txt"
