@@ -101,7 +101,9 @@ class GemmDriver(FakeDriver):
     events: list[tuple] = field(default_factory=list)
     maps: list[dict] = field(default_factory=list)
     memory: dict[int, int] = field(default_factory=dict)  # live allocations: address -> bytes
-    next_address: int = 0x7F00_0000_0000
+    # above the 47-bit user address space: never a real allocation, should a workspace of a
+    # fake run be freed after the real driver is back
+    next_address: int = 0xF000_0000_0000_0000
     _keep: list = field(default_factory=list)
 
     CUdevice_attribute = _Namespace(OPTIN, PER_BLOCK, SM_COUNT)

@@ -41,7 +41,8 @@ BF16, UINT8 = 9, 0  # CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, _UINT8 (cuda.h): fp8 mov
 
 @pytest.fixture
 def drv(monkeypatch):
-    return install(monkeypatch, GemmDriver())
+    yield install(monkeypatch, GemmDriver())
+    gc.collect()  # workspaces freed while the fake driver is still the driver
 
 
 def operands(m: int, n: int, k: int, dtype: str = "bfloat16"):
