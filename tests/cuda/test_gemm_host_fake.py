@@ -277,8 +277,8 @@ def test_fp8_workspaces_hold_bytes_and_c_stays_bf16(drv):
 
 
 def test_only_the_operands_that_break_a_rule_are_copied(drv):
-    # 130 x 136 x 128: K and N are multiples of 8, so only... nothing: B's 136 rows and C's
-    # 272-byte rows are whole 16 bytes; 130 x 130 x 128: N = 130 stages B (Np = 136) and C
+    # 130 x 136 x 128: K and N are multiples of 8 (256-byte rows of A and B, 272-byte rows of
+    # C): nothing staged; 130 x 130 x 128: N = 130 stages B (Np = 136) and C, A runs in place
     gemm = HopperGemm(cluster_m=1)
     gemm.prepare(*operands(130, 136, 128))()
     assert [e[0] for e in drv.events if e[0] in ("alloc", "copy", "launch")] == ["launch"]
