@@ -1,0 +1,450 @@
+"""The GEMM's host code (``HopperGemm``, ``AutoGemm``, workspaces, staging copies) on a CPU,
+against the fake driver of ``gemmfake``: what it asks the driver to do for given shapes.
+
+Every expected number is worked out by hand in a comment from these rules:
+
+- the docstrings of ``gemm/hopper.py`` and ``gemm/shapes.py``: a CTA tile is ``128 x tile_n``
+  (``tiles = ceil(M / 128) x ceil(Np / tile_n) x ceil(Kp / tile_k)``, ``tile_k`` 64 bf16 or
+  128 fp8 elements: 128 bytes), the persistent grid is one CTA per SM or, in clusters of
+  ``cluster_m``, ``cluster_m`` times the clusters that fit at once
+  (``cuOccupancyMaxActiveClusters``), capped by the work units (``ceil(m_tiles / cluster_m) x
+  n_tiles``; split-K: ``tiles x splits``) and by ``ctas``; staged operands are zero-filled
+  ``M x Kp`` / ``Np x Kp`` / ``M x Np`` workspaces (``Kp``: K rounded up to 16 bytes, ``Np``: N
+  to 8), copied in before the kernel and C copied out after it; split-K sums into a ``splits
+  * M x`` (whole N tiles) fp32 workspace and ``splitk_reduce`` writes C with ``ceil(M N /
+  256)`` blocks of 256 threads;
+- the CUDA Driver API: ``cuTensorMapEncodeTiled`` takes ``globalDim`` innermost first and
+  ``globalStrides`` of the outer dimensions in bytes; ``cuMemsetD8`` is asynchronous with the
+  host for device memory (API synchronization behavior), so a workspace is synchronised
+  before another stream reads it; ``CUDA_MEMCPY2D`` copies ``Height`` rows of
+  ``WidthInBytes`` bytes between row pitches; ``cuMemFree`` gives an allocation back;
+- ``__cuda_array_interface__`` v3: ``data`` is ``(pointer, read_only)``.
+"""
+
+from __future__ import annotations
+
+import gc
+import struct
+
+import pytest
+from fakedriver import CUDA_ERROR_INVALID_VALUE, Stream
+from gemmfake import DEVICE_MEMORY, GemmDriver, Tensor, install
+
+from tilemem.errors import GemmShapeError, LaunchError
+from tilemem.gemm.hopper import AutoGemm, HopperGemm
+
+A_AT, B_AT, C_AT = 0x10_0000, 0x40_0000, 0x90_0000
+DEFAULT_STREAM = 0x5150  # the fake cuda.core device's default stream
+SWIZZLE_128B = 3  # CU_TENSOR_MAP_SWIZZLE_128B (cuda.h)
+BF16, UINT8 = 9, 0  # CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, _UINT8 (cuda.h): fp8 moves as bytes
+
+
+@pytest.fixture
+def drv(monkeypatch):
+    yield install(monkeypatch, GemmDriver())
+    gc.collect()  # workspaces freed while the fake driver is still the driver
+
+
+def operands(m: int, n: int, k: int, dtype: str = "bfloat16"):
+    return Tensor(A_AT, (m, k), dtype), Tensor(B_AT, (n, k), dtype), Tensor(C_AT, (m, n))
+
+
+def ints(params: list[bytes]) -> list[int]:
+    return [struct.unpack("<i", p)[0] for p in params]
+
+
+def pointer(param: bytes) -> int:
+    return struct.unpack("<Q", param)[0]
+
+
+def in_stream(drv: GemmDriver) -> list[tuple]:
+    """The copies and launches, in order (frees of earlier tests' workspaces left out)."""
+    return [e for e in drv.events if e[0] in ("copy", "launch")]
+
+
+def only_launch(drv: GemmDriver):
+    ((name, launch),) = drv.kernel_launches()
+    return name, launch
+
+
+# -- the defaults ------------------------------------------------------------------------------
+
+
+def test_default_gemm_launches_bf16_pairs_of_256_wide_tiles(drv):
+    # HopperGemm(): group_m 8, cluster_m 2, bf16, no L2 promotion, 256 wide, no split-K, 128
+    # rows of A, no promotion. 256 x 256 x 64: 2 x 1 x 1 tiles, one unit of a pair: grid 2
+    HopperGemm().prepare(*operands(256, 256, 64))()
+    name, launch = only_launch(drv)
+    assert name == "hopper_gemm_persistent_cluster2"
+    assert (launch.grid, launch.cluster, launch.block) == ((2, 1, 1), (2, 1, 1), (384, 1, 1))
+    assert launch.stream == DEFAULT_STREAM
+    assert ints(launch.params[3:]) == [2, 1, 1, 8]  # m, n, k tiles, group_m
+    a, b, c = (drv.map_of(p) for p in launch.params[:3])
+    # A: K = 64 columns of 128-byte rows at A's address, a 64 x 128 box (128 rows of A)
+    assert (a["address"], a["dims"], a["strides"], a["box"]) == (A_AT, [64, 256], [128], [64, 128])
+    # B: a pair's CTA loads 256 / 2 = 128 rows and multicasts them
+    assert (b["address"], b["dims"], b["box"]) == (B_AT, [64, 256], [64, 128])
+    # C: 256 x 256 bf16 (512-byte rows) stored in 64 x 64 slices
+    assert (c["address"], c["dims"], c["strides"], c["box"]) == (C_AT, [256, 256], [512], [64, 64])
+    for m in (a, b, c):
+        assert (m["dtype"], m["swizzle"], m["l2"], m["elem"]) == (BF16, SWIZZLE_128B, 0, [1, 1])
+    assert not drv.of("alloc")  # nothing staged: no workspace
+
+
+def test_calling_the_gemm_prepares_and_launches_once(drv):
+    HopperGemm(cluster_m=1)(*operands(128, 256, 64), stream=Stream(0x77))
+    name, launch = only_launch(drv)
+    assert (name, launch.stream, launch.cluster) == ("hopper_gemm_persistent", 0x77, None)
+
+
+def test_l2_promotion_reaches_a_and_b_maps(drv):
+    # CU_TENSOR_MAP_L2_PROMOTION_L2_128B = 2 (cuda.h) on A and B; C's map has none
+    HopperGemm(cluster_m=1, l2_promotion=128).prepare(*operands(128, 256, 64))()
+    _, launch = only_launch(drv)
+    assert [drv.map_of(p)["l2"] for p in launch.params[:3]] == [2, 2, 0]
+
+
+# -- the persistent grid -----------------------------------------------------------------------
+
+
+def test_without_clusters_the_grid_is_one_cta_per_sm(drv):
+    # 1536 x 3072: 12 x 12 = 144 tiles on 132 SMs: 132 CTAs, launched without a cluster. The
+    # fake says 100 one-CTA clusters fit so that the test tells which number the grid follows
+    drv.occupancy = {1: 100, 2: 50, 4: 25}
+    HopperGemm(cluster_m=1).prepare(*operands(1536, 3072, 64))()
+    _, launch = only_launch(drv)
+    assert (launch.grid, launch.cluster, launch.num_attrs) == ((132, 1, 1), None, 0)
+
+
+def test_with_pairs_the_grid_is_the_clusters_that_fit(drv):
+    # 2560 x 2560: 20 x 10 tiles, 10 x 10 = 100 units of a pair; 60 pairs fit (occupancy,
+    # asked for a 2 x 1 x 1 cluster of 384 threads): 60 pairs, grid 120
+    drv.occupancy = {1: 132, 2: 60, 4: 30}
+    HopperGemm(cluster_m=2).prepare(*operands(2560, 2560, 64))()
+    ((_, name, query),) = drv.of("occupancy")
+    assert (name, query.cluster, query.block) == (
+        "hopper_gemm_persistent_cluster2",
+        (2, 1, 1),
+        (384, 1, 1),
+    )
+    _, launch = only_launch(drv)
+    assert (launch.grid, launch.cluster) == ((120, 1, 1), (2, 1, 1))
+
+
+def test_the_grid_is_capped_by_the_work_units(drv):
+    # 300 x 512 x 320: 3 x 2 x 5 tiles; pairs: ceil(3 / 2) x 2 = 4 units, grid 8
+    HopperGemm(cluster_m=2).prepare(*operands(300, 512, 320))()
+    _, launch = only_launch(drv)
+    assert (launch.grid, launch.cluster) == ((8, 1, 1), (2, 1, 1))
+    assert ints(launch.params[3:]) == [3, 2, 5, 8]
+
+
+@pytest.mark.parametrize(
+    ("ctas", "grid"),
+    [
+        (6, 6),  # 6 // 2 = 3 pairs
+        (7, 6),  # 7 // 2 = 3 pairs: a cap holds whole clusters
+        (2, 2),  # one pair
+        (3, 2),
+    ],
+)
+def test_ctas_caps_the_grid_in_whole_clusters(drv, ctas, grid):
+    # 2560 x 2560: 100 units of a pair, 66 fit: the cap decides
+    HopperGemm(cluster_m=2).prepare(*operands(2560, 2560, 64), ctas=ctas)()
+    _, launch = only_launch(drv)
+    assert launch.grid == (grid, 1, 1)
+
+
+def test_a_machine_of_ten_sms_takes_ten_ctas(drv):
+    # CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 10; 144 tiles: grid 10
+    drv.sms = 10
+    HopperGemm(cluster_m=1).prepare(*operands(1536, 3072, 64))()
+    assert only_launch(drv)[1].grid == (10, 1, 1)
+
+
+# -- refusals ----------------------------------------------------------------------------------
+
+
+def test_group_m_must_be_a_positive_number_of_m_tiles(drv):
+    with pytest.raises(GemmShapeError, match="group_m is a positive number of M tiles, got 0"):
+        HopperGemm(group_m=0)
+
+
+def test_ctas_below_one_is_refused(drv):
+    with pytest.raises(GemmShapeError, match="positive number of CTAs, got 0"):
+        HopperGemm(cluster_m=1).prepare(*operands(128, 256, 64), ctas=0)
+
+
+def test_a_rows_kernel_refuses_more_rows_than_it_loads(drv):
+    gemm = HopperGemm(cluster_m=1, a_rows=64)
+    with pytest.raises(GemmShapeError, match=r"M = 65: this kernel loads 64 rows of A a tile"):
+        gemm.prepare(*operands(65, 256, 64))
+    gemm.prepare(*operands(64, 256, 64))()  # 64 rows: taken
+    # the A box is the kernel's 64 rows of A: a 64 x 64 box
+    _, launch = only_launch(drv)
+    assert drv.map_of(launch.params[0])["box"] == [64, 64]
+    assert ints(launch.params[3:]) == [1, 1, 1, 8]
+
+
+def test_the_full_a_box_kernel_takes_any_m(drv):
+    HopperGemm(cluster_m=1).prepare(*operands(200, 256, 64))()  # a_rows 128: M = 200 runs
+    _, launch = only_launch(drv)
+    assert drv.map_of(launch.params[0])["box"] == [64, 128]
+    assert ints(launch.params[3:6]) == [2, 1, 1]
+
+
+def test_splits_need_the_split_k_kernel(drv):
+    with pytest.raises(GemmShapeError, match=r"splits=2 needs the split-K kernel"):
+        HopperGemm(cluster_m=1).prepare(*operands(128, 256, 512), splits=2)
+
+
+# -- staged operands ---------------------------------------------------------------------------
+
+
+def _staged(drv, stream=None, dtype="bfloat16"):
+    # 130 x 130 x 100 bf16: K = 100 is no multiple of 8 (Kp = 104), N = 130 no multiple of 8
+    # (Np = 136): A, B and C all staged
+    launch = HopperGemm(cluster_m=1, dtype=dtype).prepare(*operands(130, 130, 100, dtype))
+    prepared = list(drv.events)
+    drv.events.clear()
+    launch(stream)
+    return launch, prepared
+
+
+def test_staged_workspaces_are_allocated_zeroed_and_synchronised(drv):
+    launch, prepared = _staged(drv)
+    allocs = [e for e in prepared if e[0] == "alloc"]
+    # A 130 x 104, B 136 x 104, C 130 x 136, 2 bytes each
+    assert [n for _, _, n in allocs] == [130 * 104 * 2, 136 * 104 * 2, 130 * 136 * 2]
+    for _, address, n in allocs:
+        i = prepared.index(("alloc", address, n))
+        assert prepared[i + 1 : i + 3] == [("memset", address, 0, n), ("sync",)]
+    work = launch.workspace
+    assert [work[x].ptr for x in "ABC"] == [address for _, address, _ in allocs]
+
+
+def test_staged_copies_surround_the_kernel_on_one_stream(drv):
+    launch, _ = _staged(drv, stream=Stream(0x77))
+    work = launch.workspace
+    kinds = [e[0] for e in in_stream(drv)]
+    assert kinds == ["copy", "copy", "launch", "copy"]
+    (_, a), (_, b), (_, name, kernel), (_, c) = in_stream(drv)
+    # A: 130 rows of 200 bytes (K = 100 bf16) into 208-byte rows (Kp = 104); B: 130 rows
+    assert (a.src, a.dst, a.src_pitch, a.dst_pitch, a.width, a.height) == (
+        A_AT, work["A"].ptr, 200, 208, 200, 130,
+    )  # fmt: skip
+    assert (b.src, b.dst, b.src_pitch, b.dst_pitch, b.width, b.height) == (
+        B_AT, work["B"].ptr, 200, 208, 200, 130,
+    )  # fmt: skip
+    # C out: 130 rows of 260 bytes (N = 130) from 272-byte rows (Np = 136)
+    assert (c.src, c.dst, c.src_pitch, c.dst_pitch, c.width, c.height) == (
+        work["C"].ptr, C_AT, 272, 260, 260, 130,
+    )  # fmt: skip
+    for copy in (a, b, c):
+        assert copy.memory_types == (DEVICE_MEMORY, DEVICE_MEMORY)
+        assert copy.offsets == (0, 0, 0, 0) and copy.stream == 0x77
+    assert (name, kernel.stream, kernel.grid) == ("hopper_gemm_persistent", 0x77, (2, 1, 1))
+    # the kernel reads and writes the workspaces: 104 x 130, 104 x 136 and 136 x 130
+    maps = [drv.map_of(p) for p in kernel.params[:3]]
+    assert [(m["address"], m["dims"]) for m in maps] == [
+        (work["A"].ptr, [104, 130]),
+        (work["B"].ptr, [104, 136]),
+        (work["C"].ptr, [136, 130]),
+    ]
+    assert ints(kernel.params[3:]) == [2, 1, 2, 8]  # ceil(104 / 64) = 2 K tiles
+
+
+@pytest.mark.parametrize("stream", [None, 0x99, Stream(0x5A)])
+def test_staged_launch_takes_the_stream_given_or_the_default(drv, stream):
+    _staged(drv, stream=stream)
+    want = {None: DEFAULT_STREAM, 0x99: 0x99}.get(stream, 0x5A)  # type: ignore[call-overload]
+    streams = [e[1].stream if e[0] == "copy" else e[2].stream for e in in_stream(drv)]
+    assert streams == [want] * 4
+
+
+def test_fp8_workspaces_hold_bytes_and_c_stays_bf16(drv):
+    # fp8: K = 100 pads to 112 (16 one-byte elements); A 130 x 112 and B 136 x 112 of 1 byte,
+    # C 130 x 136 of 2 (bf16)
+    _, prepared = _staged(drv, dtype="float8_e4m3fn")
+    assert [e[2] for e in prepared if e[0] == "alloc"] == [130 * 112, 136 * 112, 130 * 136 * 2]
+    a, b = in_stream(drv)[0][1], in_stream(drv)[1][1]
+    assert (a.src_pitch, a.dst_pitch, a.width) == (100, 112, 100)
+    assert (b.src_pitch, b.dst_pitch, b.width) == (100, 112, 100)
+    name, kernel = only_launch(drv)
+    assert name == "hopper_gemm_persistent_e4m3"
+    assert [drv.map_of(p)["dtype"] for p in kernel.params[:3]] == [UINT8, UINT8, BF16]
+    assert ints(kernel.params[3:6]) == [2, 1, 1]  # ceil(112 / 128) = 1 K tile
+
+
+def test_only_the_operands_that_break_a_rule_are_copied(drv):
+    # 130 x 136 x 128: K and N are multiples of 8 (256-byte rows of A and B, 272-byte rows of
+    # C): nothing staged; 130 x 130 x 128: N = 130 stages B (Np = 136) and C, A runs in place
+    gemm = HopperGemm(cluster_m=1)
+    gemm.prepare(*operands(130, 136, 128))()
+    assert [e[0] for e in drv.events if e[0] in ("alloc", "copy", "launch")] == ["launch"]
+    drv.events.clear()
+    launch = gemm.prepare(*operands(130, 130, 128))
+    assert sorted(launch.workspace) == ["B", "C"]
+    launch()
+    (_, b), (_, _, kernel), (_, c) = in_stream(drv)
+    assert (b.src, b.dst, b.height, b.width) == (B_AT, launch.workspace["B"].ptr, 130, 256)
+    assert (c.src, c.dst, c.height, c.width) == (launch.workspace["C"].ptr, C_AT, 130, 260)
+    assert drv.map_of(kernel.params[0])["address"] == A_AT  # A read in place
+
+
+def test_workspace_describes_itself_as_a_writable_device_matrix(drv):
+    launch, _ = _staged(drv)
+    a = launch.workspace["A"]
+    assert a.__cuda_array_interface__ == {
+        "shape": (130, 104),
+        "typestr": "|V2",
+        "data": (a.ptr, False),  # v3: (pointer, read-only flag): the kernel writes into it
+        "strides": None,
+        "version": 3,
+    }
+    assert (a.shape, a.dtype) == ((130, 104), "bfloat16")
+
+
+def test_workspaces_are_freed_with_the_launch(drv):
+    launch, prepared = _staged(drv)
+    allocated = {e[1] for e in prepared if e[0] == "alloc"}
+    del launch
+    gc.collect()
+    assert {e[1] for e in drv.of("free")} == allocated and not drv.memory
+
+
+def test_a_failed_staging_copy_is_a_launch_error(drv):
+    drv.fail["cuMemcpy2DAsync"] = CUDA_ERROR_INVALID_VALUE
+    with pytest.raises(
+        LaunchError, match=r"'HopperGemm': staging copy failed with CUDA_ERROR_INVALID_VALUE"
+    ):
+        _staged(drv)
+
+
+def test_a_failed_zeroing_is_a_launch_error(drv):
+    drv.fail["cuMemsetD8"] = CUDA_ERROR_INVALID_VALUE
+    with pytest.raises(LaunchError, match=r"cuMemsetD8 of the workspace failed"):
+        _staged(drv)
+
+
+# -- split-K -----------------------------------------------------------------------------------
+
+
+def test_split_k_sums_ranges_into_a_workspace_then_reduces(drv):
+    # 130 x 300 x 512, 128 wide, 2 ranges: N = 300 stages B (Np = 304; C is never staged with
+    # split-K); tiles ceil(130 / 128) = 2 x ceil(304 / 128) = 3, 8 K tiles: 4 a range; grid
+    # 2 x 3 x 2 = 12; partial sums 2 x 130 rows x 3 x 128 columns of fp32
+    gemm = HopperGemm(cluster_m=1, tile_n=128, split_k=True)
+    launch = gemm.prepare(*operands(130, 300, 512), splits=2)
+    assert sorted(launch.workspace) == ["B", "partial"]
+    allocs = [n for _, _, n in drv.of("alloc")]
+    assert allocs == [304 * 512 * 2, 260 * 384 * 4]
+    drv.events.clear()
+    launch(Stream(0x31))
+    assert [e[0] for e in in_stream(drv)] == ["copy", "launch", "launch"]
+    (_, b), (_, name, main), (_, rname, reduce) = in_stream(drv)
+    partial = launch.workspace["partial"].ptr
+    assert (b.src, b.dst, b.height, b.width, b.dst_pitch) == (
+        B_AT,
+        launch.workspace["B"].ptr,
+        300,
+        1024,
+        1024,
+    )
+    assert name == "hopper_gemm_persistent_n128_splitk"
+    assert (main.grid, main.cluster, main.stream) == ((12, 1, 1), None, 0x31)
+    maps = [drv.map_of(p) for p in main.params[:2]]
+    assert [(m["address"], m["dims"]) for m in maps] == [
+        (A_AT, [512, 130]),
+        (launch.workspace["B"].ptr, [512, 304]),
+    ]
+    # m, n, k tiles (of a range), group_m, splits, m_rows, work, its rows and columns
+    assert ints(main.params[2:8]) == [2, 3, 4, 8, 2, 130]
+    assert pointer(main.params[8]) == partial and ints(main.params[9:]) == [260, 384]
+    # the reduction: ceil(130 * 300 / 256) = 153 blocks of 256 threads, on C itself
+    assert rname == "hopper_gemm_splitk_reduce"
+    assert (reduce.grid, reduce.block, reduce.stream) == ((153, 1, 1), (256, 1, 1), 0x31)
+    assert [pointer(reduce.params[0]), pointer(reduce.params[1])] == [partial, C_AT]
+    assert ints(reduce.params[2:]) == [2, 260, 384, 130, 300]  # splits, work's, C's shape
+
+
+@pytest.mark.parametrize(("ctas", "grid"), [(None, 12), (5, 5), (40, 12)])
+def test_split_k_grid_is_capped_by_ctas_and_units(drv, ctas, grid):
+    gemm = HopperGemm(cluster_m=1, tile_n=128, split_k=True)
+    gemm.prepare(*operands(130, 300, 512), ctas=ctas, splits=2)()
+    assert drv.kernel_launches()[0][1].grid == (grid, 1, 1)
+
+
+def test_split_k_defaults_to_split_counts_choice(drv):
+    # 128 x 128 x 4096, 128 wide: 1 tile, 64 K tiles; split_count: the largest s <= 16
+    # dividing 64 with >= 4 K tiles a range, s <= 132 and 8 s 128 128 <= (128 + 128) 4096 2 / 4
+    # (s <= 4): 4 ranges of 16 K tiles, grid 4, partial 4 * 128 x 128 fp32, 64 reduce blocks
+    launch = HopperGemm(cluster_m=1, tile_n=128, split_k=True).prepare(*operands(128, 128, 4096))
+    assert [n for _, _, n in drv.of("alloc")] == [512 * 128 * 4]
+    launch()
+    (_, main), (_, reduce) = drv.kernel_launches()
+    assert main.grid == (4, 1, 1) and ints(main.params[2:8]) == [1, 1, 16, 8, 4, 128]
+    assert reduce.grid == (64, 1, 1) and ints(reduce.params[2:3]) == [4]
+
+
+def test_split_k_takes_one_range(drv):
+    # 1 divides every K tile count: one range of all 64 K tiles
+    gemm = HopperGemm(cluster_m=1, tile_n=128, split_k=True)
+    gemm.prepare(*operands(128, 128, 4096), splits=1)()
+    (_, main), _ = drv.kernel_launches()
+    assert main.grid == (1, 1, 1) and ints(main.params[2:8]) == [1, 1, 64, 8, 1, 128]
+
+
+@pytest.mark.parametrize("splits", [3, 0, 2.0])
+def test_split_k_refuses_splits_that_do_not_divide_the_k_tiles(drv, splits):
+    gemm = HopperGemm(cluster_m=1, tile_n=128, split_k=True)
+    words = rf"splits={splits!r} must be a positive int dividing the 64 K tiles"
+    with pytest.raises(GemmShapeError, match=words.replace(".", r"\.")):
+        gemm.prepare(*operands(128, 128, 4096), splits=splits)
+
+
+# -- AutoGemm ----------------------------------------------------------------------------------
+
+
+def test_auto_gemm_builds_one_kernel_per_configuration(drv):
+    # 132 SMs, M = N = 128: one M tile; launch_config's cost rounds x tile_n x WIDTH_COST:
+    # one round for every width, 64 x 1.9 = 121.6 the cheapest: 128 x 64 tiles, alone.
+    # split_count(128, 128, k, 64): 2 tiles; K = 64 (1 K tile): no split; K = 2048 (32 K
+    # tiles): 8 s 128 128 <= (256 k 2) / 4 = 262,144 gives s <= 2: 2 ranges; K = 4096 (64 K
+    # tiles): s <= 4: 4 ranges, the same split-K kernel
+    auto = AutoGemm()
+    auto.prepare(*operands(128, 128, 64))()
+    auto.prepare(*operands(128, 128, 2048))()
+    auto(*operands(128, 128, 4096))
+    names = [name for name, _ in drv.kernel_launches()]
+    assert names == [
+        "hopper_gemm_persistent_n64",
+        "hopper_gemm_persistent_n64_splitk",
+        "hopper_gemm_splitk_reduce",
+        "hopper_gemm_persistent_n64_splitk",
+        "hopper_gemm_splitk_reduce",
+    ]
+    launches = [launch for _, launch in drv.kernel_launches()]
+    assert ints(launches[0].params[3:]) == [1, 2, 1, 8] and launches[0].grid == (2, 1, 1)
+    assert ints(launches[1].params[2:8]) == [1, 2, 16, 8, 2, 128]
+    assert ints(launches[3].params[2:8]) == [1, 2, 16, 8, 4, 128]
+    assert len(auto.gemms) == 2
+    assert auto.config(128, 128, 2048) == (64, 1, 2, 128)
+    assert auto.gemm_for(128, 128, 64) is auto.gemm_for(128, 128)
+
+
+def test_auto_gemm_counts_the_sms_once(drv):
+    drv.sms = 8  # 8 SMs: M = N = 128 fits every width in one round; 64 wide still cheapest
+    auto = AutoGemm()
+    assert auto.config(128, 128) == (64, 1, 1, 128)
+    auto.config(256, 256)
+    assert auto.sms == 8
+    counts = [c for c in drv.calls if c[0] == "cuDeviceGetAttribute"]
+    assert len(counts) == 1
+
+
+def test_auto_gemm_picks_a_rows_for_small_m(drv):
+    # M = 16: a_rows_for(16) = 16, the _a16 kernel
+    AutoGemm()(*operands(16, 256, 64))
+    name, launch = only_launch(drv)
+    assert name.endswith("_a16") and drv.map_of(launch.params[0])["box"] == [64, 16]
