@@ -96,6 +96,10 @@ def _ptxas_info(program) -> str:
     options = ProgramOptions(arch="sm_90a", std="c++17", name="gemm.cu", ptxas_options="-v")
     log = io.StringIO()
     Program(program.source, "c++", options).compile("cubin", logs=log)
+    if not log.getvalue():
+        # seen on the H200 machine with its GPU visible (2026-12-02): the build succeeds but
+        # cuda.core passes no ptxas output back, so there is nothing to check (not a pass)
+        pytest.skip("this cuda.core returned no ptxas -v output for the build")
     return log.getvalue()
 
 
