@@ -668,7 +668,8 @@ _CAMPAIGN = "test_bad_inputs.py"
 # the kernel side (a folder or a top-level module -> test files, as globs under tests/): the
 # IR's checks and emission, the generated CUDA (pinned source, NVRTC where cuda-core is
 # installed), the simulator runs of the kernels, and the CLI. Files named for their own
-# module's mutants (``test_<name>_*mutants*.py``) are found by the patterns too.
+# module's mutants or survivors (``test_<name>_*mutants*.py``, ``test_<name>_*survivors*.py``)
+# are found by the patterns too.
 _KERNEL_SIDE = {
     "ir": ["ir/test_*.py", "cuda/test_*.py", "sim/test_*.py", "pool/test_kernel_mode.py"],
     "cuda": ["cuda/test_*.py", "sim/test_*.py"],
@@ -687,6 +688,7 @@ _KERNEL_SIDE = {
     "kernels": [
         "cuda/test_generated_source_pins.py",
         "**/test_kernels*mutants*.py",
+        "**/test_kernels*survivors*.py",
         "cuda/test_emission.py",
         "cuda/test_operand_intrinsics.py",
         "cuda/test_verify_kernels.py",
@@ -704,6 +706,7 @@ _KERNEL_SIDE = {
     "verify": [
         "cuda/test_generated_source_pins.py",
         "**/test_verify*mutants*.py",
+        "**/test_verify*survivors*.py",
         "cuda/test_verify_kernels.py",
         "ir/test_intrinsic_registry.py",
         "test_cli*.py",
