@@ -9,6 +9,7 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from packer_instances import kernel_like  # tests/plan
 from test_lifetimes import PHASES, brute_force_minimum, clashes, instances  # tests/plan
 
 from tilemem.plan import lifetimes
@@ -67,26 +68,6 @@ def test_with_proofs_everywhere_the_footprint_is_the_brute_force_minimum(items):
         packing = pack(items, PHASES)
     assert packing.exact and clashes(items, packing.offsets) == []
     assert packing.footprint == brute_force_minimum(items)
-
-
-def kernel_like(rng: random.Random, count: int):
-    """Tiles aligned to 256-1024 bytes with sizes multiples of it, barriers, small arrays,
-    over 2-8 phases (as the benchmark's instances, smaller)."""
-    phases = tuple(f"p{i}" for i in range(rng.choice((2, 3, 4, 6, 8))))
-    items = []
-    for n in range(count):
-        kind = rng.random()
-        if kind < 0.6:
-            align = rng.choice((256, 512, 1024))
-            size = align * rng.randint(1, 64)
-        elif kind < 0.8:
-            align, size = 8, 8 * rng.randint(1, 8)
-        else:
-            align = rng.choice((16, 128))
-            size = align * rng.randint(1, 32)
-        live = frozenset(rng.sample(phases, rng.randint(1, len(phases))))
-        items.append(Item(f"b{n}", size, align, None if rng.random() < 0.2 else live))
-    return items, phases
 
 
 @pytest.mark.parametrize("seed", range(6))

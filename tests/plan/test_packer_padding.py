@@ -10,6 +10,7 @@ import random
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from packer_instances import kernel_like  # tests/plan
 from test_lifetimes import PHASES, brute_force_minimum, clashes, instances  # tests/plan
 
 from tilemem.plan import lifetimes
@@ -93,33 +94,12 @@ def test_without_the_padding_bound_the_same_placement(items):
     assert clashes(items, with_bound.offsets) == []
 
 
-def kernel_like(rng: random.Random, count: int):
-    """As the instances of benchmarks/planning.py: tiles of sizes multiples of their
-    256-1024-byte alignment, barriers, small arrays, over 4, 6 or 8 phases, one item in
-    five live throughout (small items in tight phases are where padding bites)."""
-    phases = tuple(f"p{i}" for i in range(rng.choice((4, 6, 8))))
-    items = []
-    for n in range(count):
-        kind = rng.random()
-        if kind < 0.6:
-            align = rng.choice((256, 512, 1024))
-            size = align * rng.randint(1, 64)
-        elif kind < 0.8:
-            align, size = 8, 8 * rng.randint(1, 8)
-        else:
-            align = rng.choice((16, 128))
-            size = align * rng.randint(1, 32)
-        live = frozenset(rng.sample(phases, rng.randint(1, len(phases))))
-        items.append(Item(f"b{n}", size, align, None if rng.random() < 0.2 else live))
-    return items, phases
-
-
 def test_the_padding_bound_and_the_proofs_from_the_top_keep_the_placements(monkeypatch):
     # the search as it was before both (no padding bound, no proof from the top) against
     # the search as it is, on 300 instances of 10-18 items (28 of them searched, one for
     # 25,543 nodes before): the same offsets, footprint and verdict, never more nodes
     rng = random.Random(9300)
-    cases = [kernel_like(rng, rng.randint(10, 18)) for _ in range(300)]
+    cases = [kernel_like(rng, rng.randint(10, 18), (4, 6, 8)) for _ in range(300)]
     with monkeypatch.context() as patch:
         patch.setattr(lifetimes, "PADDED_CLIQUES", 0)
         patch.setattr(lifetimes, "TOP_AFTER", 1 << 62)
