@@ -63,9 +63,15 @@ order of slot, then larger alignment, then larger size. A state is pruned when
   all find places that keep the tiles above them aligned. It is worked out for the
   ``PADDED_CLIQUES`` cliques whose waiting items come nearest the incumbent, and only
   where the largest alignment could make up the difference;
-- it is dominated: a state with the same unplaced items and heights no higher in every
-  class was searched already (slots only grow with the heights and the incumbent only
-  shrinks, so it cannot do better);
+- it is dominated: a state with the same unplaced items, the slot of each no higher and
+  a highest end so far no higher was searched already. What follows a state depends on its
+  heights only through the slots of its waiting items: placing r at x moves a waiting
+  item's slot to the lowest allowed position at or above its old slot, x, and (if they
+  share a class of cells) r's end, which only grows with the old slot. So every
+  completion of this state is matched, item for item no higher, from the one searched,
+  and the incumbent only shrinks: it cannot do better. (Comparing slots rather than the
+  heights of all classes also sees states whose heights differ only where no waiting
+  item is, or below where alignment puts the slots anyway);
 - it would place an item before an identical one (same size, alignment, phases, lanes)
   of lower index;
 - (*exchange*) it would place an item ``r`` at or above the end of another waiting item
@@ -870,13 +876,15 @@ class _Search:
             slot[r] = _clear(obstacles[r], x, self.length[r], step) if obstacles[r] else x
         return slot
 
-    def _dominated(self, unplaced: int, heights: tuple[int, ...]) -> bool:
-        """True if this state, or one at most as high everywhere, was searched already."""
+    def _dominated(self, unplaced: int, key: tuple[int, ...]) -> bool:
+        """True if this state, or one at most as high everywhere, was searched already: ``key``
+        is the highest end so far and the slots of the waiting items, lowest item first (the
+        module docstring, *dominated*)."""
         known = self.seen.setdefault(unplaced, [])
         for other in known:
-            if all(map(le, other, heights)):
+            if all(map(le, other, key)):
                 return True
-        known.append(heights)
+        known.append(key)
         return False
 
     def _dfs(self, unplaced: int, heights: tuple[int, ...], top: int) -> None:
@@ -901,9 +909,9 @@ class _Search:
                 if self.proving and self._refuted(top - 1, self.top_limit):
                     self.bound = top  # nothing is smaller: the search stops here
             return
-        if self._dominated(unplaced, heights):
-            return
         slot = self._slots(unplaced, heights)
+        if self._dominated(unplaced, (top, *slot.values())):
+            return
         if self._state_bound(slot, self.best_end) >= self.best_end:
             return
         # an item going at or above the end of another waiting item's slot leaves that
