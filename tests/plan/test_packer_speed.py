@@ -176,13 +176,14 @@ def test_a_search_out_of_time_returns_its_best_placement_unproven():
     # a ladder of 16 needs 1 + 16 * 2^15 - 16 = 524,273 nodes (test_lifetimes_packer_pinned):
     # with 20 ms of CPU time it stops long before its 50,000-node budget, checking the clock
     # every CHECK_EVERY nodes; every placement of a ladder takes the sizes plus one odd
-    # byte between neighbours
+    # byte between neighbours. The count is not a multiple of CHECK_EVERY when a proof
+    # from the top ran first: its nodes count against the budget too (lifetimes.py)
     items = [Item(f"o{2 * i + 1}", 2 * i + 1, 2) for i in range(16)]
     start = time.thread_time()
     packing = pack(items, seconds=0.02)
     assert time.thread_time() - start < 2  # 100x the limit: set-up and one check interval
     assert not packing.exact
-    assert packing.nodes % CHECK_EVERY == 0 and packing.nodes < 50_000
+    assert CHECK_EVERY <= packing.nodes < 50_000
     assert packing.footprint == 16 * 16 + 15  # sizes 1, 3, ..., 31 sum to 256
     assert clashes_pair_by_pair(items, packing.offsets, ()) == []
 
