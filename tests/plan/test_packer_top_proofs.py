@@ -36,22 +36,27 @@ CASES = [
 ]
 
 
-def case(n: int) -> list[Item]:
+def items_of(row: str) -> list[Item]:
     return [
         Item(f"b{i}", int(size), int(align), frozenset(f"p{c}" for c in live))
-        for i, (size, align, live) in enumerate(row.split("/") for row in CASES[n].split())
+        for i, (size, align, live) in enumerate(item.split("/") for item in row.split())
     ]
 
 
-@functools.cache
-def minimum(n: int) -> int:
-    return brute_force_minimum(case(n))
+def case(n: int) -> list[Item]:
+    return items_of(CASES[n])
 
 
 @functools.cache
-def heaviest_clique(n: int) -> int:
+def minimum(n: int | str) -> int:
+    """The brute-force minimum of ``CASES[n]`` (or of the row ``n``)."""
+    return brute_force_minimum(items_of(n if isinstance(n, str) else CASES[n]))
+
+
+@functools.cache
+def heaviest_clique(n: int | str) -> int:
     """The heaviest set of pairwise co-live items, by trying every subset."""
-    items = case(n)
+    items = items_of(n if isinstance(n, str) else CASES[n])
     best = 0
     for mask in range(1, 1 << len(items)):
         chosen = [it for i, it in enumerate(items) if mask >> i & 1]
@@ -174,3 +179,43 @@ def test_a_search_stopped_by_the_clock_is_not_called_complete(n, monkeypatch):
                 stops += 1
                 assert packing.exact == (packing.footprint <= heaviest_clique(n))
     assert stops  # the clock did stop searches
+
+
+# instances whose minimum (brute force) is one above the heaviest clique and is met by
+# first fit already: the tight search's proof that nothing meets the clique is the whole proof
+ONE_ABOVE = [
+    "6/2/01 16/8/3 3/1/023 16/8/1 2/1/0 4/2/023 1/1/13",
+    "6/2/123 4/2/02 3/1/2 8/4/1 16/8/123 2/2/02",
+    "8/4/013 2/2/12 6/2/23 4/4/3 3/1/012 3/1/1 4/2/023",
+    "3/1/023 2/2/012 8/4/13 2/2/023 4/2/123 4/4/1",
+    "2/2/023 6/2/013 16/8/3 4/4/2 16/8/1 1/1/012",
+    "16/8/2 8/8/1 4/4/13 3/1/02 4/4/2 2/1/01 8/8/1",
+]
+
+
+@pytest.mark.parametrize("row", ONE_ABOVE)
+def test_a_refuted_clique_proves_an_incumbent_one_above_it(row, monkeypatch):
+    # the search from the top shows in the tight search that nothing ends at the clique
+    # bound B; the incumbent ends at B + 1, so nothing lies below it either: the ordinary
+    # search must not start (it used to re-prove B, the limit being "tried" already)
+    items = items_of(row)
+    assert minimum(row) == heaviest_clique(row) + 1
+    with monkeypatch.context() as patch:
+        patch.setattr(lifetimes, "TOP_AFTER", 1 << 62)
+        without = pack(items, PHASES, seconds=None)
+    ordinary = []
+    dfs = lifetimes._Search._dfs
+
+    def counted_dfs(search, *args):
+        if type(search) is lifetimes._Search and search.proving:
+            ordinary.append(args)
+        return dfs(search, *args)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(lifetimes, "TOP_AFTER", 0)
+        patch.setattr(lifetimes._Search, "_dfs", counted_dfs)
+        packing = pack(items, PHASES, seconds=None)
+    assert packing.first_fit == packing.footprint == heaviest_clique(row) + 1
+    assert packing.exact and packing.offsets == without.offsets
+    assert ordinary == []
+    assert packing.nodes < without.nodes

@@ -829,11 +829,11 @@ class _Search:
             return True
         if self.fixed_end or limit >= self.reached_at or self.nodes < TOP_AFTER:
             return False
+        if limit <= self.refuted_to:  # at or below a limit refuted already
+            return True
         if limit in self.tried:  # the search from the top could not tell
             return False
         self.tried.add(limit)
-        if limit <= self.refuted_to:  # at or below a limit refuted already
-            return True
         budget = min(budget, self.node_limit - self.nodes)
         if budget <= 0:
             return False
