@@ -107,9 +107,10 @@ def test_proofs_at_every_chance_keep_the_placement_and_prove_the_minimum(n, monk
         patch.setattr(lifetimes, "TOP_AFTER", 1 << 62)  # no proof from the top
         without = pack(items, PHASES, seconds=None)
     assert without.exact and without.footprint == minimum(n)
-    # from the first node, at the checkpoint a few nodes on (proofs of the ordinary
-    # search's best), with budgets from one node (a proof never finishes) to plenty
-    for top_after in range(12):
+    # from the first node, at the checkpoint a few nodes on, and (past the tight search's
+    # end) at the checkpoint of the ordinary search, with budgets from one node (a proof
+    # never finishes) to plenty
+    for top_after in (*range(12), 16, 24, 32, 48, 64, 96):
         for top_limit in (1, 2, 3, 5, 10**6):
             with monkeypatch.context() as patch:
                 patch.setattr(lifetimes, "TOP_AFTER", top_after)
@@ -127,7 +128,7 @@ def test_proofs_at_every_chance_keep_the_placement_and_prove_the_minimum(n, monk
 @pytest.mark.parametrize("n", range(len(CASES)))
 def test_a_node_budget_cut_never_claims_an_unproven_minimum(n, monkeypatch):
     items = case(n)
-    for top_after, top_limit in ((0, 10**6), (0, 2), (3, 10**6)):
+    for top_after, top_limit in ((0, 10**6), (0, 2), (3, 10**6), (24, 10**6)):
         for node_limit in range(1, 80):
             with monkeypatch.context() as patch:
                 patch.setattr(lifetimes, "TOP_AFTER", top_after)
