@@ -11,26 +11,12 @@ each accepted one is even for every column.
 from __future__ import annotations
 
 import pytest
+from test_tma_box_start import _runtime_kernel  # tests/ir: the same run-time fp4 box kernel
 
 from tilemem import T
 from tilemem.errors import IRError
 
 REFUSED = r"tma_load: element .* cannot prove a multiple of 2"
-
-
-def _runtime_kernel(index):
-    """A TMA load into row 0 of a 64 x 256 fp4 tile at column ``index(col)``, ``col`` a
-    run-time kernel parameter."""
-
-    @T.kernel(target="sm_100a", block=128)
-    def k(tmap: T.TensorMap, col: T.int32):
-        smem = T.SMEMPool()
-        tile = smem.alloc((64, 256), "float4_e2m1fn", name="tile")
-        bar = smem.alloc((1,), "uint64", name="bar")
-        smem.commit()
-        T.ptx.tma.load(tmap, (tile, 0, index(col)), bar, [0, 0])
-
-    return k
 
 
 @pytest.mark.parametrize(
