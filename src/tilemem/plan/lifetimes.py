@@ -603,6 +603,7 @@ class _Search:
                    for b in _bits(self.conflict_mask[r] & solid))
             for r in range(n)
         ] if solid else [[]] * n  # fmt: skip
+        self.residue = [0] * n  # slots are multiples of the alignment (*from the top*: not)
         self.twin_before = self._twins()
         self.none = n  # a bit no item has
         # per clique, its members and the alignments (largest first) for which one of them
@@ -852,12 +853,14 @@ class _Search:
         return True
 
     def _slots(self, unplaced: int, heights: tuple[int, ...]) -> dict[int, int]:
-        """Where each waiting item goes next, its skyline slot: the lowest multiple of its
-        alignment at or above the heights of its cells, clear of the fixed items. Items over
-        the same cells share the skyline under them, which is found once."""
+        """Where each waiting item goes next, its skyline slot: the lowest position at or
+        above the heights of its cells that is congruent to its ``residue`` modulo its
+        alignment (0 here: a multiple of it; the search from the top sets its own), clear of
+        the fixed items (none from the top). Items over the same cells share the skyline
+        under them, which is found once."""
         under: dict[tuple[int, ...], int] = {}
         slot = {}
-        cells, align, obstacles = self.cells, self.align, self.obstacles
+        cells, align, residue, obstacles = self.cells, self.align, self.residue, self.obstacles
         rest = unplaced
         while rest:  # the set bits, lowest first (as _bits, without the list)
             low = rest & -rest
@@ -872,7 +875,7 @@ class _Search:
                         base = heights[k]
                 under[over] = base
             step = align[r]
-            x = -(-base // step) * step
+            x = base + (residue[r] - base) % step
             slot[r] = _clear(obstacles[r], x, self.length[r], step) if obstacles[r] else x
         return slot
 
@@ -1039,26 +1042,6 @@ class _TopDown(_Search):
         self.path, self.seen, self.proving = [], {}, False
         self.next_check = 1 << 62  # (no search from the top within one)
         self.given_up = False
-
-    def _slots(self, unplaced: int, heights: tuple[int, ...]) -> dict[int, int]:
-        under: dict[tuple[int, ...], int] = {}
-        slot = {}
-        cells, align, residue = self.cells, self.align, self.residue
-        rest = unplaced
-        while rest:
-            low = rest & -rest
-            rest ^= low
-            r = low.bit_length() - 1
-            over = cells[r]
-            base = under.get(over)
-            if base is None:
-                base = 0
-                for k in over:
-                    if heights[k] > base:
-                        base = heights[k]
-                under[over] = base
-            slot[r] = base + (residue[r] - base) % align[r]
-        return slot
 
 
 def _clear(spans: Sequence[tuple[int, int]], x: int, size: int, align: int) -> int:
