@@ -34,6 +34,7 @@ from pycute import Layout  # noqa: E402
 from tilemem.ir.intrinsics.tcgen05 import _sim_cp  # noqa: E402
 
 from .hwfake import FakeContext, run  # noqa: E402
+from .test_tcgen05_addresses import _cp  # noqa: E402
 
 DP = 1 << 21  # TMEM::DP_b (cute/arch/tmem_allocator_sm100.hpp)
 BASE, LBO, SBO = 0x3000, 0x80, 0x400  # a K-major no-swizzle source, chunks LBO apart
@@ -102,24 +103,9 @@ def cute_bytes(shape: str, multicast: str) -> list[tuple[int, int, int, int, int
 def test_cp_moves_each_byte_where_cute_says(shape, multicast, lane0, col0):
     rows, bits = (int(x) for x in shape.rstrip("b").split("x"))
     ctx = FakeContext(warp=0)
-    rng = np.random.default_rng(rows + bits)
-    src = rng.integers(1, 256, (rows, bits // 8), dtype=np.uint8)
-    r, k = np.indices(src.shape)
-    where = BASE + (r % 8) * 16 + (r // 8) * SBO + (k // 16) * LBO + k % 16
-    ctx.smem[where] = src
-    desc = (BASE >> 4) | ((LBO >> 4) << 16) | ((SBO >> 4) << 32) | (1 << 46)
     taddr = (lane0 << 16) | col0
-    run(
-        _sim_cp,
-        ctx,
-        "ptx.tcgen05.cp",
-        (None, None),
-        [taddr, desc],
-        shape=shape,
-        multicast=multicast,
-        cta_group=1,
-    )
-    ctx.complete_all()
+    # random source bytes in the K-major no-swizzle layout at BASE, then the copy
+    src = _cp(ctx, rows, bits // 8, taddr, shape, multicast, seed=rows + bits).view(np.uint8)
     cells = ctx.tmem.view(np.uint8).reshape(128, 512, 4)  # little-endian bytes of each cell
     moved = cute_bytes(shape, multicast)
     written = np.zeros((128, 512), bool)
