@@ -24,8 +24,9 @@ simulator, and the generated-source tests pin it.
 from __future__ import annotations
 
 from ...errors import IRError
+from ...validate import is_int
 from ..builder import GlobalBuffer, let
-from ..nodes import UINT32, Var, convert
+from ..nodes import UINT32, Expr, Var, convert
 from .registry import SimContext, expose, intrinsic
 
 _ATOM_ADD = r"""__device__ __forceinline__ uint32_t
@@ -66,7 +67,31 @@ def _atom_add_call(buffer, index, value):
             f"atom.add here adds uint32 counters, {buffer.name} holds {buffer.dtype.name}: "
             "declare the counters as T.Buffer(..., 'uint32')"
         )
-    return (buffer.var, buffer._index(index), convert(value, UINT32)), ()
+    indices = index if isinstance(index, tuple) else (index,)
+    for i in indices:
+        _integer(i, "index")
+    return (buffer.var, buffer._index(index), convert(_integer(value, "value"), UINT32)), ()
+
+
+def _integer(x, what: str):
+    """``x`` itself if it is an integer: a Python int in uint32's range (the add is 32-bit
+    unsigned, ``atom.add.u32``) or an integer-typed kernel expression; IRError otherwise (a
+    bool, a float or a float expression would be cast silently in C++)."""
+    if is_int(x):
+        if what == "value" and not 0 <= x < 1 << 32:
+            raise IRError(
+                f"atom.add's value is added as a 32-bit unsigned integer, got {x}: give "
+                f"0 <= value < 2**32 (to subtract n, add 2**32 - n)"
+            )
+        return x
+    e = x if isinstance(x, Expr) else None
+    if e is None or not e.dtype.name.startswith(("int", "uint")):
+        kind = e.dtype.name if e is not None else type(x).__name__
+        raise IRError(
+            f"atom.add's {what} must be an integer (a Python int or an integer kernel "
+            f"expression), got {kind} {x!r}: cast it with T.cast(..., 'int32')"
+        )
+    return e
 
 
 @expose("ptx.atom.add_acq_rel_gpu")
