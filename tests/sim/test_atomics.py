@@ -135,3 +135,14 @@ def test_refusals():
             ctr = smem.alloc((1,), "uint32", name="ctr")
             smem.commit()
             T.ptx.atom.add_acq_rel_gpu(ctr, 0, 1)
+
+
+def test_a_kernel_expression_as_the_value_is_added():
+    # each of 32 threads adds its own index: 0 + 1 + ... + 31 = 496
+    @T.kernel(target="sm_90a", grid=1, block=32)
+    def k(ctr: T.Buffer((1,), "uint32")):
+        T.ptx.atom.add_acq_rel_gpu(ctr, 0, T.cast(T.thread_id(), "uint32"))
+
+    ctr = np.zeros(1, np.uint32)
+    assert sim.run(k, ctr).ok
+    assert ctr[0] == 496
