@@ -174,6 +174,46 @@ class Context:
         self.m.tick(gid)
         return old
 
+    def global_wait_ge(self, var, idx, values) -> Generator[Wait, None, None]:
+        """``ld.acquire.gpu`` spun until each active lane's element is at least its value
+        (unsigned), then acquire what the atomics on it released. Like the atomics it
+        bypasses the race shadow; an index outside the array is an "out-of-bounds" hazard
+        and that lane does not wait."""
+        flat, _, name = self.runner.bindings[var]
+        cells = flat.view(np.uint32)
+        idx = np.asarray(idx, np.int64)
+        lanes = []
+        for lane in np.flatnonzero(self.active):
+            i = int(idx[lane])
+            if not 0 <= i < flat.size:
+                self.hazard(
+                    "out-of-bounds",
+                    f"ld.acquire at element {i} of global {name}, which has {flat.size}; "
+                    "index the counters inside the buffer",
+                    space="global",
+                    buffer=name,
+                    where=f"element {i}",
+                )
+                continue
+            lanes.append((i, int(values[lane]) & 0xFFFFFFFF))
+
+        def ready() -> bool:
+            return all(int(cells[i]) >= v for i, v in lanes)
+
+        def waiting() -> str:
+            short = [f"{name}[{i}] = {int(cells[i])} < {v}" for i, v in lanes if cells[i] < v]
+            return "ld.acquire.gpu spin: " + ", ".join(short)
+
+        if not ready():
+            yield Wait(ready, waiting)
+        gid = self.w.gid
+        for i, _ in lanes:
+            released = self.m.atomic_clocks.get((id(flat), i))
+            if released is not None:
+                self.m.join(gid, released)
+        self.m.instructions["ld.acquire.global"] += 1
+        self.m.tick(gid)
+
     # -- registers ---------------------------------------------------------------------------------
     def _regs(self, var):
         if var not in self.w.regs:

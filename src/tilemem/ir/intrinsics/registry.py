@@ -158,6 +158,14 @@ class SimContext(Protocol):
         each other."""
         ...
 
+    def global_wait_ge(
+        self, var: BufferVar, idx: np.ndarray, values: np.ndarray
+    ) -> Generator[SimWait, None, None]:
+        """A generator: block until the element of global ``var`` (uint32) at each active
+        lane's flat index ``idx`` is at least its value (unsigned), then acquire what the
+        atomics on those elements released (``ld.acquire.gpu`` spun on)."""
+        ...
+
     # -- registers (this warp's local arrays) ------------------------------------------------
     def regs_read(self, var: BufferVar) -> np.ndarray:
         """The warp's copy of local array ``var``: shape (32, *var.shape), its numpy type.
