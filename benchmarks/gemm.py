@@ -24,9 +24,10 @@ tilemem variant must stay below 1e-2 with every element written.
 "tilemem" is ``AutoGemm``: the configuration (CTA tile width, cluster or not, K ranges)
 that ``policy`` picks from the shape before the launch, one policy for every shape; for fp8
 it promotes each K tile's sums to fp32. The other tilemem columns are fixed configurations
-``WIDTHxCLUSTER`` (``--variants``), or ``unpromoted`` (the fp8 policy without promotion),
-for comparison only. The policy's config column adds ``/kS`` where it splits K into S ranges and
-``/aR`` where a stage loads only R rows of A (M <= R).
+``WIDTHxCLUSTER`` (``--variants``), ``WIDTHs`` (the stream-K kernel at that width, fp8
+promoted where the width allows: ``/p``), or ``unpromoted`` (the fp8 policy without
+promotion), for comparison only. The policy's config column adds ``/kS`` where it splits K
+into S ranges and ``/aR`` where a stage loads only R rows of A (M <= R).
 Timing: each implementation is captured in a CUDA graph of
 ``reps`` back-to-back launches; every round replays the graphs (tilemem in each cluster
 shape, cuBLAS; the order rotates from round to round), each between CUDA events, after
@@ -54,7 +55,7 @@ except ImportError:  # before anything else runs: say what is missing and how to
     )
 
 from tilemem.gemm import shapes as gemm_shapes
-from tilemem.gemm.hopper import AutoGemm, HopperGemm
+from tilemem.gemm.hopper import PROMOTED_TILE_NS, AutoGemm, HopperGemm
 
 SQUARE = [(s, s, s) for s in (2048, 4096, 8192, 16384)]
 LLM = [  # M = 8192 tokens; (N, K) of projection and MLP layers
@@ -222,6 +223,8 @@ def name(gemm: Gemm) -> str:
     promotion), ``WIDTHxCLUSTER`` for a fixed one."""
     if isinstance(gemm, AutoGemm):
         return "unpromoted" if gemm.dtype != "bfloat16" and not gemm.promote else "tilemem"
+    if gemm.stream_k:
+        return f"{gemm.tile_n}s" + ("/p" if gemm.promote else "")
     return f"{gemm.tile_n}x{gemm.cluster_m}" + ("k" if gemm.split_k else "")
 
 
@@ -300,13 +303,16 @@ def accuracy(ks: list[int], m: int, n: int) -> None:
     print()
 
 
-def parse_variants(text: str) -> list[tuple[int, int, bool] | str]:
+def parse_variants(text: str) -> list[tuple[int, int, bool] | tuple[int, str] | str]:
     """``--variants``: ``WIDTHxCLUSTER`` with an optional trailing ``k`` (split-K) as
-    ``(width, cluster, split)``, or the word ``unpromoted``."""
-    out: list[tuple[int, int, bool] | str] = []
+    ``(width, cluster, split)``, ``WIDTHs`` (the stream-K kernel, CTAs alone; fp8 promoted
+    where the width allows) as ``(width, "stream-k")``, or the word ``unpromoted``."""
+    out: list[tuple[int, int, bool] | tuple[int, str] | str] = []
     for v in text.split(","):
         if v == "unpromoted":
             out.append(v)
+        elif v.endswith("s"):
+            out.append((int(v.removesuffix("s")), "stream-k"))
         elif v:
             width, cluster = (int(x) for x in v.removesuffix("k").split("x"))
             out.append((width, cluster, v.endswith("k")))
@@ -362,6 +368,21 @@ def main() -> None:
             if isinstance(config, str):  # unpromoted: fp8 only
                 if dtype != "bfloat16":
                     fixed.append(AutoGemm(args.group_m, dtype, args.l2_promotion, promote=False))
+                continue
+            if len(config) == 2:  # stream-K
+                tile_n = config[0]
+                promote = dtype != "bfloat16" and tile_n in PROMOTED_TILE_NS
+                fixed.append(
+                    HopperGemm(
+                        args.group_m,
+                        1,
+                        dtype,
+                        args.l2_promotion,
+                        tile_n,
+                        promote=promote,
+                        stream_k=True,
+                    )
+                )
                 continue
             tile_n, cm, split = config
             fixed.append(HopperGemm(args.group_m, cm, dtype, args.l2_promotion, tile_n, split))

@@ -253,3 +253,48 @@ def test_a_small_m_kernel_refuses_more_rows_than_it_loads(torch):
     c = torch.zeros(17, 256, device="cuda", dtype=torch.bfloat16)
     with pytest.raises(GemmShapeError, match=r"M = 17: this kernel loads 16 rows of A"):
         HopperGemm(cluster_m=1, a_rows=16).prepare(a, b, c)
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "k", "tile_n", "dtype", "ctas"),
+    [
+        (256, 6144, 4096, 256, "bfloat16", None),  # 48 tiles of 64 K tiles over 132 CTAs
+        (128, 4096, 4096, 128, "bfloat16", None),  # 32 tiles: about 4 CTAs a tile
+        (1000, 1032, 520, 192, "bfloat16", 7),  # ragged M, N, K; 48 tiles over 7 CTAs
+        (64, 104, 320, 128, "bfloat16", 3),  # one tile, 5 K tiles over 3 CTAs
+        (130, 4000, 8192, 256, "bfloat16", None),  # 32 tiles of 128 K tiles
+        (256, 4096, 4096, 192, "float8_e4m3fn", None),  # promoted fp8, 44 tiles
+    ],
+)
+def test_stream_k_gives_the_fp32_product_launch_after_launch(torch, m, n, k, tile_n, dtype, ctas):
+    """The stream-K kernel three times on the same workspace: each launch must leave the
+    hand-over flags at zero for the next (a stale flag lets an owner read sums not yet
+    written). C is NaN-poisoned before each launch."""
+    from tilemem.gemm.hopper import HopperGemm
+
+    fp8 = dtype == "float8_e4m3fn"
+    gemm = HopperGemm(
+        cluster_m=1, dtype=dtype, tile_n=tile_n, promote=fp8, stream_k=True, group_m=8
+    )
+    gen = torch.Generator(device="cuda").manual_seed(m + n + k)
+    a = torch.randn(m, k, device="cuda", generator=gen)
+    b = torch.randn(n, k, device="cuda", generator=gen)
+    kind = torch.float8_e4m3fn if fp8 else torch.bfloat16
+    a, b = a.to(kind), b.to(kind)
+    ref = a.float() @ b.float().T
+    c = torch.empty((m, n), device="cuda", dtype=torch.bfloat16)
+    launch = gemm.prepare(a, b, c, ctas=ctas)
+    for _ in range(3):
+        c.fill_(float("nan"))
+        launch()
+        torch.cuda.synchronize()
+        err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
+        assert bool(torch.isfinite(c).all()) and err < 1e-2, err
+    import numpy as np
+
+    from tilemem.cuda.device import check, driver
+
+    flags = launch.workspace["flags"]
+    host = np.ones(flags.shape, np.uint32)
+    check(driver().cuMemcpyDtoH(host, flags.ptr, host.nbytes), "reading the flags", "test")
+    assert not host.any(), host

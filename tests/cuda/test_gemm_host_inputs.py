@@ -103,10 +103,11 @@ def _benchmark_module(monkeypatch):
 
 def test_benchmark_variants_parse_widths_clusters_split_and_unpromoted(monkeypatch):
     bench = _benchmark_module(monkeypatch)
-    assert bench.parse_variants("256x2,64x1k,unpromoted,") == [
+    assert bench.parse_variants("256x2,64x1k,unpromoted,192s,") == [
         (256, 2, False),
         (64, 1, True),
         "unpromoted",
+        (192, "stream-k"),
     ]
     assert bench.parse_variants("") == []
     with pytest.raises(ValueError):

@@ -75,6 +75,33 @@ def tile_coords(tile, m_tiles, n_tiles, group_m):
 
 
 @dataclass(frozen=True)
+class StreamK:
+    """This CTA's share of the stream-K steps (:meth:`Schedule.segments`)."""
+
+    count: Any  # segments
+    begin: Any  # first step (tile * k_tiles + K tile)
+    end: Any  # one past the last
+    first: Any  # tile of the first segment
+    last: Any  # tile of the last
+    total: Any  # steps of the product
+    grid: Any
+    cta: Any
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One stream-K segment (:meth:`Schedule.segment`)."""
+
+    tile: Any  # linear tile index
+    m_tile: Any
+    n_tile: Any
+    k_first: Any  # first K tile of the tile's K; 0 for the tile's owner
+    k_end: Any  # one past its last K tile
+    k_count: Any
+    first_step: Any  # ring step of its first K tile
+
+
+@dataclass(frozen=True)
 class Schedule:
     """Which tiles a CTA computes. A cluster of ``cluster_m`` CTAs takes work units: a unit is
     ``cluster_m`` vertically adjacent tiles sharing one N tile, CTA ``rank`` computing M tile
@@ -87,6 +114,7 @@ class Schedule:
     cluster_m: int
     rank: Any  # %cluster_ctarank, or 0 without clusters
     splits: Any = 1  # split-K: K ranges per tile (a kernel parameter), each a unit of its own
+    stream_k: bool = False  # the K steps of all tiles split evenly over the grid (segments)
 
     def units(self):
         """(units this CTA's cluster takes, its first unit, the unit stride, M units)."""
@@ -99,6 +127,42 @@ class Schedule:
             total = total * self.splits
         count = T.let("my_units", (total - first + stride - 1) // stride)
         return count, first, stride, m_units
+
+    def segments(self) -> StreamK:
+        """Stream-K (``stream_k``): the ``tiles * k_tiles`` K steps of the whole product, in
+        tile order, split evenly over the grid; CTA ``c`` takes steps ``[c * total / grid,
+        (c + 1) * total / grid)``, which fall into ``count`` segments of consecutive tiles
+        (the first may start inside its tile, the last may end inside its tile)."""
+        kt = self.k_tiles
+        total = T.let("sk_total", self.m_tiles * self.n_tiles * kt)
+        grid, cta = T.let("sk_grid", T.grid_dim()), T.let("sk_cta", T.block_id())
+        begin = T.let("sk_begin", cta * total // grid)
+        end = T.let("sk_end", (cta + 1) * total // grid)
+        first, last = T.let("sk_first", begin // kt), T.let("sk_last", (end - 1) // kt)
+        count = T.let("sk_segments", T.select(end > begin, last - first + 1, 0))
+        return StreamK(count, begin, end, first, last, total, grid, cta)
+
+    def segment(self, i, sk: StreamK) -> Segment:
+        """Segment ``i`` of this CTA's stream-K steps: its tile, its K tiles ``[k_first,
+        k_end)`` and the ring step of its first. The CTA whose segment starts the tile
+        (``k_first == 0``) owns it: it adds the sums of the CTAs that hold the rest of the
+        tile's K steps (:meth:`peers_end`; each of them holds one segment of it, its first)
+        and writes C."""
+        kt = self.k_tiles
+        tile = T.let("sk_tile", sk.first + i)
+        k_first = T.let("sk_k_first", T.select(i == 0, sk.begin - tile * kt, 0))
+        k_end = T.let("sk_k_end", T.select(tile == sk.last, sk.end - tile * kt, kt))
+        m_tile, n_tile = tile_coords(tile, self.m_tiles, self.n_tiles, self.group_m)
+        step = T.let("sk_step", tile * kt + k_first - sk.begin)
+        count = T.let("sk_k_count", k_end - k_first)
+        return Segment(tile, m_tile, n_tile, k_first, k_end, count, step)
+
+    def peers_end(self, seg: Segment, sk: StreamK):
+        """One past the last CTA holding K steps of ``seg``'s tile: the CTA holding step ``p``
+        is ``((p + 1) * grid - 1) // total`` (the last ``c`` with ``c * total / grid <= p``);
+        ``cta + 1`` when the segment ends its tile."""
+        last = ((seg.tile + 1) * self.k_tiles * sk.grid - 1) // sk.total
+        return T.let("sk_peers_end", T.select(seg.k_end < self.k_tiles, last + 1, sk.cta + 1))
 
     def tile(self, i, units):
         """(M tile, N tile, K range) of this CTA in its ``i``-th unit; ``units`` from
@@ -169,22 +233,34 @@ def _producer(tma_a, tma_b, a, b, full, empty, sched: Schedule, a_rows: int = TI
     stage_bytes = (a.nbytes * a_rows // TILE_M + b.nbytes) // stages  # A: the top a_rows
     k_tiles, cluster_m = sched.k_tiles, sched.cluster_m
     b_rows = tile_n // cluster_m
+
+    def load(s, phase, k0, m_tile, n_tile) -> None:
+        T.ptx.mbarrier.wait((empty, s), phase ^ 1)
+        T.ptx.mbarrier.arrive_expect_tx((full, s), stage_bytes)
+        T.ptx.tma.load(tma_a, (a, s, 0, 0), (full, s), [k0, m_tile * TILE_M])
+        T.ptx.tma.load(
+            tma_b,
+            (b, s, sched.rank * b_rows, 0),
+            (full, s),
+            [k0, n_tile * tile_n + sched.rank * b_rows],
+            multicast_mask=(1 << cluster_m) - 1 if cluster_m > 1 else None,
+        )
+
+    if sched.stream_k:
+        sk = sched.segments()
+        for i in T.serial(sk.count, name="t"):
+            seg = sched.segment(i, sk)
+            for kt in T.serial(seg.k_count, name="kt"):
+                s, phase = _stage_and_phase(seg.first_step + kt, stages)
+                load(s, phase, T.let("k0", (seg.k_first + kt) * tk), seg.m_tile, seg.n_tile)
+        return
     units = sched.units()
     for i in T.serial(units[0], name="t"):
         m_tile, n_tile, split = sched.tile(i, units)
         for kt in T.serial(k_tiles, name="kt"):
             s, phase = _stage_and_phase(i * k_tiles + kt, stages)
             k0 = kt * tk if isinstance(split, int) else T.let("k0", (split * k_tiles + kt) * tk)
-            T.ptx.mbarrier.wait((empty, s), phase ^ 1)
-            T.ptx.mbarrier.arrive_expect_tx((full, s), stage_bytes)
-            T.ptx.tma.load(tma_a, (a, s, 0, 0), (full, s), [k0, m_tile * TILE_M])
-            T.ptx.tma.load(
-                tma_b,
-                (b, s, sched.rank * b_rows, 0),
-                (full, s),
-                [k0, n_tile * tile_n + sched.rank * b_rows],
-                multicast_mask=(1 << cluster_m) - 1 if cluster_m > 1 else None,
-            )
+            load(s, phase, k0, m_tile, n_tile)
 
 
 def _release(empty, stage, cluster_m: int) -> None:
@@ -198,8 +274,11 @@ def _release(empty, stage, cluster_m: int) -> None:
                 T.ptx.mbarrier.arrive_cluster((empty, stage), rank)
 
 
-def _mainloop(acc, a, b, full, empty, consumer, first_step, sched: Schedule, part=None) -> None:
-    """All K tiles of one output tile into ``acc``; the first wgmma overwrites (scale-d 0).
+def _mainloop(
+    acc, a, b, full, empty, consumer, first_step, sched: Schedule, part=None, k_count=None
+) -> None:
+    """All K tiles of one output tile (or ``k_count`` of them, a stream-K segment) into
+    ``acc``; the first wgmma overwrites (scale-d 0).
 
     One wgmma consumes 32 bytes of K (PTX ISA, "wgmma.mma_async": k16 for bf16, k32 for
     fp8), so a 128-byte K tile takes four for either input type. With ``part`` (fp8 with
@@ -208,7 +287,7 @@ def _mainloop(acc, a, b, full, empty, consumer, first_step, sched: Schedule, par
     stages, tk, dtype = a.shape[0], a.shape[-1], a.dtype
     step = 256 // dtype.bits
     rows = TILE_M // CONSUMERS
-    k_tiles = sched.k_tiles
+    k_tiles = sched.k_tiles if k_count is None else k_count
     if part is not None:
         for i in range(acc.shape[0]):
             acc[i] = T.cast(0, "float32")
@@ -368,6 +447,9 @@ def _compute(
     tile_n = b.shape[1]
     acc = T.alloc_local(tile_n // 2, "float32", name="acc")
     part = T.alloc_local(tile_n // 2, "float32", name="part") if promote else None
+    if sched.stream_k:
+        _compute_stream_k(acc, part, tma_c, a, b, c, full, empty, consumer, sched, partial)
+        return
     units = sched.units()
     for i in T.serial(units[0], name="t"):
         m_tile, n_tile, split = sched.tile(i, units)
@@ -385,6 +467,70 @@ def _compute(
             T.ptx.tma.wait_group(0)  # C fully written before the CTA retires
 
 
+def _compute_stream_k(acc, part, tma_c, a, b, c, full, empty, consumer, sched, fixup) -> None:
+    """Stream-K: each segment's mainloop; a segment that starts inside its tile hands its
+    fp32 sums to the tile's owner (:func:`_hand_over`), the owner adds them
+    (:func:`_take_over`) and writes C. ``fixup = (work, flags)``."""
+    work, flags = fixup
+    tile_n = b.shape[1]
+    sk = sched.segments()
+    for i in T.serial(sk.count, name="t"):
+        seg = sched.segment(i, sk)
+        with T.phase("mainloop"):
+            _mainloop(acc, a, b, full, empty, consumer, seg.first_step, sched, part, seg.k_count)
+        with T.phase("epilogue"), T.If(seg.k_first > 0):
+            with T.Then():
+                _hand_over(acc, work, flags, consumer, sk.cta)
+            with T.Else():
+                _take_over(acc, work, flags, consumer, sk.cta, sched.peers_end(seg, sk))
+                _epilogue(acc, c, tma_c, consumer, seg.m_tile * TILE_M, seg.n_tile * tile_n, i)
+    with T.If(T.thread_id() % 128 == 0):
+        T.ptx.tma.wait_group(0)  # C fully written before the CTA retires
+
+
+def _fixup_slot(cta, consumer, regs: int):
+    """(first row of ``work``, flag index) of one consumer warpgroup of CTA ``cta``: its
+    ``regs`` accumulators a thread as ``regs`` rows of 128 threads (thread ``t``'s register
+    ``r`` at row ``first + r``, column ``t``: a warp's 32 stores or loads of one register are
+    128 consecutive bytes)."""
+    slot = T.let("fix_slot", cta * CONSUMERS + consumer)
+    return T.let("fix_row", slot * regs), slot
+
+
+def _hand_over(acc, work, flags, consumer, cta) -> None:
+    """A segment that does not start its tile: store the consumer's sums to this CTA's slot
+    of ``work`` (each CTA hands over at most one segment, its first), ``bar.sync`` the
+    warpgroup, and let one thread fence and raise the slot's flag with a release at gpu
+    scope (the pattern of :mod:`tilemem.ir.intrinsics.memory`)."""
+    regs = acc.shape[0]
+    row, slot = _fixup_slot(cta, consumer, regs)
+    t = T.let("fix_t", T.thread_id() % 128)
+    for r in range(regs):
+        work[row + r, t] = acc[r]
+    T.cuda.named_barrier(consumer + 1, 128)  # every thread's stores before the release
+    with T.If(t == 0):
+        T.ptx.fence.acq_rel_gpu()
+        T.ptx.atom.add_acq_rel_gpu(flags, slot, 1)
+
+
+def _take_over(acc, work, flags, consumer, cta, peers_end) -> None:
+    """The tile's owner: for each CTA ``p = cta + 1 .. peers_end - 1`` in order (the same
+    order every run: C's bits do not depend on which CTA finishes first), one thread waits
+    for its flag with an acquire at gpu scope and sets it back to 0 for the next launch
+    (no CTA of this launch reads it again), ``bar.sync`` hands the acquire to the warpgroup,
+    and every thread adds the peer's sums into its accumulators."""
+    regs = acc.shape[0]
+    t = T.let("fix_t", T.thread_id() % 128)
+    for j in T.serial(peers_end - cta - 1, name="peer"):
+        row, slot = _fixup_slot(cta + 1 + j, consumer, regs)
+        with T.If(t == 0):
+            T.ptx.ld.wait_ge_acquire_gpu(flags, slot, 1)
+            T.ptx.atom.add_acq_rel_gpu(flags, slot, 0xFFFFFFFF)  # back to 0
+        T.cuda.named_barrier(consumer + 1, 128)
+        for r in range(regs):
+            acc[r] = acc[r] + work[row + r, t]
+
+
 def hopper_gemm_persistent(
     cluster_m: int = 1,
     dtype: str = "bfloat16",
@@ -392,6 +538,7 @@ def hopper_gemm_persistent(
     split_k: bool = False,
     a_rows: int = TILE_M,
     promote: bool = False,
+    stream_k: bool = False,
 ) -> KernelProgram:
     """The kernel: ``(tma_a, tma_b, tma_c, m_tiles, n_tiles, k_tiles, group_m)``, 384 threads,
     launched with at most one CTA per SM. ``cluster_m`` = 2 or 4 groups CTAs of adjacent M
@@ -410,7 +557,16 @@ def hopper_gemm_persistent(
     16-token step reads 2 KiB of A a K tile, not 16), and the second consumer idles.
 
     ``promote`` (fp8 only, widths of :data:`PROMOTED_TILE_NS`) sums each K tile's wgmmas in
-    a second fragment and adds it into the fp32 accumulators (:func:`_promote`)."""
+    a second fragment and adds it into the fp32 accumulators (:func:`_promote`).
+
+    ``stream_k`` (CTAs alone, 128 rows of A) builds the stream-K kernel ``(tma_a, tma_b,
+    tma_c, m_tiles, n_tiles, k_tiles, group_m, work, flags)``: the K steps of all tiles are
+    split evenly over the grid (:meth:`Schedule.segments`), so a product of few tiles still
+    fills every SM; the CTA that starts a tile adds the fp32 sums the CTAs holding the rest
+    of its K steps leave in ``work`` (``grid * 2 * tile_n / 2`` rows of 128) and writes C.
+    ``flags`` (``grid * 2`` uint32, zero before the first launch) count the hand-overs and
+    are zero again after each launch. The owner waits for CTAs of higher index, so the grid
+    must be resident at once: at most one CTA per SM (:func:`stream_k_grid`)."""
     if cluster_m not in CLUSTER_SIZES:
         raise GemmShapeError(
             f"cluster_m is one of {CLUSTER_SIZES} (CTAs sharing B by multicast), got {cluster_m}"
@@ -419,6 +575,12 @@ def hopper_gemm_persistent(
         raise GemmShapeError(
             f"split-K runs CTAs alone (its units are K ranges, not M tiles sharing B), got "
             f"cluster_m={cluster_m}: use cluster_m=1"
+        )
+    if stream_k and (cluster_m != 1 or split_k or a_rows != TILE_M):
+        raise GemmShapeError(
+            f"stream-K runs CTAs alone on the 128-row A box, without split-K (its segments "
+            f"already split K); got cluster_m={cluster_m}, split_k={split_k}, a_rows={a_rows}: "
+            "use cluster_m=1, split_k=False, a_rows=128"
         )
     if a_rows != TILE_M and cluster_m != 1:
         raise GemmShapeError(
@@ -434,6 +596,7 @@ def hopper_gemm_persistent(
     name += f"_n{gemm_plan.check_tile_n(tile_n)}" if tile_n != TILE_N else ""
     name += f"_a{a_rows}" if a_rows != TILE_M else ""
     name += "_promote" if promote else ""
+    name += "_streamk" if stream_k else ""
 
     def body(tma_a, tma_b, tma_c, m_tiles, n_tiles, k_tiles, group_m, splits=1, partial=None):
         smem = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n)
@@ -441,7 +604,7 @@ def hopper_gemm_persistent(
         full, empty = smem.buffer("full_bar"), smem.buffer("empty_bar")
         _init_barriers(full, empty, cluster_m)
         rank = T.let("cta_rank", T.ptx.cluster.ctarank()) if cluster_m > 1 else 0
-        sched = Schedule(m_tiles, n_tiles, k_tiles, group_m, cluster_m, rank, splits)
+        sched = Schedule(m_tiles, n_tiles, k_tiles, group_m, cluster_m, rank, splits, stream_k)
         warpgroup = T.let("warpgroup", T.warp_id() // 4)
         with T.If(warpgroup == 0):
             with T.Then():
@@ -454,6 +617,24 @@ def hopper_gemm_persistent(
                 _consumer(tma_c, a, b, c, full, empty, consumer, sched, partial, a_rows, promote)
         if cluster_m > 1:  # no CTA leaves while a peer may still arrive on its barriers
             T.ptx.cluster.sync()
+
+    if stream_k:
+
+        @T.kernel(target="sm_90a", grid=(132,), block=(THREADS,), name=name)
+        def stream_kernel(
+            tma_a: T.TensorMap,
+            tma_b: T.TensorMap,
+            tma_c: T.TensorMap,
+            m_tiles: T.int32,
+            n_tiles: T.int32,
+            k_tiles: T.int32,
+            group_m: T.int32,
+            work: T.Buffer(("work_rows", 128), "float32"),
+            flags: T.Buffer(("flag_count",), "uint32"),
+        ):
+            body(tma_a, tma_b, tma_c, m_tiles, n_tiles, k_tiles, group_m, 1, (work, flags))
+
+        return stream_kernel
 
     if split_k:
 
@@ -571,12 +752,17 @@ class HopperGemm:
         split_k: bool = False,
         a_rows: int = TILE_M,
         promote: bool = False,
+        stream_k: bool = False,
     ):
         _check_group_m(group_m)
+        if type(stream_k) is not bool:
+            raise GemmShapeError(f"stream_k is True or False, got {stream_k!r}")
         self.group_m, self.cluster_m, self.l2_promotion = group_m, cluster_m, l2_promotion
         self.dtype, self.tile_n, self.split_k, self.a_rows = dtype, tile_n, split_k, a_rows
-        self.promote = promote
-        self.program = hopper_gemm_persistent(cluster_m, dtype, tile_n, split_k, a_rows, promote)
+        self.promote, self.stream_k = promote, stream_k
+        self.program = hopper_gemm_persistent(
+            cluster_m, dtype, tile_n, split_k, a_rows, promote, stream_k=stream_k
+        )
         self.launcher = Launcher(self.program)
         self.reduce = Launcher(splitk_reduce()) if split_k else None
         self.plan = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n)  # the same
@@ -607,6 +793,11 @@ class HopperGemm:
         stage = shapes.staging(m, n, k, self.dtype, self.tile_n, self.a_rows)
         if self.split_k:
             return self._prepare_split(a, b, c, stage, ctas, splits)
+        if self.stream_k and splits is not None:
+            raise GemmShapeError(
+                f"splits={splits!r} is for the split-K kernel; the stream-K kernel splits the "
+                "K steps over the grid itself: leave splits out (ctas caps the grid)"
+            )
         if splits is not None:
             raise GemmShapeError(
                 f"splits={splits!r} needs the split-K kernel: HopperGemm(..., split_k=True)"
@@ -687,6 +878,8 @@ class HopperGemm:
             ceil_div(stage.np_, self.tile_n),
             ceil_div(stage.kp, tk),
         )
+        if self.stream_k:
+            return self._launch_stream_k(maps, tiles, ctas)
         cm = self.cluster_m
         units = ceil_div(tiles[0], cm) * tiles[1]
         clusters = min(self.max_clusters, units, max(1, (ctas or self.sms) // cm))
@@ -697,8 +890,43 @@ class HopperGemm:
 
         return launch
 
+    def _launch_stream_k(self, maps, tiles, ctas: int | None) -> Callable[..., None]:
+        """The stream-K launch: :func:`stream_k_grid` CTAs, and the hand-over workspace
+        (fp32 sums, ``grid * 2 * tile_n / 2`` rows of 128) and flags (``grid * 2``, zeroed
+        once here; every launch leaves them zero) that live with the launch."""
+        grid = stream_k_grid(tiles[0] * tiles[1], tiles[2], min(self.sms, ctas or self.sms))
+        name = self.program.name
+        work = _DeviceMatrix(grid * CONSUMERS * (self.tile_n // 2), 128, "float32", name)
+        flags = _DeviceMatrix(1, grid * CONSUMERS, "uint32", name, vector=True)
+
+        def launch(stream=None) -> None:
+            self.launcher(*maps, *tiles, self.group_m, work, flags, grid=(grid,), stream=stream)
+
+        launch.workspace = {"work": work, "flags": flags}  # type: ignore[attr-defined]
+        return launch
+
     def __call__(self, a, b, c, stream=None) -> None:
         self.prepare(a, b, c)(stream)
+
+
+def stream_k_grid(tiles: int, k_tiles: int, sms: int) -> int:
+    """CTAs of a stream-K launch: one per SM, fewer when the product has fewer K steps
+    (``tiles * k_tiles``) than SMs, so every CTA has at least one. The kernel's waits need
+    every CTA resident at once, and its step arithmetic (``cta * steps``) 32-bit ints:
+    GemmShapeError when ``steps * grid`` reaches 2**31 (use the kernel without stream-K)."""
+    tiles, k_tiles, sms = (
+        check_int(v, f"stream_k_grid's {x}", minimum=1, error=GemmShapeError)
+        for x, v in (("tiles", tiles), ("k_tiles", k_tiles), ("sms", sms))
+    )
+    steps = tiles * k_tiles
+    grid = min(sms, steps)
+    if steps * grid >= 1 << 31:
+        raise GemmShapeError(
+            f"stream-K over {tiles} tiles of {k_tiles} K tiles on {grid} CTAs: {steps} * {grid} "
+            "does not fit the kernel's 32-bit step arithmetic; use stream_k=False for a product "
+            "this large (it fills the SMs with whole tiles)"
+        )
+    return grid
 
 
 # Relative cost of one column of a narrower CTA tile. 128 x 192 streams more operand bytes per
@@ -1001,16 +1229,17 @@ class _DeviceMatrix:
     (``cuMemAlloc``, ``cuMemsetD8``), freed with the object: a staging workspace. It carries
     the ``__cuda_array_interface__`` and ``dtype`` name the GEMM's checks and tensor maps read."""
 
-    def __init__(self, rows: int, cols: int, dtype: str, kernel: str):
+    def __init__(self, rows: int, cols: int, dtype: str, kernel: str, vector: bool = False):
         drv = driver()
-        self.shape, self.dtype, self.kernel = (rows, cols), dtype, kernel
+        shape = (cols,) if vector else (rows, cols)  # vector: one row, seen as 1-D
+        self.shape, self.dtype, self.kernel = shape, dtype, kernel
         nbytes = rows * cols * as_dtype(dtype).bits // 8
         self.ptr = int(check(drv.cuMemAlloc(nbytes), f"cuMemAlloc({nbytes})", kernel))
         check(drv.cuMemsetD8(self.ptr, 0, nbytes), "cuMemsetD8 of the workspace", kernel)
         check(drv.cuCtxSynchronize(), "zeroing the workspace", kernel)  # before any stream uses it
         typestr = f"|V{as_dtype(dtype).bits // 8}"
         self.__cuda_array_interface__ = {
-            "shape": (rows, cols),
+            "shape": shape,
             "typestr": typestr,
             "data": (self.ptr, False),
             "strides": None,

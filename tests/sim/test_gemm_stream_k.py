@@ -1,0 +1,118 @@
+"""The stream-K GEMM (``hopper_gemm_persistent(stream_k=True)``) in the simulator against
+numpy's fp32 product, and its segment arithmetic against a count by hand.
+
+Every K step of every tile is computed exactly once: the CTAs split the steps of the whole
+product evenly, a CTA whose share starts inside a tile hands its fp32 sums over through
+``work`` and a flag, and the CTA that starts the tile adds them in CTA order and writes C.
+C starts as NaN, so a tile nobody writes fails; ``work`` starts as NaN, so a sum read before
+it is written fails; the flags must be zero again after the launch. Tolerance as in
+test_gemm_shapes.py: bf16 rounding of C (2^-8 relative) plus fp32 reordering.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+import tilemem.sim as sim
+from tilemem.cuda.tma import tile_map
+from tilemem.errors import GemmShapeError
+from tilemem.gemm import plan as gemm_plan
+from tilemem.gemm.hopper import hopper_gemm_persistent
+from tilemem.intmath import ceil_div
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+
+
+@functools.lru_cache
+def _program(tile_n: int, dtype: str = "bfloat16", promote: bool = False):
+    print(f"building the stream-K GEMM (128 x {tile_n}, {dtype}, promote={promote})")
+    return hopper_gemm_persistent(tile_n=tile_n, dtype=dtype, promote=promote, stream_k=True)
+
+
+def _stream_k(a, b, c, tile_n: int, grid: int, seed: int, dtype="bfloat16", promote=False):
+    m, k = a.shape
+    n = b.shape[0]
+    plan = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n)
+    maps = (
+        tile_map(a, plan.buffer("A")),
+        tile_map(b, gemm_plan.b_share(1, dtype, tile_n=tile_n)),
+        tile_map(c, plan.buffer("C_stage")),
+    )
+    tiles = (ceil_div(m, 128), ceil_div(n, tile_n), ceil_div(k, gemm_plan.tile_k(dtype)))
+    work = np.full((grid * 2 * tile_n // 2, 128), np.nan, np.float32)
+    flags = np.zeros(grid * 2, np.uint32)
+    program = _program(tile_n, dtype, promote)
+    result = sim.run(
+        program, *maps, *tiles, 8, work, flags, grid=(grid,), sms=grid, schedule="random", seed=seed
+    )
+    assert result.ok, result.hazards
+    assert not flags.any(), flags  # every flag raised was taken and set back
+    return work
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "k", "tile_n", "grid", "handed"),
+    [
+        # 2 x 2 tiles of 5 K tiles = 20 steps over 3 CTAs: [0, 6), [6, 13), [13, 20). CTA 0
+        # owns tiles 0 and 1, CTA 1 hands tile 1's steps 1-4 over and owns tile 2, CTA 2
+        # hands tile 2's steps 3-4 over and owns tile 3 whole
+        (130, 136, 320, 128, 3, [1, 2]),
+        # one tile (N = 104 < 128) of 5 K tiles over 3 CTAs: [0, 1), [1, 3), [3, 5); CTA 0
+        # adds 1's and 2's
+        (64, 104, 320, 128, 3, [1, 2]),
+        # 4 tiles over 4 CTAs: each CTA one whole tile, nothing handed over
+        (256, 200, 128, 64, 4, []),
+        # 3 tiles (N = 136 in 64-wide tiles) of 3 K tiles = 9 steps over 4 CTAs:
+        # [0, 2), [2, 4), [4, 6), [6, 9): CTAs 1 and 2 hand over their first segment
+        (100, 136, 192, 64, 4, [1, 2]),
+    ],
+)
+def test_stream_k_matches_numpy(m, n, k, tile_n, grid, handed):
+    rng = np.random.default_rng(m + n + k)
+    a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
+    c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
+    work = _stream_k(a, b, c, tile_n, grid, seed=grid)
+    ref = a.astype(np.float32) @ b.astype(np.float32).T
+    got = c.astype(np.float32)
+    assert np.isfinite(got).all()
+    assert (np.abs(got - ref) <= 2.0**-8 * np.abs(ref) + 1e-3).all()
+    # which CTAs handed sums over: their slots were written, the others' never touched
+    regs = tile_n // 2
+    written = [cta for cta in range(grid) if np.isfinite(work[cta * 2 * regs]).all()]
+    assert written == handed
+
+
+def test_stream_k_promoted_fp8_matches_numpy():
+    m, n, k, grid = 130, 104, 640, 3  # 2 tiles of 5 fp8 K tiles over 3 CTAs
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((m, k)).astype(ml_dtypes.float8_e4m3fn)
+    b = rng.standard_normal((n, k)).astype(ml_dtypes.float8_e4m3fn)
+    c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
+    _stream_k(a, b, c, 128, grid, seed=1, dtype="float8_e4m3fn", promote=True)
+    ref = a.astype(np.float32) @ b.astype(np.float32).T
+    got = c.astype(np.float32)
+    assert (np.abs(got - ref) <= 2.0**-8 * np.abs(ref) + 1e-3).all()
+
+
+def test_the_same_bits_whichever_cta_finishes_first():
+    """The owner adds its peers in CTA order: C does not depend on the schedule."""
+    m, n, k = 64, 104, 320
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
+    outs = []
+    for seed in (0, 1, 2):
+        c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
+        _stream_k(a, b, c, 128, 4, seed=seed)
+        outs.append(c.view(np.uint16).copy())
+    assert all((o == outs[0]).all() for o in outs)
+
+
+@pytest.mark.parametrize("kwargs", [dict(cluster_m=2), dict(split_k=True), dict(a_rows=64)])
+def test_stream_k_refuses_clusters_split_k_and_small_a_boxes(kwargs):
+    with pytest.raises(GemmShapeError, match=r"stream-K runs CTAs alone.*use cluster_m=1"):
+        hopper_gemm_persistent(stream_k=True, **kwargs)
