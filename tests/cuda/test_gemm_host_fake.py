@@ -448,3 +448,54 @@ def test_auto_gemm_picks_a_rows_for_small_m(drv):
     AutoGemm()(*operands(16, 256, 64))
     name, launch = only_launch(drv)
     assert name.endswith("_a16") and drv.map_of(launch.params[0])["box"] == [64, 16]
+
+
+# -- stream-K ----------------------------------------------------------------------------------
+
+
+def test_stream_k_launches_whole_groups_with_zeroed_flags(drv):
+    # 256 x 6144 x 4096 at 128 x 128: 2 x 48 tiles of 64 K tiles. Groups of 2 (the largest
+    # divisor of 2 M tiles up to 8): 132 // 2 = 66 groups, grid 132. Hand-over workspace:
+    # 132 CTAs x 2 consumers x 64 registers = 16,896 rows of 128 fp32; flags 132 x 2 uint32,
+    # both zero-filled and synchronised before any stream uses them
+    gemm = HopperGemm(cluster_m=1, tile_n=128, stream_k=True)
+    launch = gemm.prepare(*operands(256, 6144, 4096))
+    work, flags = launch.workspace["work"], launch.workspace["flags"]
+    assert (work.shape, flags.shape) == ((16896, 128), (264,))
+    prepared = list(drv.events)
+    for ws, n in ((work, 16896 * 128 * 4), (flags, 264 * 4)):
+        i = prepared.index(("alloc", ws.ptr, n))
+        assert prepared[i + 1 : i + 3] == [("memset", ws.ptr, 0, n), ("sync",)]
+    drv.events.clear()
+    launch(Stream(0x42))
+    name, main = only_launch(drv)
+    assert name == "hopper_gemm_persistent_n128_streamk"
+    assert (main.grid, main.cluster, main.stream) == ((132, 1, 1), None, 0x42)
+    # m, n, k tiles, group_m, m_group; the work and flags pointers, then their sizes (work's
+    # rows: its 128 columns are fixed in the kernel; the flag count)
+    assert ints(main.params[3:8]) == [2, 48, 64, 8, 2]
+    assert [pointer(p) for p in main.params[8:10]] == [work.ptr, flags.ptr]
+    assert ints(main.params[10:]) == [16896, 264]
+
+
+@pytest.mark.parametrize(
+    ("m", "ctas", "grid", "m_group"),
+    [
+        (384, None, 132, 3),  # 3 M tiles: 44 groups of 3
+        (640, None, 130, 5),  # 5 M tiles: 26 groups of 5
+        (256, 7, 6, 2),  # a cap of 7 CTAs holds 3 groups of 2
+        (128, 5, 5, 1),  # one M tile: groups of one CTA
+    ],
+)
+def test_stream_k_grid_is_whole_groups_of_the_m_tiles(drv, m, ctas, grid, m_group):
+    HopperGemm(cluster_m=1, tile_n=128, stream_k=True).prepare(*operands(m, 1024, 1024), ctas)()
+    _, main = only_launch(drv)
+    assert main.grid == (grid, 1, 1) and ints(main.params[7:8]) == [m_group]
+
+
+def test_stream_k_takes_no_splits_and_only_bools(drv):
+    gemm = HopperGemm(cluster_m=1, stream_k=True)
+    with pytest.raises(GemmShapeError, match=r"splits=2 is for the split-K kernel"):
+        gemm.prepare(*operands(256, 256, 640), splits=2)
+    with pytest.raises(GemmShapeError, match=r"stream_k is True or False, got 1"):
+        HopperGemm(cluster_m=1, stream_k=1)  # type: ignore[arg-type]

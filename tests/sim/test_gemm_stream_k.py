@@ -20,7 +20,7 @@ import tilemem.sim as sim
 from tilemem.cuda.tma import tile_map
 from tilemem.errors import GemmShapeError
 from tilemem.gemm import plan as gemm_plan
-from tilemem.gemm.hopper import hopper_gemm_persistent
+from tilemem.gemm.hopper import hopper_gemm_persistent, stream_k_grid
 from tilemem.intmath import ceil_div
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
@@ -32,7 +32,9 @@ def _program(tile_n: int, dtype: str = "bfloat16", promote: bool = False):
     return hopper_gemm_persistent(tile_n=tile_n, dtype=dtype, promote=promote, stream_k=True)
 
 
-def _stream_k(a, b, c, tile_n: int, grid: int, seed: int, dtype="bfloat16", promote=False):
+def _stream_k(
+    a, b, c, tile_n: int, grid: int, seed: int, dtype="bfloat16", promote=False, m_group=1
+):
     m, k = a.shape
     n = b.shape[0]
     plan = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n)
@@ -46,7 +48,17 @@ def _stream_k(a, b, c, tile_n: int, grid: int, seed: int, dtype="bfloat16", prom
     flags = np.zeros(grid * 2, np.uint32)
     program = _program(tile_n, dtype, promote)
     result = sim.run(
-        program, *maps, *tiles, 8, work, flags, grid=(grid,), sms=grid, schedule="random", seed=seed
+        program,
+        *maps,
+        *tiles,
+        8,
+        m_group,
+        work,
+        flags,
+        grid=(grid,),
+        sms=grid,
+        schedule="random",
+        seed=seed,
     )
     assert result.ok, result.hazards
     assert not flags.any(), flags  # every flag raised was taken and set back
@@ -54,28 +66,35 @@ def _stream_k(a, b, c, tile_n: int, grid: int, seed: int, dtype="bfloat16", prom
 
 
 @pytest.mark.parametrize(
-    ("m", "n", "k", "tile_n", "grid", "handed"),
+    ("m", "n", "k", "tile_n", "grid", "handed", "m_group"),
     [
         # 2 x 2 tiles of 5 K tiles = 20 steps over 3 CTAs: [0, 6), [6, 13), [13, 20). CTA 0
         # owns tiles 0 and 1, CTA 1 hands tile 1's steps 1-4 over and owns tile 2, CTA 2
         # hands tile 2's steps 3-4 over and owns tile 3 whole
-        (130, 136, 320, 128, 3, [1, 2]),
+        (130, 136, 320, 128, 3, [1, 2], 1),
         # one tile (N = 104 < 128) of 5 K tiles over 3 CTAs: [0, 1), [1, 3), [3, 5); CTA 0
         # adds 1's and 2's
-        (64, 104, 320, 128, 3, [1, 2]),
+        (64, 104, 320, 128, 3, [1, 2], 1),
         # 4 tiles over 4 CTAs: each CTA one whole tile, nothing handed over
-        (256, 200, 128, 64, 4, []),
+        (256, 200, 128, 64, 4, [], 1),
         # 3 tiles (N = 136 in 64-wide tiles) of 3 K tiles = 9 steps over 4 CTAs:
         # [0, 2), [2, 4), [4, 6), [6, 9): CTAs 1 and 2 hand over their first segment
-        (100, 136, 192, 64, 4, [1, 2]),
+        (100, 136, 192, 64, 4, [1, 2], 1),
+        # groups of 2 CTAs (M tiles 0 and 1 of one N tile): 2 units of 5 K tiles = 10 steps
+        # over 3 groups: [0, 3), [3, 6), [6, 10); groups 1 (CTAs 2, 3) and 2 (CTAs 4, 5) hand
+        # their first segment over to the same rank of the group before
+        (256, 136, 320, 128, 6, [2, 3, 4, 5], 2),
+        # groups of 3 (M = 300: 3 M tiles), one unit of 5 K tiles over 2 groups: [0, 2),
+        # [2, 5); CTAs 3, 4, 5 hand over to 0, 1, 2
+        (300, 104, 320, 128, 6, [3, 4, 5], 3),
     ],
 )
-def test_stream_k_matches_numpy(m, n, k, tile_n, grid, handed):
+def test_stream_k_matches_numpy(m, n, k, tile_n, grid, handed, m_group):
     rng = np.random.default_rng(m + n + k)
     a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
     b = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
     c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
-    work = _stream_k(a, b, c, tile_n, grid, seed=grid)
+    work = _stream_k(a, b, c, tile_n, grid, seed=grid, m_group=m_group)
     ref = a.astype(np.float32) @ b.astype(np.float32).T
     got = c.astype(np.float32)
     assert np.isfinite(got).all()
@@ -116,3 +135,27 @@ def test_the_same_bits_whichever_cta_finishes_first():
 def test_stream_k_refuses_clusters_split_k_and_small_a_boxes(kwargs):
     with pytest.raises(GemmShapeError, match=r"stream-K runs CTAs alone.*use cluster_m=1"):
         hopper_gemm_persistent(stream_k=True, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("tiles", "sms", "want"),
+    [
+        ((2, 48, 64), 132, (132, 2)),  # 256 x 6144 x 4096 at 128 x 128: 66 pairs
+        ((3, 22, 224), 132, (132, 3)),  # M = 384: groups of 3 M tiles
+        ((5, 10, 64), 132, (130, 5)),  # 26 groups of 5 (130 of 132 SMs)
+        ((16, 8, 32), 132, (128, 8)),  # at most 8 a group: 16 groups of 8
+        ((11, 4, 32), 132, (132, 1)),  # 11 M tiles: no divisor up to 8 but 1
+        ((1, 1, 3), 132, (3, 1)),  # 3 K steps: 3 CTAs, one step each
+        ((2, 1, 1), 132, (2, 2)),  # one unit of one K step: one group
+        ((4, 4, 4), 2, (2, 2)),  # two SMs hold one group of 2
+    ],
+)
+def test_stream_k_grid_takes_whole_groups_of_the_m_tiles(tiles, sms, want):
+    assert stream_k_grid(*tiles, sms) == want
+
+
+def test_stream_k_grid_refuses_what_its_32_bit_steps_cannot_count():
+    # 64 x 64 units of 4,096 K tiles = 2**24 steps on 16 groups of 8: 2**28 fits
+    assert stream_k_grid(512, 64, 4096, 128) == (128, 8)
+    with pytest.raises(GemmShapeError, match=r"32-bit step arithmetic; use stream_k=False"):
+        stream_k_grid(1024, 1024, 4096, 132)  # 2**29 steps * 16 groups

@@ -79,13 +79,14 @@ class StreamK:
     """This CTA's share of the stream-K steps (:meth:`Schedule.segments`)."""
 
     count: Any  # segments
-    begin: Any  # first step (tile * k_tiles + K tile)
+    begin: Any  # first step (unit * k_tiles + K tile)
     end: Any  # one past the last
-    first: Any  # tile of the first segment
-    last: Any  # tile of the last
+    first: Any  # unit of the first segment
+    last: Any  # unit of the last
     total: Any  # steps of the product
-    grid: Any
-    cta: Any
+    groups: Any  # CTA groups in the grid
+    group: Any  # this CTA's group
+    rank: Any  # its place in the group: the M tile of a unit it computes
 
 
 @dataclass(frozen=True)
@@ -115,6 +116,7 @@ class Schedule:
     rank: Any  # %cluster_ctarank, or 0 without clusters
     splits: Any = 1  # split-K: K ranges per tile (a kernel parameter), each a unit of its own
     stream_k: bool = False  # the K steps of all tiles split evenly over the grid (segments)
+    m_group: Any = 1  # stream-K: CTAs that take the same N tile and K steps (a kernel parameter)
 
     def units(self):
         """(units this CTA's cluster takes, its first unit, the unit stride, M units)."""
@@ -129,40 +131,49 @@ class Schedule:
         return count, first, stride, m_units
 
     def segments(self) -> StreamK:
-        """Stream-K (``stream_k``): the ``tiles * k_tiles`` K steps of the whole product, in
-        tile order, split evenly over the grid; CTA ``c`` takes steps ``[c * total / grid,
-        (c + 1) * total / grid)``, which fall into ``count`` segments of consecutive tiles
-        (the first may start inside its tile, the last may end inside its tile)."""
-        kt = self.k_tiles
-        total = T.let("sk_total", self.m_tiles * self.n_tiles * kt)
-        grid, cta = T.let("sk_grid", T.grid_dim()), T.let("sk_cta", T.block_id())
-        begin = T.let("sk_begin", cta * total // grid)
-        end = T.let("sk_end", (cta + 1) * total // grid)
+        """Stream-K (``stream_k``). The grid is ``groups`` groups of ``m_group`` CTAs; a
+        unit is ``m_group`` vertically adjacent tiles sharing one N tile (rank ``r`` of a
+        group computes M tile ``unit_m * m_group + r``), so the CTAs of a group read the
+        same B tile at the same K step (one read from DRAM for all of them, as the tiles
+        of one N column run together in the other kernels). The ``units * k_tiles`` K steps
+        of the whole product, in unit order, are split evenly over the groups: group ``g``
+        takes steps ``[g * total / groups, (g + 1) * total / groups)``, which fall into
+        ``count`` segments of consecutive units (the first may start inside its unit, the
+        last may end inside it)."""
+        kt, size = self.k_tiles, self.m_group
+        m_units = (self.m_tiles + size - 1) // size
+        total = T.let("sk_total", m_units * self.n_tiles * kt)
+        groups = T.let("sk_groups", T.grid_dim() // size)
+        group, rank = T.let("sk_group", T.block_id() // size), T.let("sk_rank", T.block_id() % size)
+        begin = T.let("sk_begin", group * total // groups)
+        end = T.let("sk_end", (group + 1) * total // groups)
         first, last = T.let("sk_first", begin // kt), T.let("sk_last", (end - 1) // kt)
         count = T.let("sk_segments", T.select(end > begin, last - first + 1, 0))
-        return StreamK(count, begin, end, first, last, total, grid, cta)
+        return StreamK(count, begin, end, first, last, total, groups, group, rank)
 
     def segment(self, i, sk: StreamK) -> Segment:
         """Segment ``i`` of this CTA's stream-K steps: its tile, its K tiles ``[k_first,
-        k_end)`` and the ring step of its first. The CTA whose segment starts the tile
-        (``k_first == 0``) owns it: it adds the sums of the CTAs that hold the rest of the
-        tile's K steps (:meth:`peers_end`; each of them holds one segment of it, its first)
-        and writes C."""
-        kt = self.k_tiles
-        tile = T.let("sk_tile", sk.first + i)
-        k_first = T.let("sk_k_first", T.select(i == 0, sk.begin - tile * kt, 0))
-        k_end = T.let("sk_k_end", T.select(tile == sk.last, sk.end - tile * kt, kt))
-        m_tile, n_tile = tile_coords(tile, self.m_tiles, self.n_tiles, self.group_m)
-        step = T.let("sk_step", tile * kt + k_first - sk.begin)
+        k_end)`` and the ring step of its first. The group whose segment starts the unit
+        (``k_first == 0``) owns it: each of its CTAs adds the sums of the CTAs of the same
+        rank in the groups that hold the rest of the unit's K steps (:meth:`peers_end`;
+        each of them holds one segment of it, its first) and writes C."""
+        kt, size = self.k_tiles, self.m_group
+        unit = T.let("sk_unit", sk.first + i)
+        k_first = T.let("sk_k_first", T.select(i == 0, sk.begin - unit * kt, 0))
+        k_end = T.let("sk_k_end", T.select(unit == sk.last, sk.end - unit * kt, kt))
+        m_units = (self.m_tiles + size - 1) // size
+        m_unit, n_tile = tile_coords(unit, m_units, self.n_tiles, self.group_m)
+        m_tile = T.let("sk_m_tile", m_unit * size + sk.rank)
+        step = T.let("sk_step", unit * kt + k_first - sk.begin)
         count = T.let("sk_k_count", k_end - k_first)
-        return Segment(tile, m_tile, n_tile, k_first, k_end, count, step)
+        return Segment(unit, m_tile, n_tile, k_first, k_end, count, step)
 
     def peers_end(self, seg: Segment, sk: StreamK):
-        """One past the last CTA holding K steps of ``seg``'s tile: the CTA holding step ``p``
-        is ``((p + 1) * grid - 1) // total`` (the last ``c`` with ``c * total / grid <= p``);
-        ``cta + 1`` when the segment ends its tile."""
-        last = ((seg.tile + 1) * self.k_tiles * sk.grid - 1) // sk.total
-        return T.let("sk_peers_end", T.select(seg.k_end < self.k_tiles, last + 1, sk.cta + 1))
+        """One past the last group holding K steps of ``seg``'s unit: the group holding step
+        ``p`` is ``((p + 1) * groups - 1) // total`` (the last ``g`` with ``g * total /
+        groups <= p``); ``group + 1`` when the segment ends its unit."""
+        last = ((seg.tile + 1) * self.k_tiles * sk.groups - 1) // sk.total
+        return T.let("sk_peers_end", T.select(seg.k_end < self.k_tiles, last + 1, sk.group + 1))
 
     def tile(self, i, units):
         """(M tile, N tile, K range) of this CTA in its ``i``-th unit; ``units`` from
@@ -480,9 +491,9 @@ def _compute_stream_k(acc, part, tma_c, a, b, c, full, empty, consumer, sched, f
             _mainloop(acc, a, b, full, empty, consumer, seg.first_step, sched, part, seg.k_count)
         with T.phase("epilogue"), T.If(seg.k_first > 0):
             with T.Then():
-                _hand_over(acc, work, flags, consumer, sk.cta)
+                _hand_over(acc, work, flags, consumer, T.block_id())
             with T.Else():
-                _take_over(acc, work, flags, consumer, sk.cta, sched.peers_end(seg, sk))
+                _take_over(acc, work, flags, consumer, sk, sched.peers_end(seg, sk), sched.m_group)
                 _epilogue(acc, c, tma_c, consumer, seg.m_tile * TILE_M, seg.n_tile * tile_n, i)
     with T.If(T.thread_id() % 128 == 0):
         T.ptx.tma.wait_group(0)  # C fully written before the CTA retires
@@ -513,16 +524,17 @@ def _hand_over(acc, work, flags, consumer, cta) -> None:
         T.ptx.atom.add_acq_rel_gpu(flags, slot, 1)
 
 
-def _take_over(acc, work, flags, consumer, cta, peers_end) -> None:
-    """The tile's owner: for each CTA ``p = cta + 1 .. peers_end - 1`` in order (the same
-    order every run: C's bits do not depend on which CTA finishes first), one thread waits
+def _take_over(acc, work, flags, consumer, sk: StreamK, peers_end, size) -> None:
+    """The tile's owner: for each group ``g = group + 1 .. peers_end - 1`` in order (the same
+    order every run: C's bits do not depend on which CTA finishes first), the CTA of this
+    rank in it (``g * size + rank``) holds sums of this tile; one thread waits
     for its flag with an acquire at gpu scope and sets it back to 0 for the next launch
     (no CTA of this launch reads it again), ``bar.sync`` hands the acquire to the warpgroup,
     and every thread adds the peer's sums into its accumulators."""
     regs = acc.shape[0]
     t = T.let("fix_t", T.thread_id() % 128)
-    for j in T.serial(peers_end - cta - 1, name="peer"):
-        row, slot = _fixup_slot(cta + 1 + j, consumer, regs)
+    for j in T.serial(peers_end - sk.group - 1, name="peer"):
+        row, slot = _fixup_slot((sk.group + 1 + j) * size + sk.rank, consumer, regs)
         with T.If(t == 0):
             T.ptx.ld.wait_ge_acquire_gpu(flags, slot, 1)
             T.ptx.atom.add_acq_rel_gpu(flags, slot, 0xFFFFFFFF)  # back to 0
@@ -560,10 +572,12 @@ def hopper_gemm_persistent(
     a second fragment and adds it into the fp32 accumulators (:func:`_promote`).
 
     ``stream_k`` (CTAs alone, 128 rows of A) builds the stream-K kernel ``(tma_a, tma_b,
-    tma_c, m_tiles, n_tiles, k_tiles, group_m, work, flags)``: the K steps of all tiles are
-    split evenly over the grid (:meth:`Schedule.segments`), so a product of few tiles still
-    fills every SM; the CTA that starts a tile adds the fp32 sums the CTAs holding the rest
-    of its K steps leave in ``work`` (``grid * 2 * tile_n / 2`` rows of 128) and writes C.
+    tma_c, m_tiles, n_tiles, k_tiles, group_m, m_group, work, flags)``: the K steps of all
+    tiles are split evenly over groups of ``m_group`` CTAs (the grid a multiple of it), each
+    CTA of a group on its own M tile of the same N tile and K steps
+    (:meth:`Schedule.segments`), so a product of few tiles still fills every SM; the CTA
+    that starts a tile adds the fp32 sums the CTAs holding the rest of its K steps leave in
+    ``work`` (``grid * 2 * tile_n / 2`` rows of 128) and writes C.
     ``flags`` (``grid * 2`` uint32, zero before the first launch) count the hand-overs and
     are zero again after each launch. The owner waits for CTAs of higher index, so the grid
     must be resident at once: at most one CTA per SM (:func:`stream_k_grid`)."""
@@ -598,13 +612,17 @@ def hopper_gemm_persistent(
     name += "_promote" if promote else ""
     name += "_streamk" if stream_k else ""
 
-    def body(tma_a, tma_b, tma_c, m_tiles, n_tiles, k_tiles, group_m, splits=1, partial=None):
+    def body(
+        tma_a, tma_b, tma_c, m_tiles, n_tiles, k_tiles, group_m, splits=1, partial=None, m_group=1
+    ):
         smem = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n)
         a, b, c = smem.buffer("A"), smem.buffer("B"), smem.buffer("C_stage")
         full, empty = smem.buffer("full_bar"), smem.buffer("empty_bar")
         _init_barriers(full, empty, cluster_m)
         rank = T.let("cta_rank", T.ptx.cluster.ctarank()) if cluster_m > 1 else 0
-        sched = Schedule(m_tiles, n_tiles, k_tiles, group_m, cluster_m, rank, splits, stream_k)
+        sched = Schedule(
+            m_tiles, n_tiles, k_tiles, group_m, cluster_m, rank, splits, stream_k, m_group
+        )
         warpgroup = T.let("warpgroup", T.warp_id() // 4)
         with T.If(warpgroup == 0):
             with T.Then():
@@ -629,10 +647,11 @@ def hopper_gemm_persistent(
             n_tiles: T.int32,
             k_tiles: T.int32,
             group_m: T.int32,
+            m_group: T.int32,
             work: T.Buffer(("work_rows", 128), "float32"),
             flags: T.Buffer(("flag_count",), "uint32"),
         ):
-            body(tma_a, tma_b, tma_c, m_tiles, n_tiles, k_tiles, group_m, 1, (work, flags))
+            body(tma_a, tma_b, tma_c, m_tiles, n_tiles, k_tiles, group_m, 1, (work, flags), m_group)
 
         return stream_kernel
 
@@ -891,16 +910,18 @@ class HopperGemm:
         return launch
 
     def _launch_stream_k(self, maps, tiles, ctas: int | None) -> Callable[..., None]:
-        """The stream-K launch: :func:`stream_k_grid` CTAs, and the hand-over workspace
+        """The stream-K launch: :func:`stream_k_grid`'s CTAs and groups, and the hand-over workspace
         (fp32 sums, ``grid * 2 * tile_n / 2`` rows of 128) and flags (``grid * 2``, zeroed
         once here; every launch leaves them zero) that live with the launch."""
-        grid = stream_k_grid(tiles[0] * tiles[1], tiles[2], min(self.sms, ctas or self.sms))
+        grid, m_group = stream_k_grid(tiles[0], tiles[1], tiles[2], min(self.sms, ctas or self.sms))
         name = self.program.name
         work = _DeviceMatrix(grid * CONSUMERS * (self.tile_n // 2), 128, "float32", name)
         flags = _DeviceMatrix(1, grid * CONSUMERS, "uint32", name, vector=True)
 
         def launch(stream=None) -> None:
-            self.launcher(*maps, *tiles, self.group_m, work, flags, grid=(grid,), stream=stream)
+            self.launcher(
+                *maps, *tiles, self.group_m, m_group, work, flags, grid=(grid,), stream=stream
+            )
 
         launch.workspace = {"work": work, "flags": flags}  # type: ignore[attr-defined]
         return launch
@@ -909,24 +930,31 @@ class HopperGemm:
         self.prepare(a, b, c)(stream)
 
 
-def stream_k_grid(tiles: int, k_tiles: int, sms: int) -> int:
-    """CTAs of a stream-K launch: one per SM, fewer when the product has fewer K steps
-    (``tiles * k_tiles``) than SMs, so every CTA has at least one. The kernel's waits need
-    every CTA resident at once, and its step arithmetic (``cta * steps``) 32-bit ints:
-    GemmShapeError when ``steps * grid`` reaches 2**31 (use the kernel without stream-K)."""
-    tiles, k_tiles, sms = (
+MAX_M_GROUP = 8  # CTAs of a stream-K group: the M tiles that share one B tile at a time
+
+
+def stream_k_grid(m_tiles: int, n_tiles: int, k_tiles: int, sms: int) -> tuple[int, int]:
+    """(grid, m_group) of a stream-K launch. ``m_group``, the CTAs that walk the same N tile
+    and K steps on adjacent M tiles, is the largest divisor of ``m_tiles`` up to
+    :data:`MAX_M_GROUP` (and ``sms``), so no CTA computes a tile past M; the grid is as many
+    whole groups as the SMs hold, fewer when the product has fewer K steps (``units *
+    k_tiles``) than groups, so every group has at least one. The kernel's waits need every
+    CTA resident at once, and its step arithmetic (``group * steps``) 32-bit ints:
+    GemmShapeError when ``steps * groups`` reaches 2**31 (use the kernel without stream-K)."""
+    m_tiles, n_tiles, k_tiles, sms = (
         check_int(v, f"stream_k_grid's {x}", minimum=1, error=GemmShapeError)
-        for x, v in (("tiles", tiles), ("k_tiles", k_tiles), ("sms", sms))
+        for x, v in (("m_tiles", m_tiles), ("n_tiles", n_tiles), ("k_tiles", k_tiles), ("sms", sms))
     )
-    steps = tiles * k_tiles
-    grid = min(sms, steps)
-    if steps * grid >= 1 << 31:
+    m_group = max(g for g in range(1, min(MAX_M_GROUP, sms) + 1) if m_tiles % g == 0)
+    steps = m_tiles // m_group * n_tiles * k_tiles
+    groups = min(sms // m_group, steps)
+    if steps * groups >= 1 << 31:
         raise GemmShapeError(
-            f"stream-K over {tiles} tiles of {k_tiles} K tiles on {grid} CTAs: {steps} * {grid} "
+            f"stream-K over {steps} K steps on {groups} CTA groups: {steps} * {groups} "
             "does not fit the kernel's 32-bit step arithmetic; use stream_k=False for a product "
             "this large (it fills the SMs with whole tiles)"
         )
-    return grid
+    return groups * m_group, m_group
 
 
 # Relative cost of one column of a narrower CTA tile. 128 x 192 streams more operand bytes per
