@@ -27,7 +27,8 @@ it promotes each K tile's sums to fp32. The other tilemem columns are fixed conf
 ``WIDTHxCLUSTER`` (``--variants``), ``WIDTHs`` (the stream-K kernel at that width, fp8
 promoted where the width allows: ``/p``), or ``unpromoted`` (the fp8 policy without
 promotion), for comparison only. The policy's config column adds ``/kS`` where it splits K
-into S ranges and ``/aR`` where a stage loads only R rows of A (M <= R).
+into S ranges, ``/s`` where it runs the stream-K kernel and ``/aR`` where a stage loads only
+R rows of A (M <= R).
 Timing: each implementation is captured in a CUDA graph of
 ``reps`` back-to-back launches; every round replays the graphs (tilemem in each cluster
 shape, cuBLAS; the order rotates from round to round), each between CUDA events, after
@@ -270,14 +271,16 @@ def report(gemms: list[Gemm], shapes, rounds: int) -> None:
 
 
 def policy(gemm: Gemm, m: int, n: int, k: int) -> str:
-    """The configuration AutoGemm picks (``WIDTHxCLUSTER``, ``/kS`` for S K ranges, ``/aR``
-    for R rows of A a stage, ``/p`` for fp8 promoted to fp32 every K tile)."""
+    """The configuration AutoGemm picks (``WIDTHxCLUSTER``, ``/kS`` for S K ranges, ``/s`` for
+    the stream-K kernel, ``/aR`` for R rows of A a stage, ``/p`` for fp8 promoted to fp32
+    every K tile)."""
     if not isinstance(gemm, AutoGemm):
         return "-"
-    tile_n, cluster_m, splits, a_rows = gemm.config(m, n, k)
+    tile_n, cluster_m, splits, a_rows, stream_k = gemm.config(m, n, k)
     promoted = "/p" if gemm.promote else ""
     split = f"/k{splits}" if splits > 1 else ""
-    return f"{tile_n}x{cluster_m}{split}" + (f"/a{a_rows}" if a_rows < 128 else "") + promoted
+    rows = f"/a{a_rows}" if a_rows < 128 else ""
+    return f"{tile_n}x{cluster_m}{split}" + ("/s" if stream_k else "") + rows + promoted
 
 
 def accuracy(ks: list[int], m: int, n: int) -> None:

@@ -429,14 +429,14 @@ def test_auto_gemm_builds_one_kernel_per_configuration(drv):
     assert ints(launches[1].params[2:8]) == [1, 2, 16, 8, 2, 128]
     assert ints(launches[3].params[2:8]) == [1, 2, 16, 8, 4, 128]
     assert len(auto.gemms) == 2
-    assert auto.config(128, 128, 2048) == (64, 1, 2, 128)
+    assert auto.config(128, 128, 2048) == (64, 1, 2, 128, False)
     assert auto.gemm_for(128, 128, 64) is auto.gemm_for(128, 128)
 
 
 def test_auto_gemm_counts_the_sms_once(drv):
     drv.sms = 8  # 8 SMs: M = N = 128 fits every width in one round; 64 wide still cheapest
     auto = AutoGemm()
-    assert auto.config(128, 128) == (64, 1, 1, 128)
+    assert auto.config(128, 128) == (64, 1, 1, 128, False)
     auto.config(256, 256)
     assert auto.sms == 8
     counts = [c for c in drv.calls if c[0] == "cuDeviceGetAttribute"]
@@ -499,3 +499,15 @@ def test_stream_k_takes_no_splits_and_only_bools(drv):
         gemm.prepare(*operands(256, 256, 640), splits=2)
     with pytest.raises(GemmShapeError, match=r"stream_k is True or False, got 1"):
         HopperGemm(cluster_m=1, stream_k=1)  # type: ignore[arg-type]
+
+
+def test_auto_gemm_runs_stream_k_where_its_policy_says(drv):
+    # 256 x 4096 x 14336 bf16 (stream_k_policy: 192 wide, worked in test_gemm_kernel.py):
+    # groups of 2 CTAs, 66 groups; then 256 x 6144 x 4096 (31 K steps a CTA: the tiled kernel)
+    auto = AutoGemm()
+    assert auto.config(256, 4096, 14336) == (192, 1, 1, 128, True)
+    auto(*operands(256, 4096, 14336))
+    auto(*operands(256, 6144, 4096))
+    (name, sk), (name2, _) = drv.kernel_launches()
+    assert (name, name2) == ("hopper_gemm_persistent_n192_streamk", "hopper_gemm_persistent_n128")
+    assert sk.grid == (132, 1, 1) and ints(sk.params[3:8]) == [2, 22, 224, 8, 2]

@@ -416,3 +416,35 @@ def test_float8_tensors_are_addressed_through_data_ptr():
 
     assert device_pointer(_Float8Tensor()) == 0x7F0000001000
     assert element_bytes(_Float8Tensor()) is None  # unknown, not a crash
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "k", "dtype", "width"),
+    [
+        # policy (128, 1, 2): 2 x 32 tiles x 2 ranges = 128 units, one round of 224 / 2 K
+        # tiles: 112 * 128 * 1.4 = 20070.4. Stream-K: 2 M tiles, groups of 2, 66 groups; at
+        # 256, 16 units < 66 groups: 192 instead, 22 units * 224 / 66 = 74.7 steps a CTA
+        # (>= 64), 74.7 * 192 * 1.03 = 14766 <= 0.95 * 20070.4
+        (256, 4096, 14336, "bfloat16", 192),
+        # policy (128, 1, 1): 96 tiles, one round of 64 K tiles. Stream-K at 192: 32 units *
+        # 64 / 66 = 31 steps a CTA, below 64: the tiled kernel
+        (256, 6144, 4096, "bfloat16", None),
+        # policy (256, 1, 1): 128 tiles, one round: 128 * 256 = 32768. Stream-K: groups of 4,
+        # 33 groups; 256: 32 units < 33; 192: 43 * 128 / 33 = 166.8 steps, 166.8 * 197.76 =
+        # 32986 > 0.95 * 32768: the tiled kernel
+        (512, 8192, 8192, "bfloat16", None),
+        # policy (240, 2, 1): 4 x 43 = 172 pair units over 66 pairs: 3 rounds, 3 * 128 * 240
+        # * 1.01 = 93081.6. Stream-K at 256: groups of 8, 16 groups, 40 units >= 16: 40 * 128
+        # / 16 = 320 steps, 320 * 256 = 81920 <= 0.95 * 93081.6 = 88427.5
+        (1024, 10240, 8192, "bfloat16", 256),
+        # one M tile: never
+        (128, 57344, 8192, "float8_e4m3fn", None),
+        # promoted fp8: 192 only. Policy (128, 2, 1): 4 x 64 tiles in pairs, 128 units over
+        # 66: 2 rounds of 64 K tiles of 128 bytes: 2 * 64 * 179.2 = 22937.6. Stream-K: groups
+        # of 4, 33 groups, 43 units * 64 / 33 = 83.4 steps, 83.4 * 197.76 = 16492 <= 21790.7
+        (512, 8192, 8192, "float8_e4m3fn", 192),
+    ],
+)
+def test_stream_k_policy_weighs_rounds_against_steps_a_cta(m, n, k, dtype, width):
+    widths = hopper.PROMOTED_TILE_NS if dtype == "float8_e4m3fn" else gemm_plan.TILE_NS
+    assert hopper.stream_k_policy(m, n, k, 132, dtype, widths) == width

@@ -1084,6 +1084,59 @@ def policy(
     return tile_n, cluster_m, splits
 
 
+# Stream-K's place in the policy, fitted to the H200 runs of 2026-12-02 (bf16 and promoted
+# fp8, 65 shapes each, every stream-K width timed beside the policy in one process:
+# docs/verification/2026-12-02-h200-stream-k-grouped-run.txt). Stream-K evens out the last
+# round of tiles, so it pays where the tiled kernel's rounds waste SMs or its tile is narrow;
+# what it costs is the hand-over of fp32 sums, a fixed amount a CTA that a long share of K
+# steps amortises. Measured over the 200 stream-K timings of M > 128 and the 125 of
+# M <= 128: with fewer than 64 K steps a CTA, 6 of 45 beat the tiled kernel (and lost up to
+# 30% elsewhere: 256 x 6144 x 4096 bf16, 31 steps, 0.69 against 0.76); with one M tile
+# (M <= 128, where a group is one CTA and shares nothing) 5 of 125 did, on two shapes
+# (128 x 8192 x 28672, fp8 128 x 57344 x 8192).
+STREAM_K_MIN_STEPS = 64  # K tiles a CTA, below which the hand-over is not amortised
+STREAM_K_GAIN = 0.95  # modelled time against the tiled kernel's, at or below which it runs
+
+
+def stream_k_policy(
+    m: int,
+    n: int,
+    k: int,
+    sms: int,
+    dtype: str = "bfloat16",
+    widths: tuple[int, ...] = gemm_plan.TILE_NS,
+) -> int | None:
+    """The stream-K kernel's width for an ``m x n x k`` product on ``sms`` SMs, or None where
+    the tiled kernel of :func:`policy` runs.
+
+    Both are costed in the unit of :func:`launch_config` (a K step of a ``128 x w`` tile
+    costs ``w * WIDTH_COST[w]``): the tiled kernel ``rounds * k_tiles / splits`` steps of its
+    width, stream-K ``units * k_tiles / groups`` steps a CTA (:func:`stream_k_grid`). Stream-K
+    runs where M has at least two M tiles, a CTA gets at least :data:`STREAM_K_MIN_STEPS`
+    steps and its cost is at most :data:`STREAM_K_GAIN` of the tiled kernel's. Its width is
+    256 where there are at least as many units as groups, else 192 (measured: with fewer
+    units each is shared by more CTAs and 128 x 256 lost, 256 x 4096 x 14336: 0.83 against
+    0.95 for 192); the widths of ``widths`` only (fp8 promoted: 192)."""
+    tile_n, cluster_m, splits = policy(m, n, k, sms, dtype, widths)
+    m_tiles, k_tiles = ceil_div(m, TILE_M), ceil_div(k, tile_k(dtype))
+    if m_tiles < 2:
+        return None
+    units = ceil_div(m_tiles, cluster_m) * ceil_div(n, tile_n) * splits
+    rounds = ceil_div(units, sms // cluster_m)
+    tiled = rounds * k_tiles / splits * tile_n * WIDTH_COST[tile_n]
+    for width in (w for w in (256, 192) if w in widths):
+        grid, m_group = stream_k_grid(m_tiles, ceil_div(n, width), k_tiles, sms)
+        groups, sk_units = grid // m_group, m_tiles // m_group * ceil_div(n, width)
+        if width == 256 and sk_units < groups and 192 in widths:
+            continue
+        steps = sk_units * k_tiles / groups
+        cost = steps * width * WIDTH_COST[width]
+        if steps >= STREAM_K_MIN_STEPS and cost <= STREAM_K_GAIN * tiled:
+            return width
+        return None
+    return None
+
+
 def a_rows_for(m: int) -> int:
     """Rows of A a stage loads for ``m`` rows of C: the fewest of :data:`~.plan.A_ROWS` that
     hold them (16, 32, 64), 128 for ``m > 64``."""
@@ -1113,25 +1166,29 @@ class AutoGemm:
         self.group_m, self.dtype, self.l2_promotion = group_m, dtype, l2_promotion
         self.promote = promote
         self.widths = PROMOTED_TILE_NS if promote else gemm_plan.TILE_NS
-        self.gemms: dict[tuple[int, int, bool, int], HopperGemm] = {}
+        self.gemms: dict[tuple[int, int, bool, int, bool], HopperGemm] = {}
         self.sms: int | None = None
 
-    def config(self, m: int, n: int, k: int | None = None) -> tuple[int, int, int, int]:
-        """(tile_n, cluster_m, splits, a_rows) for an ``m x n`` C over ``k`` (no split
-        without k; :func:`a_rows_for` M)."""
+    def config(self, m: int, n: int, k: int | None = None) -> tuple[int, int, int, int, bool]:
+        """(tile_n, cluster_m, splits, a_rows, stream_k) for an ``m x n`` C over ``k`` (no
+        split and no stream-K without k; :func:`a_rows_for` M; :func:`stream_k_policy`)."""
         if self.sms is None:
             from cuda.core import Device  # the launcher's device: the current one
 
             self.sms = _sm_count(Device().device_id, "AutoGemm")
         if k is None:
-            return (*launch_config(m, n, self.sms, self.widths), 1, a_rows_for(m))
+            return (*launch_config(m, n, self.sms, self.widths), 1, a_rows_for(m), False)
+        width = stream_k_policy(m, n, k, self.sms, self.dtype, self.widths)
+        if width is not None:
+            return width, 1, 1, TILE_M, True
         tile_n, cluster_m, splits = policy(m, n, k, self.sms, self.dtype, self.widths)
-        return tile_n, cluster_m, splits, a_rows_for(m)
+        return tile_n, cluster_m, splits, a_rows_for(m), False
 
     def gemm_for(self, m: int, n: int, k: int | None = None) -> HopperGemm:
-        """The configured kernel for an ``m x n`` C (over ``k``: split-K where it pays)."""
-        tile_n, cluster_m, splits, a_rows = self.config(m, n, k)
-        key = (tile_n, cluster_m, splits > 1, a_rows)
+        """The configured kernel for an ``m x n`` C (over ``k``: split-K or stream-K where
+        they pay)."""
+        tile_n, cluster_m, splits, a_rows, stream_k = self.config(m, n, k)
+        key = (tile_n, cluster_m, splits > 1, a_rows, stream_k)
         if key not in self.gemms:
             self.gemms[key] = HopperGemm(
                 self.group_m,
@@ -1142,6 +1199,7 @@ class AutoGemm:
                 splits > 1,
                 a_rows,
                 self.promote,
+                stream_k=stream_k,
             )
         return self.gemms[key]
 
