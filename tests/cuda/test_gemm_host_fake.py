@@ -411,25 +411,32 @@ def test_auto_gemm_builds_one_kernel_per_configuration(drv):
     # one round for every width, 64 x 1.9 = 121.6 the cheapest: 128 x 64 tiles, alone.
     # split_count(128, 128, k, 64): 2 tiles; K = 64 (1 K tile): no split; K = 2048 (32 K
     # tiles): 8 s 128 128 <= (256 k 2) / 4 = 262,144 gives s <= 2: 2 ranges; K = 4096 (64 K
-    # tiles): s <= 4: 4 ranges, the same split-K kernel
+    # tiles): s <= 4: 4 ranges. On the 128-row A box these run as stream-K with the same
+    # ranges: groups of 1 (one M tile), units * splits groups: 2 * 2 = 4, then 2 * 4 = 8 CTAs.
+    # M = 16 (16 rows of A a stage, which stream-K does not take): the split-K kernel and its
+    # reduction; K = 2048: 8 s 16 128 <= (144 k 2) / 4 = 147,456 gives s <= 9, s divides the
+    # 32 K tiles and leaves at least 4 a range: 8 ranges of 4
     auto = AutoGemm()
     auto.prepare(*operands(128, 128, 64))()
     auto.prepare(*operands(128, 128, 2048))()
     auto(*operands(128, 128, 4096))
+    auto(*operands(16, 128, 2048))
     names = [name for name, _ in drv.kernel_launches()]
     assert names == [
         "hopper_gemm_persistent_n64",
-        "hopper_gemm_persistent_n64_splitk",
-        "hopper_gemm_splitk_reduce",
-        "hopper_gemm_persistent_n64_splitk",
+        "hopper_gemm_persistent_n64_streamk",
+        "hopper_gemm_persistent_n64_streamk",
+        "hopper_gemm_persistent_n64_a16_splitk",
         "hopper_gemm_splitk_reduce",
     ]
     launches = [launch for _, launch in drv.kernel_launches()]
     assert ints(launches[0].params[3:]) == [1, 2, 1, 8] and launches[0].grid == (2, 1, 1)
-    assert ints(launches[1].params[2:8]) == [1, 2, 16, 8, 2, 128]
-    assert ints(launches[3].params[2:8]) == [1, 2, 16, 8, 4, 128]
-    assert len(auto.gemms) == 2
-    assert auto.config(128, 128, 2048) == (64, 1, 2, 128, False)
+    assert ints(launches[1].params[3:8]) == [1, 2, 32, 8, 1] and launches[1].grid == (4, 1, 1)
+    assert ints(launches[2].params[3:8]) == [1, 2, 64, 8, 1] and launches[2].grid == (8, 1, 1)
+    assert ints(launches[3].params[2:8]) == [1, 2, 4, 8, 8, 16]
+    assert len(auto.gemms) == 3
+    assert auto.config(128, 128, 2048) == (64, 1, 2, 128, True)
+    assert auto.config(16, 128, 2048) == (64, 1, 8, 16, False)
     assert auto.gemm_for(128, 128, 64) is auto.gemm_for(128, 128)
 
 
@@ -493,10 +500,21 @@ def test_stream_k_grid_is_whole_groups_of_the_m_tiles(drv, m, ctas, grid, m_grou
     assert main.grid == (grid, 1, 1) and ints(main.params[7:8]) == [m_group]
 
 
-def test_stream_k_takes_no_splits_and_only_bools(drv):
+def test_stream_k_splits_spread_each_unit_over_that_many_groups(drv):
+    # 256 x 256 x 640 at 128 x 256: 2 M tiles (groups of 2), 1 unit of 10 K tiles; splits 3:
+    # 3 groups, grid 6; splits 40: capped by the 10 K steps, 10 groups, grid 20
     gemm = HopperGemm(cluster_m=1, stream_k=True)
-    with pytest.raises(GemmShapeError, match=r"splits=2 is for the split-K kernel"):
-        gemm.prepare(*operands(256, 256, 640), splits=2)
+    gemm.prepare(*operands(256, 256, 640), splits=3)()
+    gemm.prepare(*operands(256, 256, 640), splits=40)()
+    grids = [launch.grid for _, launch in drv.kernel_launches()]
+    assert grids == [(6, 1, 1), (20, 1, 1)]
+
+
+@pytest.mark.parametrize("splits", [0, -1, 2.0, True])
+def test_stream_k_takes_positive_int_splits_and_only_bools(drv, splits):
+    gemm = HopperGemm(cluster_m=1, stream_k=True)
+    with pytest.raises(GemmShapeError, match=r"the stream-K kernel takes a positive int"):
+        gemm.prepare(*operands(256, 256, 640), splits=splits)
     with pytest.raises(GemmShapeError, match=r"stream_k is True or False, got 1"):
         HopperGemm(cluster_m=1, stream_k=1)  # type: ignore[arg-type]
 

@@ -800,8 +800,10 @@ class HopperGemm:
         """Check and map the operands; ``ctas`` caps the persistent grid (default: one per SM)
         and must hold at least one cluster. Any ``M, N, K >= 1`` runs: a shape the kernel's TMA
         boxes and row pitches do not take goes through padded workspace copies
-        (:mod:`~.shapes`, which also states their cost). ``splits`` (split-K objects only;
-        default :func:`split_count`'s) divides the K tiles into that many ranges."""
+        (:mod:`~.shapes`, which also states their cost). ``splits`` (split-K objects:
+        default :func:`split_count`'s) divides the K tiles into that many ranges; for
+        stream-K objects it spreads each unit over that many CTA groups (default: the whole
+        machine, :func:`stream_k_grid`)."""
         _check_ctas(ctas, self.cluster_m)
         m, k, n = _check_layout(a, b, c, self.dtype)
         if self.a_rows < TILE_M and m > self.a_rows:
@@ -812,25 +814,28 @@ class HopperGemm:
         stage = shapes.staging(m, n, k, self.dtype, self.tile_n, self.a_rows)
         if self.split_k:
             return self._prepare_split(a, b, c, stage, ctas, splits)
-        if self.stream_k and splits is not None:
-            raise GemmShapeError(
-                f"splits={splits!r} is for the split-K kernel; the stream-K kernel splits the "
-                "K steps over the grid itself: leave splits out (ctas caps the grid)"
-            )
-        if splits is not None:
+        if self.stream_k:
+            if splits is not None and (type(splits) is not int or splits < 1):
+                raise GemmShapeError(
+                    f"splits={splits!r}: the stream-K kernel takes a positive int (the groups "
+                    "a unit of K steps spreads over) or None (the whole machine)"
+                )
+        elif splits is not None:
             raise GemmShapeError(
                 f"splits={splits!r} needs the split-K kernel: HopperGemm(..., split_k=True)"
             )
         if not stage.needed:
             _check_operands(a, b, c, self.dtype, self.tile_n, self.a_rows)  # the kernel's rules
-            return self._launch(a, b, c, stage, ctas)
+            return self._launch(a, b, c, stage, ctas, splits)
         work = {
             name: _DeviceMatrix(
                 rows, cols, "bfloat16" if name == "C" else self.dtype, self.program.name
             )
             for name, (rows, cols) in stage.workspace_shapes().items()
         }
-        kernel = self._launch(work.get("A", a), work.get("B", b), work.get("C", c), stage, ctas)
+        kernel = self._launch(
+            work.get("A", a), work.get("B", b), work.get("C", c), stage, ctas, splits
+        )
         ins = _copies_in(stage, a, b, work)
         out = _copy2d(stage.c, work["C"], c) if stage.c is not None else None
 
@@ -883,7 +888,9 @@ class HopperGemm:
         launch.workspace = {**work, "partial": partial}  # type: ignore[attr-defined]
         return launch
 
-    def _launch(self, a, b, c, stage: shapes.Staging, ctas: int | None) -> Callable[..., None]:
+    def _launch(
+        self, a, b, c, stage: shapes.Staging, ctas: int | None, splits: int | None = None
+    ) -> Callable[..., None]:
         """The kernel's launch on the matrices it reads and writes (the operands, or their
         workspaces) for the product ``stage`` describes."""
         maps = (
@@ -898,7 +905,7 @@ class HopperGemm:
             ceil_div(stage.kp, tk),
         )
         if self.stream_k:
-            return self._launch_stream_k(maps, tiles, ctas)
+            return self._launch_stream_k(maps, tiles, ctas, splits)
         cm = self.cluster_m
         units = ceil_div(tiles[0], cm) * tiles[1]
         clusters = min(self.max_clusters, units, max(1, (ctas or self.sms) // cm))
@@ -909,11 +916,14 @@ class HopperGemm:
 
         return launch
 
-    def _launch_stream_k(self, maps, tiles, ctas: int | None) -> Callable[..., None]:
+    def _launch_stream_k(
+        self, maps, tiles, ctas: int | None, splits: int | None = None
+    ) -> Callable[..., None]:
         """The stream-K launch: :func:`stream_k_grid`'s CTAs and groups, and the hand-over workspace
         (fp32 sums, ``grid * 2 * tile_n / 2`` rows of 128) and flags (``grid * 2``, zeroed
         once here; every launch leaves them zero) that live with the launch."""
-        grid, m_group = stream_k_grid(tiles[0], tiles[1], tiles[2], min(self.sms, ctas or self.sms))
+        cap = min(self.sms, ctas or self.sms)
+        grid, m_group = stream_k_grid(tiles[0], tiles[1], tiles[2], cap, splits)
         name = self.program.name
         work = _DeviceMatrix(grid * CONSUMERS * (self.tile_n // 2), 128, "float32", name)
         flags = _DeviceMatrix(1, grid * CONSUMERS, "uint32", name, vector=True)
@@ -933,12 +943,17 @@ class HopperGemm:
 MAX_M_GROUP = 8  # CTAs of a stream-K group: the M tiles that share one B tile at a time
 
 
-def stream_k_grid(m_tiles: int, n_tiles: int, k_tiles: int, sms: int) -> tuple[int, int]:
+def stream_k_grid(
+    m_tiles: int, n_tiles: int, k_tiles: int, sms: int, splits: int | None = None
+) -> tuple[int, int]:
     """(grid, m_group) of a stream-K launch. ``m_group``, the CTAs that walk the same N tile
     and K steps on adjacent M tiles, is the largest divisor of ``m_tiles`` up to
     :data:`MAX_M_GROUP` (and ``sms``), so no CTA computes a tile past M; the grid is as many
     whole groups as the SMs hold, fewer when the product has fewer K steps (``units *
-    k_tiles``) than groups, so every group has at least one. The kernel's waits need every
+    k_tiles``) than groups, so every group has at least one. ``splits`` caps the groups at
+    ``units * splits``: each unit's K steps then spread over ``splits`` groups, a split-K
+    reduced in the kernel (the ranges are equal where ``splits`` divides ``k_tiles``). The
+    kernel's waits need every
     CTA resident at once, and its step arithmetic (``group * steps``) 32-bit ints:
     GemmShapeError when ``steps * groups`` reaches 2**31 (use the kernel without stream-K)."""
     m_tiles, n_tiles, k_tiles, sms = (
@@ -946,8 +961,12 @@ def stream_k_grid(m_tiles: int, n_tiles: int, k_tiles: int, sms: int) -> tuple[i
         for x, v in (("m_tiles", m_tiles), ("n_tiles", n_tiles), ("k_tiles", k_tiles), ("sms", sms))
     )
     m_group = max(g for g in range(1, min(MAX_M_GROUP, sms) + 1) if m_tiles % g == 0)
-    steps = m_tiles // m_group * n_tiles * k_tiles
+    units = m_tiles // m_group * n_tiles
+    steps = units * k_tiles
     groups = min(sms // m_group, steps)
+    if splits is not None:
+        splits = check_int(splits, "stream_k_grid's splits", minimum=1, error=GemmShapeError)
+        groups = min(groups, units * splits)
     if steps * groups >= 1 << 31:
         raise GemmShapeError(
             f"stream-K over {steps} K steps on {groups} CTA groups: {steps} * {groups} "
@@ -1182,13 +1201,18 @@ class AutoGemm:
         if width is not None:
             return width, 1, 1, TILE_M, True
         tile_n, cluster_m, splits = policy(m, n, k, self.sms, self.dtype, self.widths)
-        return tile_n, cluster_m, splits, a_rows_for(m), False
+        a_rows = a_rows_for(m)
+        # split-K on the 128-row A box runs as stream-K with the same ranges, each tile's sums
+        # added by its first range's CTA (no reduction kernel; measured on the H200 on every
+        # such shape of the benchmark, 6-21% faster: docs/PERFORMANCE.md, "Stream-K")
+        return tile_n, cluster_m, splits, a_rows, splits > 1 and a_rows == TILE_M
 
     def gemm_for(self, m: int, n: int, k: int | None = None) -> HopperGemm:
         """The configured kernel for an ``m x n`` C (over ``k``: split-K or stream-K where
         they pay)."""
         tile_n, cluster_m, splits, a_rows, stream_k = self.config(m, n, k)
-        key = (tile_n, cluster_m, splits > 1, a_rows, stream_k)
+        split_k = splits > 1 and not stream_k
+        key = (tile_n, cluster_m, split_k, a_rows, stream_k)
         if key not in self.gemms:
             self.gemms[key] = HopperGemm(
                 self.group_m,
@@ -1196,7 +1220,7 @@ class AutoGemm:
                 self.dtype,
                 self.l2_promotion,
                 tile_n,
-                splits > 1,
+                split_k,
                 a_rows,
                 self.promote,
                 stream_k=stream_k,
@@ -1207,7 +1231,7 @@ class AutoGemm:
         m, k, n = _check_layout(a, b, c, self.dtype)
         splits = self.config(m, n, k)[2]
         gemm = self.gemm_for(m, n, k)
-        return gemm.prepare(a, b, c, ctas, splits if gemm.split_k else None)
+        return gemm.prepare(a, b, c, ctas, splits if gemm.split_k or splits > 1 else None)
 
     def __call__(self, a, b, c, stream=None) -> None:
         self.prepare(a, b, c)(stream)
