@@ -1,7 +1,7 @@
 """The fp8 GEMM promoted every two K tiles (``promote_every=2``) without a GPU: the mainloop's
 instructions in its generated source, ptxas's allocation of it, its kernel names, the values
-refused, and the host objects (``HopperGemm``, ``AutoGemm``) on the fake driver of
-``gemmfake``."""
+refused, the host objects (``HopperGemm``, ``AutoGemm``) on the fake driver of ``gemmfake``,
+and benchmarks/gemm.py's ``promote2`` variant and error column (with a stand-in torch)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import re
 
 import pytest
 from gemmfake import GemmDriver, Tensor, install
+from test_gemm_host_inputs import _benchmark_module
 from test_gemm_kernel import _ptxas_info
 
 from tilemem.errors import GemmShapeError
@@ -171,3 +172,37 @@ def test_auto_gemm_passes_promote_every_to_each_kernel(drv):
     assert gemm.gemm_for(256, 4096, 28672).split_k
     gemm(*_operands(256, 384, 256))
     assert all(name.endswith("_promote_p2") for name, _ in drv.kernel_launches())
+
+
+# -- benchmarks/gemm.py: the promote2 variant and the error table's column -----------------------
+
+
+def test_benchmark_times_the_promote2_policy_beside_the_others(monkeypatch):
+    bench = _benchmark_module(monkeypatch)
+    configs = bench.parse_variants("promote2,unpromoted,192x2")
+    assert configs == ["promote2", "unpromoted", (192, 2, False)]
+    gemms = bench.make_variants(configs[:2], FP8, 8, 0)  # the fixed 192x2 needs a GPU
+    assert [bench.name(g) for g in gemms] == ["tilemem", "promote2", "unpromoted"]
+    assert [(g.promote, g.promote_every) for g in gemms] == [(True, 1), (True, 2), (False, 1)]
+    assert all(g.group_m == 8 and g.l2_promotion == 0 for g in gemms)
+    bf16 = bench.make_variants(configs[:2], "bfloat16", 8, 0)  # fp8 policies only
+    assert [bench.name(g) for g in bf16] == ["tilemem"] and not bf16[0].promote
+    # 8192^3 fp8 on 132 SMs, one K range: promoted, 128 x 192 in 2x1 clusters; unpromoted,
+    # every width, 128 x 256 in 2x1 clusters (test_gemm_kernel.py's AutoGemm test)
+    for g in gemms:
+        g.sms = 132
+    assert [bench.policy(g, 8192, 8192, 8192) for g in gemms] == ["192x2/p", "192x2/p2", "256x2"]
+
+
+def test_benchmark_error_table_has_a_column_for_promotion_every_two_k_tiles(monkeypatch):
+    bench = _benchmark_module(monkeypatch)
+    columns = bench.accuracy_gemms()
+    assert [(label, g.promote, g.promote_every) for label, g in columns.items()] == [
+        ("promoted", True, 1),
+        ("promoted every 2", True, 2),
+        ("unpromoted", False, 1),
+    ]
+    assert bench.accuracy_header(columns) == [
+        "| K | promoted | config | promoted every 2 | config | unpromoted | config | cuBLASLt |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
