@@ -40,6 +40,10 @@ def test_pairs_of_k_tiles_are_summed_in_part_in_straight_line_code():
     commits = [m.start() for m in re.finditer(r"wgmma\.commit_group", body)]
     releases = [m.start() for m in re.finditer(r"mbarrier\.arrive", body)]
     assert len(commits) == 2 and len(releases) == 2
+    # each release arrives on its own K tile's empty barrier: stage_1's, then stage_2's
+    released = re.findall(r"mbarrier\.arrive.*?empty_bar \+ \((stage_\d) \* 8\)", body)
+    assert released == ["stage_1", "stage_2"]
+    assert re.findall(r"mbarrier\.arrive.*?empty_bar \+ \((stage_\d) \* 8\)", rest) == ["stage_3"]
     wait1, wait0 = body.index(WAIT.format(1)), body.index(WAIT.format(0))
     add = body.index("acc[0] = (acc[0] + part[0]);")
     assert commits[1] < wait1 < releases[0] < wait0 < releases[1] < add

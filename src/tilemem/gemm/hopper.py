@@ -199,15 +199,16 @@ def _release(empty, stage, cluster_m: int) -> None:
 
 
 def _mainloop(
-    acc, a, b, full, empty, consumer, first_step, sched: Schedule, part=None, every: int = 1
+    acc, a, b, full, empty, consumer, first_step, sched: Schedule, part, every: int
 ) -> None:
     """All K tiles of one output tile into ``acc``; the first wgmma overwrites (scale-d 0).
 
     One wgmma consumes 32 bytes of K (PTX ISA, "wgmma.mma_async": k16 for bf16, k32 for
-    fp8), so a 128-byte K tile takes four for either input type. With ``part`` (fp8 with
-    promotion, :func:`_promote`) the wgmmas of each K tile accumulate into ``part`` instead
-    and the K tile's sum is added into ``acc`` by the consumer's fp32 adds; ``every`` > 1
-    sums that many K tiles in ``part`` before each add (:func:`_promote_groups`)."""
+    fp8), so a 128-byte K tile takes four for either input type. With a ``part`` fragment
+    (not None: fp8 with promotion, :func:`_promote`) the wgmmas of each K tile accumulate
+    into ``part`` instead and the K tile's sum is added into ``acc`` by the consumer's fp32
+    adds; ``every`` > 1 sums that many K tiles in ``part`` before each add
+    (:func:`_promote_groups`)."""
     stages = a.shape[0]
     k_tiles = sched.k_tiles
     if part is not None:
@@ -583,7 +584,7 @@ PROMOTED_TILE_NS = tuple(
 PROMOTE_EVERY = (1, 2)
 
 
-def _check_promote(promote, dtype: str, tile_n: int, promote_every=1) -> None:
+def _check_promote(promote, dtype: str, tile_n: int, promote_every) -> None:
     """GemmShapeError unless ``promote`` is a bool, and True only for fp8 on a width whose two
     accumulator fragments fit the consumer's registers (:data:`PROMOTED_TILE_NS`), and unless
     ``promote_every`` is one of :data:`PROMOTE_EVERY`, other than 1 only with ``promote``."""
