@@ -9,10 +9,13 @@
                                               # one-dimension parts
     python3 benchmarks/gemm.py --shapes inference --variants ""  # M = 16 .. 1024 tokens
                                               # against Llama-3 8B / 70B layers
-    python3 benchmarks/gemm.py --accuracy 1024,16384  # fp8 error against K: promoted,
-                                              # unpromoted, cuBLASLt
+    python3 benchmarks/gemm.py --accuracy 1024,16384  # fp8 error against K: promoted
+                                              # every K tile and every two, unpromoted,
+                                              # cuBLASLt
     python3 benchmarks/gemm.py --dtypes float8_e4m3fn --variants unpromoted  # fp8 without
                                               # promotion timed beside the promoted policy
+    python3 benchmarks/gemm.py --dtypes float8_e4m3fn --variants promote2,unpromoted  # fp8
+                                              # promoted every two K tiles beside both
 
 A and B are bf16 or fp8 e4m3, C is bf16, accumulation fp32. The library side is
 ``torch.matmul`` (cuBLAS) for bf16 and ``torch._scaled_mm`` (cuBLASLt, unit scales) for fp8.
@@ -25,10 +28,11 @@ tilemem variant must stay below 1e-2 with every element written.
 that ``policy`` picks from the shape before the launch, one policy for every shape; for fp8
 it promotes each K tile's sums to fp32. The other tilemem columns are fixed configurations
 ``WIDTHxCLUSTER`` (``--variants``), ``WIDTHs`` (the stream-K kernel at that width, fp8
-promoted where the width allows: ``/p``), or ``unpromoted`` (the fp8 policy without
-promotion), for comparison only. The policy's config column adds ``/kS`` where it splits K
-into S ranges, ``/s`` where it runs the stream-K kernel and ``/aR`` where a stage loads only
-R rows of A (M <= R).
+promoted where the width allows: ``/p``), ``unpromoted`` (the fp8 policy without promotion)
+or ``promote2`` (the fp8 policy promoting every two K tiles, ``promote_every=2``), for
+comparison only. The policy's config column adds ``/kS`` where it splits K into S ranges,
+``/s`` where it runs the stream-K kernel and ``/aR`` where a stage loads only R rows of A
+(M <= R).
 Timing: each implementation is captured in a CUDA graph of
 ``reps`` back-to-back launches; every round replays the graphs (tilemem in each cluster
 shape, cuBLAS; the order rotates from round to round), each between CUDA events, after
@@ -221,9 +225,12 @@ def _smi(query: str) -> str:
 
 def name(gemm: Gemm) -> str:
     """Column name: ``tilemem`` for the per-shape policy (``unpromoted``: fp8 without
-    promotion), ``WIDTHxCLUSTER`` for a fixed one."""
+    promotion, ``promote2``: fp8 promoted every two K tiles), ``WIDTHxCLUSTER`` for a fixed
+    one."""
     if isinstance(gemm, AutoGemm):
-        return "unpromoted" if gemm.dtype != "bfloat16" and not gemm.promote else "tilemem"
+        if gemm.dtype != "bfloat16" and not gemm.promote:
+            return "unpromoted"
+        return f"promote{gemm.promote_every}" if gemm.promote_every != 1 else "tilemem"
     if gemm.stream_k:
         return f"{gemm.tile_n}s" + ("/p" if gemm.promote else "")
     return f"{gemm.tile_n}x{gemm.cluster_m}" + ("k" if gemm.split_k else "")
@@ -273,23 +280,41 @@ def report(gemms: list[Gemm], shapes, rounds: int) -> None:
 def policy(gemm: Gemm, m: int, n: int, k: int) -> str:
     """The configuration AutoGemm picks (``WIDTHxCLUSTER``, ``/kS`` for S K ranges, ``/s`` for
     the stream-K kernel, ``/aR`` for R rows of A a stage, ``/p`` for fp8 promoted to fp32
-    every K tile)."""
+    every K tile, ``/p2`` every two)."""
     if not isinstance(gemm, AutoGemm):
         return "-"
     tile_n, cluster_m, splits, a_rows, stream_k = gemm.config(m, n, k)
-    promoted = "/p" if gemm.promote else ""
+    every = gemm.promote_every
+    promoted = ("/p" + (str(every) if every != 1 else "")) if gemm.promote else ""
     split = f"/k{splits}" if splits > 1 else ""
     rows = f"/a{a_rows}" if a_rows < 128 else ""
     return f"{tile_n}x{cluster_m}{split}" + ("/s" if stream_k else "") + rows + promoted
 
 
+def accuracy_gemms() -> dict[str, AutoGemm]:
+    """The fp8 policies of the error table, by column: promoted every K tile (the default),
+    every two K tiles, not promoted."""
+    return {
+        "promoted": AutoGemm(dtype="float8_e4m3fn"),
+        "promoted every 2": AutoGemm(dtype="float8_e4m3fn", promote_every=2),
+        "unpromoted": AutoGemm(dtype="float8_e4m3fn", promote=False),
+    }
+
+
+def accuracy_header(labels) -> list[str]:
+    """The error table's header and rule: K, each policy's error and config, cuBLASLt."""
+    cells = ["K", *(x for label in labels for x in (label, "config")), "cuBLASLt"]
+    return ["| " + " | ".join(cells) + " |", "| --- " * len(cells) + "|"]
+
+
 def accuracy(ks: list[int], m: int, n: int) -> None:
     """fp8 e4m3 error against K: the relative Frobenius error of C against the fp32 product
-    of the same inputs for the policy with promotion, without it, and cuBLASLt."""
+    of the same inputs for the policy with promotion every K tile and every two, without
+    it, and cuBLASLt."""
     print(f"fp8 e4m3 accuracy, M = {m}, N = {n}: |C - ref| / |ref| against the fp32 product")
-    print("| K | promoted | config | unpromoted | config | cuBLASLt |")
-    print("| --- | --- | --- | --- | --- | --- |")
-    gemms = [AutoGemm(dtype="float8_e4m3fn"), AutoGemm(dtype="float8_e4m3fn", promote=False)]
+    columns = accuracy_gemms()
+    print("\n".join(accuracy_header(columns)))
+    gemms = list(columns.values())
     for k in ks:
         gen = torch.Generator(device="cuda").manual_seed(k)
         a, b = _inputs(m, n, k, torch.float8_e4m3fn, gen)
@@ -306,13 +331,16 @@ def accuracy(ks: list[int], m: int, n: int) -> None:
     print()
 
 
+POLICY_VARIANTS = ("unpromoted", "promote2")  # fp8 policies named in --variants
+
+
 def parse_variants(text: str) -> list[tuple[int, int, bool] | tuple[int, str] | str]:
     """``--variants``: ``WIDTHxCLUSTER`` with an optional trailing ``k`` (split-K) as
     ``(width, cluster, split)``, ``WIDTHs`` (the stream-K kernel, CTAs alone; fp8 promoted
-    where the width allows) as ``(width, "stream-k")``, or the word ``unpromoted``."""
+    where the width allows) as ``(width, "stream-k")``, or a word of :data:`POLICY_VARIANTS`."""
     out: list[tuple[int, int, bool] | tuple[int, str] | str] = []
     for v in text.split(","):
-        if v == "unpromoted":
+        if v in POLICY_VARIANTS:
             out.append(v)
         elif v.endswith("s"):
             out.append((int(v.removesuffix("s")), "stream-k"))
@@ -320,6 +348,29 @@ def parse_variants(text: str) -> list[tuple[int, int, bool] | tuple[int, str] | 
             width, cluster = (int(x) for x in v.removesuffix("k").split("x"))
             out.append((width, cluster, v.endswith("k")))
     return out
+
+
+def make_variants(configs, dtype: str, group_m: int, l2_promotion: int) -> list[Gemm]:
+    """The policy, then each of ``configs`` (:func:`parse_variants`) for ``dtype``; the fp8
+    policy variants are skipped for bf16."""
+    fixed: list[Gemm] = []
+    for config in configs:
+        if isinstance(config, str):  # a policy variant: fp8 only
+            if dtype != "bfloat16":
+                every = 2 if config == "promote2" else 1
+                promote = config != "unpromoted"
+                fixed.append(AutoGemm(group_m, dtype, l2_promotion, promote, every))
+            continue
+        if len(config) == 2:  # stream-K
+            tile_n = config[0]
+            promote = dtype != "bfloat16" and tile_n in PROMOTED_TILE_NS
+            fixed.append(
+                HopperGemm(group_m, 1, dtype, l2_promotion, tile_n, promote=promote, stream_k=True)
+            )
+            continue
+        tile_n, cm, split = config
+        fixed.append(HopperGemm(group_m, cm, dtype, l2_promotion, tile_n, split))
+    return [AutoGemm(group_m, dtype, l2_promotion), *fixed]
 
 
 def main() -> None:
@@ -332,12 +383,14 @@ def main() -> None:
         default="256x1,256x2,192x2",
         help="fixed tilemem configurations TILE_NxCLUSTER_M beside the per-shape policy; a "
         "trailing k (64x1k) is the split-K kernel with split_count's ranges; 'unpromoted' is "
-        "the fp8 policy without fp32 promotion (skipped for bf16)",
+        "the fp8 policy without fp32 promotion, 'promote2' the fp8 policy promoting every two "
+        "K tiles (both skipped for bf16)",
     )
     parser.add_argument(
         "--accuracy",
         metavar="K,K,...",
-        help="only print fp8 errors (promoted, unpromoted, cuBLASLt) for these K at M = N = 4096",
+        help="only print fp8 errors (promoted every K tile and every two, unpromoted, "
+        "cuBLASLt) for these K at M = N = 4096",
     )
     parser.add_argument(
         "--stage-small",
@@ -366,30 +419,7 @@ def main() -> None:
         return
 
     def variants(dtype: str) -> list[Gemm]:
-        fixed: list[Gemm] = []
-        for config in configs:
-            if isinstance(config, str):  # unpromoted: fp8 only
-                if dtype != "bfloat16":
-                    fixed.append(AutoGemm(args.group_m, dtype, args.l2_promotion, promote=False))
-                continue
-            if len(config) == 2:  # stream-K
-                tile_n = config[0]
-                promote = dtype != "bfloat16" and tile_n in PROMOTED_TILE_NS
-                fixed.append(
-                    HopperGemm(
-                        args.group_m,
-                        1,
-                        dtype,
-                        args.l2_promotion,
-                        tile_n,
-                        promote=promote,
-                        stream_k=True,
-                    )
-                )
-                continue
-            tile_n, cm, split = config
-            fixed.append(HopperGemm(args.group_m, cm, dtype, args.l2_promotion, tile_n, split))
-        return [AutoGemm(args.group_m, dtype, args.l2_promotion), *fixed]
+        return make_variants(configs, dtype, args.group_m, args.l2_promotion)
 
     if args.profile:
         m, n, k, cm, tile_n = (int(x) for x in args.profile.split(","))

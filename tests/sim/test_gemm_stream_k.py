@@ -27,13 +27,15 @@ ml_dtypes = pytest.importorskip("ml_dtypes")
 
 
 @functools.lru_cache
-def _program(tile_n: int, dtype: str = "bfloat16", promote: bool = False):
-    print(f"building the stream-K GEMM (128 x {tile_n}, {dtype}, promote={promote})")
-    return hopper_gemm_persistent(tile_n=tile_n, dtype=dtype, promote=promote, stream_k=True)
+def _program(tile_n: int, dtype: str = "bfloat16", promote: bool = False, every: int = 1):
+    print(f"building the stream-K GEMM (128 x {tile_n}, {dtype}, promote={promote}, {every})")
+    return hopper_gemm_persistent(
+        tile_n=tile_n, dtype=dtype, promote=promote, promote_every=every, stream_k=True
+    )
 
 
 def _stream_k(
-    a, b, c, tile_n: int, grid: int, seed: int, dtype="bfloat16", promote=False, m_group=1
+    a, b, c, tile_n: int, grid: int, seed: int, dtype="bfloat16", promote=False, m_group=1, every=1
 ):
     m, k = a.shape
     n = b.shape[0]
@@ -46,7 +48,7 @@ def _stream_k(
     tiles = (ceil_div(m, 128), ceil_div(n, tile_n), ceil_div(k, gemm_plan.tile_k(dtype)))
     work = np.full((grid * 2 * tile_n // 2, 128), np.nan, np.float32)
     flags = np.zeros(grid * 2, np.uint32)
-    program = _program(tile_n, dtype, promote)
+    program = _program(tile_n, dtype, promote, every)
     result = sim.run(
         program,
         *maps,
@@ -105,13 +107,16 @@ def test_stream_k_matches_numpy(m, n, k, tile_n, grid, handed, m_group):
     assert written == handed
 
 
-def test_stream_k_promoted_fp8_matches_numpy():
-    m, n, k, grid = 130, 104, 640, 3  # 2 tiles of 5 fp8 K tiles over 3 CTAs
+@pytest.mark.parametrize("every", [1, 2])
+def test_stream_k_promoted_fp8_matches_numpy(every):
+    # 2 tiles of 5 fp8 K tiles = 10 steps over 3 CTAs: [0, 3), [3, 6), [6, 10): segments of
+    # 3, 2 + 1 and 4 K tiles, odd and even counts for promotion every two K tiles
+    m, n, k, grid = 130, 104, 640, 3
     rng = np.random.default_rng(7)
     a = rng.standard_normal((m, k)).astype(ml_dtypes.float8_e4m3fn)
     b = rng.standard_normal((n, k)).astype(ml_dtypes.float8_e4m3fn)
     c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
-    _stream_k(a, b, c, 128, grid, seed=1, dtype="float8_e4m3fn", promote=True)
+    _stream_k(a, b, c, 128, grid, seed=1, dtype="float8_e4m3fn", promote=True, every=every)
     ref = a.astype(np.float32) @ b.astype(np.float32).T
     got = c.astype(np.float32)
     assert (np.abs(got - ref) <= 2.0**-8 * np.abs(ref) + 1e-3).all()

@@ -286,37 +286,41 @@ def _release(empty, stage, cluster_m: int) -> None:
 
 
 def _mainloop(
-    acc, a, b, full, empty, consumer, first_step, sched: Schedule, part=None, k_count=None
+    acc,
+    a,
+    b,
+    full,
+    empty,
+    consumer,
+    first_step,
+    sched: Schedule,
+    part,
+    every: int,
+    k_count=None,
 ) -> None:
     """All K tiles of one output tile (or ``k_count`` of them, a stream-K segment) into
     ``acc``; the first wgmma overwrites (scale-d 0).
 
     One wgmma consumes 32 bytes of K (PTX ISA, "wgmma.mma_async": k16 for bf16, k32 for
-    fp8), so a 128-byte K tile takes four for either input type. With ``part`` (fp8 with
-    promotion, :func:`_promote`) the wgmmas of each K tile accumulate into ``part`` instead
-    and the K tile's sum is added into ``acc`` by the consumer's fp32 adds."""
-    stages, tk, dtype = a.shape[0], a.shape[-1], a.dtype
-    step = 256 // dtype.bits
-    rows = TILE_M // CONSUMERS
+    fp8), so a 128-byte K tile takes four for either input type. With a ``part`` fragment
+    (not None: fp8 with promotion, :func:`_promote`) the wgmmas of each K tile accumulate
+    into ``part`` instead and the K tile's sum is added into ``acc`` by the consumer's fp32
+    adds; ``every`` > 1 sums that many K tiles in ``part`` before each add
+    (:func:`_promote_groups`)."""
+    stages = a.shape[0]
     k_tiles = sched.k_tiles if k_count is None else k_count
     if part is not None:
         for i in range(acc.shape[0]):
             acc[i] = T.cast(0, "float32")
+        if every > 1:
+            _promote_groups(
+                acc, part, a, b, full, empty, consumer, first_step, sched, every, k_tiles
+            )
+            return
     for kt in T.serial(k_tiles, name="kt"):
         s, phase = _stage_and_phase(first_step + kt, stages)
-        T.ptx.mbarrier.wait((full, s), phase)
-        T.ptx.wgmma.fence()
-        for kk in range(tk // step):
-            first = 0 if part is not None else (kt > 0)  # a promoted K tile starts from zero
-            T.ptx.wgmma.mma_async(
-                acc if part is None else part,
-                T.ptx.wgmma.desc(a, s, consumer * rows, kk * step),
-                T.ptx.wgmma.desc(b, s, 0, kk * step),
-                n=b.shape[1],
-                dtype=dtype.name,
-                scale_d=first if kk == 0 else 1,
-            )
-        T.ptx.wgmma.commit_group()
+        first = 0 if part is not None else (kt > 0)  # a promoted K tile starts from zero
+        _k_tile(acc if part is None else part, a, b, full, s, phase, consumer, first)
         if part is not None:
             _promote(acc, part, empty, s, sched.cluster_m)
         else:
@@ -328,20 +332,76 @@ def _mainloop(
         _release(empty, (first_step + k_tiles - 1) % stages, sched.cluster_m)
 
 
+def _k_tile(frag, a, b, full, stage, phase, consumer, first) -> None:
+    """Wait for ``stage`` to be full, then its K tile's wgmmas into ``frag`` as one committed
+    group; the first with scale-d ``first`` (0: overwrite ``frag``, 1: add to it)."""
+    tk, dtype = a.shape[-1], a.dtype
+    step = 256 // dtype.bits
+    rows = TILE_M // CONSUMERS
+    T.ptx.mbarrier.wait((full, stage), phase)
+    T.ptx.wgmma.fence()
+    for kk in range(tk // step):
+        T.ptx.wgmma.mma_async(
+            frag,
+            T.ptx.wgmma.desc(a, stage, consumer * rows, kk * step),
+            T.ptx.wgmma.desc(b, stage, 0, kk * step),
+            n=b.shape[1],
+            dtype=dtype.name,
+            scale_d=first if kk == 0 else 1,
+        )
+    T.ptx.wgmma.commit_group()
+
+
+def _promote_groups(
+    acc, part, a, b, full, empty, consumer, first_step, sched, every, k_tiles
+) -> None:
+    """Promotion every ``every`` of the ``k_tiles`` K tiles: each run-time iteration issues
+    ``every`` K tiles in straight-line code, one wgmma group each, into ``part`` (the first
+    from zero) and promotes their sum once (:func:`_promote`); the ``k_tiles % every`` K
+    tiles left over (a K range need not be a multiple) are one shorter group after the loop.
+    No group is in flight at an iteration's end, so no fragment register is read across the
+    loop's back edge while a wgmma that writes ``part`` may still run (ptxas then serialises
+    every wgmma: C7514)."""
+    for g in T.serial(k_tiles // every, name="kg"):
+        _promote_group(acc, part, a, b, full, empty, consumer, first_step + g * every, every, sched)
+    for rest in range(1, every):
+        with T.If(k_tiles % every == rest):
+            step = first_step + k_tiles - rest
+            _promote_group(acc, part, a, b, full, empty, consumer, step, rest, sched)
+
+
+def _promote_group(acc, part, a, b, full, empty, consumer, step, count: int, sched) -> None:
+    """``count`` K tiles from the CTA's K step ``step`` summed in ``part``, then added into
+    ``acc``. Each stage is released once ``wait_group`` has seen its group complete: the
+    group of K tile ``j`` is complete when at most ``count - 1 - j`` newer ones are pending."""
+    stages = []
+    for j in range(count):
+        s, phase = _stage_and_phase(step + j, a.shape[0])
+        _k_tile(part, a, b, full, s, phase, consumer, 1 if j else 0)  # from zero, then adding
+        stages.append(s)
+    for j, s in enumerate(stages[:-1]):
+        T.ptx.wgmma.wait_group(count - 1 - j)
+        _release(empty, s, sched.cluster_m)
+    _promote(acc, part, empty, stages[-1], sched.cluster_m)
+
+
 def _promote(acc, part, empty, stage, cluster_m: int) -> None:
-    """fp32 promotion of one K tile's fp8 sums: wait for its wgmmas, free its stage, and add
-    ``part`` into ``acc`` with the consumer's own fp32 adds.
+    """fp32 promotion of one K tile's fp8 sums (or of a group's, ``promote_every``): wait for
+    its wgmmas, free its (last) stage, and add ``part`` into ``acc`` with the consumer's own
+    fp32 adds.
 
     Hopper's fp8 wgmma adds its products into the accumulator with fewer bits than fp32
     (DeepSeek-V3 technical report, arXiv 2412.19437, section 3.3.2: about 14), so a sum over
-    all of K loses bits as K grows; summed over one K tile only (:data:`PROMOTE_K` = 128
-    elements, four k32 wgmmas) and then added in full fp32, the error stays that of a
+    all of K loses bits as K grows; summed over one K tile only (128 elements, four k32
+    wgmmas) and then added in full fp32, the error stays that of a
     128-term sum whatever K is. 128 is the shortest interval the K tile allows (a promotion
     needs the tile's wgmmas complete, so it happens between K tiles) and the interval that
     report measured as enough; CUTLASS's fp8 kernels default to the same four wgmmas. Cost:
     ``tile_n / 2`` more fp32 registers a thread (:data:`PROMOTED_TILE_NS`) and a
     ``wait_group 0`` each K tile, during which the other consumer warpgroup's wgmmas keep
-    the tensor cores busy."""
+    the tensor cores busy, and ``tile_n / 2`` fp32 adds a thread each K tile (measured as
+    most of the cost); ``promote_every`` = 2 halves the adds and the waits for a 256-term sum
+    in the wgmma's accumulator."""
     T.ptx.wgmma.wait_group(0)  # the K tile's wgmmas are done: part holds its sum
     _release(empty, stage, cluster_m)
     for i in range(acc.shape[0]):
@@ -431,6 +491,7 @@ def _consumer(
     partial=None,
     a_rows: int = TILE_M,
     promote: bool = False,
+    promote_every: int = 1,
 ) -> None:
     """Per unit: the mainloop, then the epilogue (bf16 C by TMA), or with split-K
     (``partial = (work, m_rows)``) the fp32 partial sums into the workspace. When a stage
@@ -441,17 +502,27 @@ def _consumer(
             with T.Then():
                 if a_rows < TILE_M // CONSUMERS:
                     T.cuda.named_barrier(ZERO_BARRIER, 2 * 128)  # A's other rows are zero
-                _compute(tma_c, a, b, c, full, empty, 0, sched, partial, promote)
+                _compute(tma_c, a, b, c, full, empty, 0, sched, partial, promote, promote_every)
             with T.Else():
                 if a_rows < TILE_M // CONSUMERS:
                     _zero_a_rows(a, a_rows)
                 _idle(full, empty, a.shape[0], sched)
         return
-    _compute(tma_c, a, b, c, full, empty, consumer, sched, partial, promote)
+    _compute(tma_c, a, b, c, full, empty, consumer, sched, partial, promote, promote_every)
 
 
 def _compute(
-    tma_c, a, b, c, full, empty, consumer, sched: Schedule, partial=None, promote: bool = False
+    tma_c,
+    a,
+    b,
+    c,
+    full,
+    empty,
+    consumer,
+    sched: Schedule,
+    partial=None,
+    promote: bool = False,
+    promote_every: int = 1,
 ) -> None:
     """The consumer's units: mainloop and epilogue each (see :func:`_consumer`); ``promote``
     sums each K tile in a second fragment first (:func:`_promote`)."""
@@ -459,14 +530,16 @@ def _compute(
     acc = T.alloc_local(tile_n // 2, "float32", name="acc")
     part = T.alloc_local(tile_n // 2, "float32", name="part") if promote else None
     if sched.stream_k:
-        _compute_stream_k(acc, part, tma_c, a, b, c, full, empty, consumer, sched, partial)
+        _compute_stream_k(
+            acc, part, tma_c, a, b, c, full, empty, consumer, sched, partial, promote_every
+        )
         return
     units = sched.units()
     for i in T.serial(units[0], name="t"):
         m_tile, n_tile, split = sched.tile(i, units)
         first_step = T.let("first_step", i * sched.k_tiles)
         with T.phase("mainloop"):
-            _mainloop(acc, a, b, full, empty, consumer, first_step, sched, part)
+            _mainloop(acc, a, b, full, empty, consumer, first_step, sched, part, promote_every)
         with T.phase("epilogue"):
             if partial is None:
                 _epilogue(acc, c, tma_c, consumer, m_tile * TILE_M, n_tile * tile_n, i)
@@ -478,7 +551,9 @@ def _compute(
             T.ptx.tma.wait_group(0)  # C fully written before the CTA retires
 
 
-def _compute_stream_k(acc, part, tma_c, a, b, c, full, empty, consumer, sched, fixup) -> None:
+def _compute_stream_k(
+    acc, part, tma_c, a, b, c, full, empty, consumer, sched, fixup, promote_every
+) -> None:
     """Stream-K: each segment's mainloop; a segment that starts inside its tile hands its
     fp32 sums to the tile's owner (:func:`_hand_over`), the owner adds them
     (:func:`_take_over`) and writes C. ``fixup = (work, flags)``."""
@@ -488,7 +563,19 @@ def _compute_stream_k(acc, part, tma_c, a, b, c, full, empty, consumer, sched, f
     for i in T.serial(sk.count, name="t"):
         seg = sched.segment(i, sk)
         with T.phase("mainloop"):
-            _mainloop(acc, a, b, full, empty, consumer, seg.first_step, sched, part, seg.k_count)
+            _mainloop(
+                acc,
+                a,
+                b,
+                full,
+                empty,
+                consumer,
+                seg.first_step,
+                sched,
+                part,
+                promote_every,
+                seg.k_count,
+            )
         with T.phase("epilogue"), T.If(seg.k_first > 0):
             with T.Then():
                 _hand_over(acc, work, flags, consumer, T.block_id())
@@ -550,6 +637,7 @@ def hopper_gemm_persistent(
     split_k: bool = False,
     a_rows: int = TILE_M,
     promote: bool = False,
+    promote_every: int = 1,
     stream_k: bool = False,
 ) -> KernelProgram:
     """The kernel: ``(tma_a, tma_b, tma_c, m_tiles, n_tiles, k_tiles, group_m)``, 384 threads,
@@ -569,7 +657,10 @@ def hopper_gemm_persistent(
     16-token step reads 2 KiB of A a K tile, not 16), and the second consumer idles.
 
     ``promote`` (fp8 only, widths of :data:`PROMOTED_TILE_NS`) sums each K tile's wgmmas in
-    a second fragment and adds it into the fp32 accumulators (:func:`_promote`).
+    a second fragment and adds it into the fp32 accumulators (:func:`_promote`);
+    ``promote_every`` (:data:`PROMOTE_EVERY`) = 2 sums two K tiles (256 elements) in it before
+    each add, half the adds and waits of 1 (every K tile) for a longer sum in the wgmma's
+    reduced-precision accumulator (:func:`_promote_groups`).
 
     ``stream_k`` (CTAs alone, 128 rows of A) builds the stream-K kernel ``(tma_a, tma_b,
     tma_c, m_tiles, n_tiles, k_tiles, group_m, m_group, work, flags)``: the K steps of all
@@ -602,7 +693,7 @@ def hopper_gemm_persistent(
             f"compute rows past M; got cluster_m={cluster_m}: use cluster_m=1"
         )
     gemm_plan.check_input_type(dtype)
-    _check_promote(promote, dtype, tile_n)
+    _check_promote(promote, dtype, tile_n, promote_every)
     gemm_plan.a_box(a_rows, dtype)  # a known row count
     gemm_plan.b_share(cluster_m, dtype, tile_n=tile_n)  # the multicast split is whole atoms
     name = "hopper_gemm_persistent" + (f"_cluster{cluster_m}" if cluster_m > 1 else "")
@@ -610,6 +701,7 @@ def hopper_gemm_persistent(
     name += f"_n{gemm_plan.check_tile_n(tile_n)}" if tile_n != TILE_N else ""
     name += f"_a{a_rows}" if a_rows != TILE_M else ""
     name += "_promote" if promote else ""
+    name += f"_p{promote_every}" if promote_every != 1 else ""
     name += "_streamk" if stream_k else ""
 
     def body(
@@ -632,7 +724,20 @@ def hopper_gemm_persistent(
             with T.Else():
                 T.ptx.setmaxnreg.inc(CONSUMER_REGS)
                 consumer = warpgroup - 1
-                _consumer(tma_c, a, b, c, full, empty, consumer, sched, partial, a_rows, promote)
+                _consumer(
+                    tma_c,
+                    a,
+                    b,
+                    c,
+                    full,
+                    empty,
+                    consumer,
+                    sched,
+                    partial,
+                    a_rows,
+                    promote,
+                    promote_every,
+                )
         if cluster_m > 1:  # no CTA leaves while a peer may still arrive on its barriers
             T.ptx.cluster.sync()
 
@@ -699,11 +804,30 @@ PROMOTED_TILE_NS = tuple(
 )
 
 
-def _check_promote(promote, dtype: str, tile_n: int) -> None:
+# Promotion intervals in K tiles (promote_every): 1, every 128 fp8 elements of K (the
+# default), or 2, every 256, which halves the consumer's fp32 adds (the promoted kernel's
+# measured cost, docs/PERFORMANCE.md "fp8 promotion") for a 256-term sum in the wgmma's
+# accumulator. Longer intervals are not built: each needs its own leftover groups
+# (_promote_groups) and they give up more of the accuracy promotion is for.
+PROMOTE_EVERY = (1, 2)
+
+
+def _check_promote(promote, dtype: str, tile_n: int, promote_every) -> None:
     """GemmShapeError unless ``promote`` is a bool, and True only for fp8 on a width whose two
-    accumulator fragments fit the consumer's registers (:data:`PROMOTED_TILE_NS`)."""
+    accumulator fragments fit the consumer's registers (:data:`PROMOTED_TILE_NS`), and unless
+    ``promote_every`` is one of :data:`PROMOTE_EVERY`, other than 1 only with ``promote``."""
     if type(promote) is not bool:
         raise GemmShapeError(f"promote is True or False, got {promote!r}")
+    if type(promote_every) is not int or promote_every not in PROMOTE_EVERY:
+        raise GemmShapeError(
+            f"promote_every is the fp32 promotion interval in K tiles, one of {PROMOTE_EVERY} "
+            f"(1: every 128-element K tile, 2: every two), got {promote_every!r}; use 1 or 2"
+        )
+    if promote_every != 1 and not promote:
+        raise GemmShapeError(
+            f"promote_every={promote_every} is the interval of the fp32 promotion, which "
+            "promote=False turns off; use promote=True (fp8) or promote_every=1"
+        )
     if not promote:
         return
     if dtype != "float8_e4m3fn":
@@ -757,7 +881,8 @@ class HopperGemm:
     split-K kernel and its reduction (CTAs alone; ``prepare`` then takes ``splits``),
     ``a_rows`` the rows of A a stage loads (128, or 64/32/16 for M up to that; CTAs alone),
     ``promote`` the fp32 promotion of fp8 sums every K tile (:func:`_promote`; widths of
-    :data:`PROMOTED_TILE_NS`). One object is one kernel configuration; :class:`AutoGemm` picks
+    :data:`PROMOTED_TILE_NS`), or every ``promote_every`` K tiles (:data:`PROMOTE_EVERY`).
+    One object is one kernel configuration; :class:`AutoGemm` picks
     the configuration from the shape.
     """
 
@@ -771,6 +896,7 @@ class HopperGemm:
         split_k: bool = False,
         a_rows: int = TILE_M,
         promote: bool = False,
+        promote_every: int = 1,
         stream_k: bool = False,
     ):
         _check_group_m(group_m)
@@ -778,9 +904,9 @@ class HopperGemm:
             raise GemmShapeError(f"stream_k is True or False, got {stream_k!r}")
         self.group_m, self.cluster_m, self.l2_promotion = group_m, cluster_m, l2_promotion
         self.dtype, self.tile_n, self.split_k, self.a_rows = dtype, tile_n, split_k, a_rows
-        self.promote, self.stream_k = promote, stream_k
+        self.promote, self.promote_every, self.stream_k = promote, promote_every, stream_k
         self.program = hopper_gemm_persistent(
-            cluster_m, dtype, tile_n, split_k, a_rows, promote, stream_k=stream_k
+            cluster_m, dtype, tile_n, split_k, a_rows, promote, promote_every, stream_k
         )
         self.launcher = Launcher(self.program)
         self.reduce = Launcher(splitk_reduce()) if split_k else None
@@ -1169,7 +1295,8 @@ class AutoGemm:
     configuration, built on first use). ``prepare`` and calling work as in
     :class:`HopperGemm`. ``promote`` (default: for fp8) promotes fp8 sums to fp32 every K
     tile (:func:`_promote`), on the widths whose two fragments fit
-    (:data:`PROMOTED_TILE_NS`)."""
+    (:data:`PROMOTED_TILE_NS`); ``promote_every`` = 2 promotes every two K tiles
+    (:data:`PROMOTE_EVERY`; needs promotion)."""
 
     def __init__(
         self,
@@ -1177,13 +1304,14 @@ class AutoGemm:
         dtype: str = "bfloat16",
         l2_promotion: int = 0,
         promote: bool | None = None,
+        promote_every: int = 1,
     ):
         _check_group_m(group_m)
         gemm_plan.check_input_type(dtype)
         promote = dtype == "float8_e4m3fn" if promote is None else promote
-        _check_promote(promote, dtype, PROMOTED_TILE_NS[0])
+        _check_promote(promote, dtype, PROMOTED_TILE_NS[0], promote_every)
         self.group_m, self.dtype, self.l2_promotion = group_m, dtype, l2_promotion
-        self.promote = promote
+        self.promote, self.promote_every = promote, promote_every
         self.widths = PROMOTED_TILE_NS if promote else gemm_plan.TILE_NS
         self.gemms: dict[tuple[int, int, bool, int, bool], HopperGemm] = {}
         self.sms: int | None = None
@@ -1223,7 +1351,8 @@ class AutoGemm:
                 split_k,
                 a_rows,
                 self.promote,
-                stream_k=stream_k,
+                self.promote_every,
+                stream_k,
             )
         return self.gemms[key]
 

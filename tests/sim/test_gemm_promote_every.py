@@ -1,0 +1,149 @@
+"""The fp8 GEMM promoted every two K tiles (``promote_every=2``) in the simulator, against
+numpy's fp32 product of the same fp8 inputs, with no hazard; and planted bugs of its
+mainloop that these runs catch.
+
+Products of e4m3 values are exact in fp32 (4 + 4 significand bits), so numpy's fp32 product
+of the fp8-rounded inputs differs from the kernel's only by fp32 reordering and C's bf16
+rounding: the tolerance of test_gemm_shapes.py's promoted fp8 tests, 2^-8 relative + 1e-3.
+C (and split-K's partial sums) start as NaN, so an element nothing writes fails the check.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tilemem.sim as sim
+from tilemem import T
+from tilemem.cuda.tma import tile_map
+from tilemem.gemm import hopper
+from tilemem.gemm import plan as gemm_plan
+from tilemem.gemm.hopper import hopper_gemm_persistent, splitk_reduce
+from tilemem.intmath import ceil_div
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+
+FP8 = "float8_e4m3fn"
+
+
+def _operands(m: int, n: int, k: int):
+    rng = np.random.default_rng(m * n + k)
+    a = rng.standard_normal((m, k)).astype(ml_dtypes.float8_e4m3fn)
+    b = rng.standard_normal((n, k)).astype(ml_dtypes.float8_e4m3fn)
+    ref = a.astype(np.float32) @ b.astype(np.float32).T  # the fp8-rounded inputs, in fp32
+    return a, b, ref
+
+
+def _close(c, ref) -> bool:
+    c = c.astype(np.float32)
+    return bool(np.isfinite(c).all() and (np.abs(c - ref) <= 2.0**-8 * np.abs(ref) + 1e-3).all())
+
+
+def _run(m, n, k, tile_n, cluster_m, grid, mode):
+    """The promote_every=2 kernel on an ``m x n x k`` fp8 product: (simulation, C, numpy's)."""
+    a, b, ref = _operands(m, n, k)
+    c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
+    plan = gemm_plan.hopper_gemm_persistent_plan(FP8, "sm_90a", tile_n)
+    maps = (
+        tile_map(a, plan.buffer("A")),
+        tile_map(b, gemm_plan.b_share(cluster_m, FP8, tile_n=tile_n)),
+        tile_map(c, plan.buffer("C_stage")),
+    )
+    tiles = (ceil_div(m, 128), ceil_div(n, tile_n), ceil_div(k, 128))
+    print(f"building the fp8 GEMM promoted every 2 K tiles (128 x {tile_n}, cluster {cluster_m})")
+    program = hopper_gemm_persistent(cluster_m, FP8, tile_n, promote=True, promote_every=2)
+    assert program.name.endswith("_promote_p2")
+    cluster = (cluster_m, 1, 1) if cluster_m > 1 else None
+    result = sim.run(program, *maps, *tiles, 8, grid=grid, cluster=cluster, schedule=mode, seed=k)
+    return result, c, ref
+
+
+PLAIN = {
+    # 130 x 136 x 272 on 128 x 128: 2 x 2 tiles on 2 CTAs, 3 K tiles (the last 16 deep): one
+    # pair and the odd last K tile, twice a CTA
+    "odd": (130, 136, 272, 128, 1, (2,), "random"),
+    # 256 x 200 x 768 on 128 x 192 in one 2x1 cluster sharing B: 2 units a CTA of 6 K tiles,
+    # three pairs each, 12 K steps through the 4-stage ring; adversarial completion order
+    "even": (256, 200, 768, 192, 2, (2,), "adversarial"),
+    # 70 x 72 x 112 on 128 x 64: one K tile, 112 deep: no pair, only the leftover K tile
+    "one": (70, 72, 112, 64, 1, (1,), "random"),
+    # 130 x 72 x 592 on 128 x 64: 2 x 2 tiles on 2 CTAs of 5 K tiles (the last 80 deep): 10
+    # K steps through the 8-stage ring, the second unit's pairs starting on an odd K step
+    "odd_wrapping": (130, 72, 592, 64, 1, (2,), "adversarial"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(PLAIN))
+def test_promoted_every_two_k_tiles_matches_numpy_in_the_simulator(case):
+    result, c, ref = _run(*PLAIN[case])
+    assert result.ok, result.hazards
+    assert _close(c, ref), np.nanmax(np.abs(c.astype(np.float32) - ref))
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "k", "tile_n", "splits", "a_rows", "grid"),
+    [
+        # 130 x 136 x 768, 128 x 128 tiles, 128 rows of A (both consumers compute): 6 K tiles
+        # in 2 ranges of 3 (a pair and a leftover K tile), 8 units on 3 CTAs
+        (130, 136, 768, 128, 2, 128, 3),
+        # 40 x 136 x 512, 64 rows of A (the second consumer only frees stages): 4 K tiles in
+        # 2 ranges of 2 (one pair), 4 units on 3 CTAs
+        (40, 136, 512, 128, 2, 64, 3),
+        # 40 x 72 x 384, 128 x 64: 3 K tiles in 3 ranges of 1 (the leftover K tile only)
+        (40, 72, 384, 64, 3, 64, 2),
+    ],
+)
+def test_promoted_every_two_k_tiles_split_k_matches_numpy_in_the_simulator(
+    m, n, k, tile_n, splits, a_rows, grid
+):
+    a, b, ref = _operands(m, n, k)
+    c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
+    print(f"building the fp8 split-K GEMM promoted every 2 K tiles (128 x {tile_n}, {a_rows} rows)")
+    kernel = hopper_gemm_persistent(
+        dtype=FP8, tile_n=tile_n, split_k=True, a_rows=a_rows, promote=True, promote_every=2
+    )
+    a_box = (
+        gemm_plan.hopper_gemm_persistent_plan(FP8, "sm_90a", tile_n).buffer("A")
+        if a_rows == 128
+        else gemm_plan.a_box(a_rows, FP8)
+    )
+    maps = (tile_map(a, a_box), tile_map(b, gemm_plan.b_share(1, FP8, tile_n=tile_n)))
+    n_tiles = ceil_div(n, tile_n)
+    tiles = (ceil_div(m, 128), n_tiles, ceil_div(k, 128) // splits)
+    partial = np.full((splits * m, n_tiles * tile_n), np.nan, np.float32)
+    result = sim.run(kernel, *maps, *tiles, 8, splits, m, partial, grid=(grid,), seed=k)
+    assert result.ok, result.hazards
+    done = sim.run(splitk_reduce(), partial, c, splits, grid=(ceil_div(m * n, 256),))
+    assert done.ok, done.hazards
+    assert _close(c, ref), np.nanmax(np.abs(c.astype(np.float32) - ref))
+
+
+# -- planted bugs: each is caught by the runs above ----------------------------------------------
+
+
+def test_a_stage_released_before_its_group_completes_is_a_race(monkeypatch):
+    # without the pair's wait_group 1, the first K tile's stage is released while its wgmmas
+    # may still read it: the producer's refill of that stage (the ring wraps) races them
+    original = T.ptx.wgmma.wait_group
+    monkeypatch.setattr(T.ptx.wgmma, "wait_group", lambda n=0: None if n == 1 else original(n))
+    result, _, _ = _run(*PLAIN["odd_wrapping"])
+    assert result.of_kind("race"), result.hazards
+
+
+def test_the_second_k_tile_of_a_pair_overwriting_part_is_wrong(monkeypatch):
+    # scale-d 0 on the pair's second K tile too: the first K tile's sum is lost
+    original = hopper._k_tile
+    monkeypatch.setattr(hopper, "_k_tile", lambda *args: original(*args[:-1], 0))
+    result, c, ref = _run(*PLAIN["even"])
+    assert result.ok, result.hazards
+    assert not _close(c, ref)
+
+
+def test_a_dropped_leftover_k_tile_is_wrong(monkeypatch):
+    # no group for the k_tiles % 2 K tiles after the pairs: K = 112 (one K tile) sums nothing
+    original = hopper._promote_group
+    monkeypatch.setattr(
+        hopper, "_promote_group", lambda *args: None if args[-2] == 1 else original(*args)
+    )
+    result, c, ref = _run(*PLAIN["one"])
+    assert not (result.ok and _close(c, ref))
