@@ -99,11 +99,13 @@ LLAMA3 = [  # (N, K): 8B qkv, o, gate_up, down; 70B qkv, o, gate_up, down
 ]
 INFERENCE = [(m, n, k) for m in (16, 64, 128, 256, 512, 1024) for n, k in LLAMA3]
 SANITIZE = (304, 528, 208)  # ragged for every width: 2.4 x 128, 2.1 x 256, 2.2 x 240, 2.75 x 192
-SANITIZE_ANY = [  # staged operands (M < 128, K or N not a multiple of 8) and split-K
+SANITIZE_ANY = [  # staged operands (M < 128, K or N not a multiple of 8), split-K, stream-K
     (1, 9, 7),
     (3, 40, 520),
     (16, 4096, 4096),
     (65, 1000, 130),
+    (128, 4096, 4096),  # split-K on the 128-row A box: stream-K with 2 ranges a tile
+    (256, 4096, 14336),  # stream-K over the whole machine, groups of 2
 ]
 ROTATE_BYTES = 512 << 20  # operand copies a timed graph cycles through: 10 x the 50 MB L2
 Gemm = AutoGemm | HopperGemm
