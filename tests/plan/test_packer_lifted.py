@@ -107,6 +107,26 @@ def test_with_relaxations_everywhere_the_footprint_is_the_brute_force_minimum(it
     assert packing.footprint == brute_force_minimum(items)
 
 
+LANE_GROUPS = (None, frozenset(range(64)), frozenset(range(64, 128)))
+
+
+@given(walled(max_items=4), st.lists(st.sampled_from(LANE_GROUPS), min_size=4))
+@settings(max_examples=60, deadline=None)
+def test_with_lanes_relaxations_everywhere_keep_the_brute_force_minimum(items, lanes):
+    # lanes decide conflicts too: an item cut must conflict with every other on a lane
+    items = [Item(it.name, it.length, it.align, it.live, lane) for it, lane in zip(items, lanes)]
+    search = prepared(items)
+    least = brute_force_minimum(items)
+    for bound in search._lifted_bounds():
+        assert bound <= least
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(lifetimes, "TOP_AFTER", 0)
+        patch.setattr(lifetimes, "LIFT_LIMIT", 10**6)
+        packing = pack(items, PHASES, seconds=None)
+    assert packing.exact and clashes(items, packing.offsets) == []
+    assert packing.footprint == least
+
+
 def no_relaxations(self):
     return iter(())  # the search as it was before the lifted bound
 
