@@ -191,6 +191,91 @@ def test_where_relaxations_raise_the_bound_the_footprint_is_the_brute_force_mini
         assert everywhere[n].offsets == without[n].offsets
 
 
+# (size, alignment, phases of p0-p3): instances where a relaxation shows a bound above the
+# clique bound but below the optimum, so the tight search at that bound finds nothing and the
+# ordinary search follows (found among the random instances of random_items)
+SHORT_OF_THE_OPTIMUM = [
+    [(39, 8, "0"), (16, 16, "3"), (59, 16, "2"), (13, 16, "123"), (39, 4, "013"), (12, 1, "12")],
+    [(44, 2, "02"), (40, 16, "13"), (57, 4, "2"), (35, 8, "012"), (49, 8, "03"), (50, 2, "3"),
+     (7, 8, "1")],
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("rows", SHORT_OF_THE_OPTIMUM)
+def test_a_relaxation_short_of_the_optimum_leaves_the_ordinary_search_to_find_it(rows, monkeypatch):
+    phases = ("p0", "p1", "p2", "p3")
+    items = [
+        Item(f"b{n}", size, align, frozenset(f"p{c}" for c in live))
+        for n, (size, align, live) in enumerate(rows)
+    ]
+    least = brute_force_minimum(items)
+    shown: list[tuple[int, int]] = []  # (clique bound, bound shown) per search
+    run = _Search.run
+
+    def run_and_record(self, incumbent, bound):
+        best = run(self, incumbent, bound)
+        if self.lift:  # (not the searches of the relaxations themselves)
+            shown.append((bound, self.lifted))
+        return best
+
+    monkeypatch.setattr(_Search, "run", run_and_record)
+    everywhere, without, _ = packed_with_and_without([items], phases, monkeypatch)
+    (bound, lifted), *_ = shown
+    assert bound < lifted < least  # the bound shown is above B, and short of the optimum
+    assert everywhere[0].exact and everywhere[0].footprint == least
+    assert clashes(items, everywhere[0].offsets) == []
+    assert everywhere[0].offsets == without[0].offsets
+
+
+@given(walled(max_items=4), st.sampled_from([0, 8, 16]))
+@settings(max_examples=60, deadline=None)
+def test_with_an_item_placed_by_hand_no_relaxation_is_tried(items, offset):
+    # the cut moves items, which a fixed offset forbids: with something fixed, the search
+    # runs without relaxations, and still reaches the brute-force minimum
+    first = items[0]
+    items[0] = Item(first.name, first.length, first.align, first.live, None, offset)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(lifetimes, "TOP_AFTER", 0)
+        patch.setattr(lifetimes, "LIFT_LIMIT", 10**6)
+        packing = pack(items, PHASES, seconds=None)
+    assert packing.offsets[0] == offset
+    assert packing.exact and clashes(items, packing.offsets) == []
+    assert packing.footprint == brute_force_minimum(items)
+
+
+def test_with_a_fixed_item_or_a_view_no_relaxation_is_searched(monkeypatch):
+    # the first instance above searches relaxations; with one of its items fixed where the
+    # optimum puts it, or with a view inside one, it searches none (a fixed item cannot be
+    # moved by a cut; views keep the general working form) and still finds the minimum
+    phases = ("p0", "p1", "p2", "p3")
+    rows = SHORT_OF_THE_OPTIMUM[0]
+    items = [
+        Item(f"b{n}", size, align, frozenset(f"p{c}" for c in live))
+        for n, (size, align, live) in enumerate(rows)
+    ]
+    searched = []
+    inner = lifetimes._pack
+
+    def counted(inst, node_limit, seconds, lift=True):
+        searched.append(lift)
+        return inner(inst, node_limit, seconds, lift)
+
+    monkeypatch.setattr(lifetimes, "TOP_AFTER", 0)
+    monkeypatch.setattr(lifetimes, "LIFT_LIMIT", 10**6)
+    monkeypatch.setattr(lifetimes, "_pack", counted)
+    plain = pack(items, phases, seconds=None)
+    assert False in searched  # relaxations were searched
+    x = plain.offsets[4]
+    fixed = [*items[:4], Item("b4", 39, 4, items[4].live, None, x), items[5]]
+    view = [*items, Item("v", 8, 4, items[4].live, alias_of="b4")]
+    for case in (fixed, view):
+        searched.clear()
+        packing = pack(case, phases, seconds=None)
+        assert searched == [True]
+        assert packing.exact and clashes(case[:6], packing.offsets[:6]) == []
+        assert packing.footprint == brute_force_minimum(items) == plain.footprint
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_the_relaxations_never_change_the_placement(seed, monkeypatch):
     phases = ("p0", "p1", "p2", "p3")

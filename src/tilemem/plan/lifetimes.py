@@ -172,7 +172,7 @@ smallest footprint; the search replaces it only by a strictly smaller one, so th
 is the incumbent when that is optimal, else the first placement meeting B in the search
 order, or (optimum above B) the first placement of least footprint in the order of the
 ordinary search. ``Packing.nodes`` counts the visited states of both searches, the root
-included; a search
+included (and those of the searches from the top and of the relaxations); a search
 that finds its budget spent (``node_limit``, scaled down as ``pack`` says) stops at that
 state, so ``nodes`` is the budget plus one.
 
