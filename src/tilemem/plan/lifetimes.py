@@ -113,6 +113,39 @@ only by a smaller one, which does not exist. Only the work (``Packing.nodes``, w
 these nodes too, against the same budget) changes. Not tried when something of any size is
 fixed.
 
+*Lifted bound.* Two relaxations give lower bounds on the optimum. Dropping items: a
+placement of all items is one of any subset, no larger. Cutting: if an item g conflicts with
+every other item and A is the largest alignment, cutting ``k * A`` bytes (at most its length)
+out of g lowers the optimum by at least ``k * A``. In any placement no item overlaps g, so
+each lies below g's start or at or above its end; moving those above down by ``k * A`` (a
+multiple of every alignment, all powers of two up to A) and shortening g as much keeps every
+item aligned and every conflicting pair apart, and lowers every end above g's start by
+``k * A``, while the ends below are at most g's start, itself at most the footprint less g's
+length. Dropping items can make others conflict with all that is left, so cutting repeats;
+an item cut to nothing is dropped. Which items to drop: with K the heaviest clique, an item
+outside K lies only over members of K it does not conflict with, or where no member is.
+Taking the items outside K in order of how many such members they have (fewest first), N
+the members met so far, each relaxation keeps K and the items outside K whose such members
+all lie in N: every member of K outside N then conflicts with everything kept, so it is
+cut (by the largest multiple of A it holds). Where a few items outside K can lie over few
+members of K, the distance of the optimum from B is about which of those members are next
+to which, which the clique bounds of the search see only once they are placed, while the
+small relaxed instance is searched to the end in few nodes. Only relaxations left with at
+most two thirds of the free items are searched (smaller ones search faster), without
+relaxations of their own, within ``LIFT_LIMIT`` nodes in all, from the first checkpoint
+(``TOP_AFTER`` nodes) on, one after another only until one shows more than the bound the
+search looks for (at the checkpoints of the tight search, after it finds nothing, and at
+the ordinary search's checkpoint).
+When a relaxation shows that nothing lies below L > B, the tight search is given up (nothing
+meets B) and runs again as if the incumbent were L + 1. It then returns the first placement
+meeting L in the search order; nothing is smaller, so that is the first placement of least
+footprint, which the ordinary search would have returned (*which placement*, below), unless
+the incumbent meets L already: then it is returned, as the ordinary search would, finding
+nothing smaller. If none meets L (the relaxations can be weaker than the optimum), the next
+relaxations are tried, and in the end the ordinary search runs as before, stopping if its
+best meets the highest bound shown. As with the proofs from the top, the placement returned
+is the one the search would return without the relaxations; ``nodes`` counts theirs.
+
 *Set-up cost.* The orders are tried lazily: first fit in allocation order first, and a
 further order only while the incumbent is above a bound (the heaviest class of cells,
 then the clique bound), since no order can then do strictly better; the result is the
@@ -139,7 +172,7 @@ smallest footprint; the search replaces it only by a strictly smaller one, so th
 is the incumbent when that is optimal, else the first placement meeting B in the search
 order, or (optimum above B) the first placement of least footprint in the order of the
 ordinary search. ``Packing.nodes`` counts the visited states of both searches, the root
-included; a search
+included (and those of the searches from the top and of the relaxations); a search
 that finds its budget spent (``node_limit``, scaled down as ``pack`` says) stops at that
 state, so ``nodes`` is the budget plus one.
 
@@ -172,7 +205,7 @@ from __future__ import annotations
 import functools
 import time
 from bisect import bisect_left, bisect_right, insort
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from operator import add, attrgetter, le
 
@@ -189,6 +222,7 @@ CHECK_EVERY = 64  # nodes between two looks at the clock
 TOP_LIMIT = 2_000  # nodes of one search from the top (a proof that no placement is lower)
 PADDED_CLIQUES = 3  # cliques per state given the padding bound (those nearest the incumbent)
 TOP_AFTER = 512  # nodes of a search before the searches from the top start
+LIFT_LIMIT = 4_000  # nodes of the searches of relaxations (*lifted bound*), all of them
 
 
 @dataclass(frozen=True, init=False)
@@ -553,6 +587,9 @@ class _Search:
         self.refuted_to = -1  # the highest limit no placement meets, shown from the top
         self.reached_at = 1 << 62  # the lowest footprint a search from the top reached
         self.tried: set[int] = set()  # limits tried from the top
+        self.lift = True  # whether relaxations are tried (*lifted bound*)
+        self.lifts: Iterator[int] = iter(())  # the bounds they show, one per relaxation
+        self.lifted = 0  # the highest of them so far (0: none)
 
     @functools.cached_property
     def kind_table(self) -> tuple[list[int], list[list[int]], list[int]]:
@@ -799,7 +836,23 @@ class _Search:
             # when there is none, any placement better than the incumbent
             self.free_mask = unplaced
             self.best_end = self.bound + 1
+            if self.lift and not self.fixed_end and self.inst.plain:
+                self.lifts = self._lifted_bounds()
             self._dfs(unplaced, start, self.fixed_end)
+            while self.best_end > self.bound and self.complete:
+                # nothing meets the bound; if a relaxation shows nothing lies below a higher
+                # one, the incumbent is optimal when it meets that, else the tight search
+                # runs again at that bound (*lifted bound*)
+                self._lift()
+                if self.lifted <= self.bound:
+                    break
+                if self.lifted >= self.footprint(incumbent):
+                    self.best, self.bound = incumbent, self.footprint(incumbent)
+                    self.best_end = self.bound
+                    break
+                self.bound, self.best_end, self.seen = self.lifted, self.lifted + 1, {}
+                self.given_up, self.next_check = False, self.nodes + TOP_AFTER
+                self._dfs(unplaced, start, self.fixed_end)
             if self.best_end > self.bound:
                 self.best, self.best_end, self.seen = incumbent, self.footprint(incumbent), {}
                 self.proving, self.given_up = True, False  # each new best is tried from the top
@@ -814,12 +867,102 @@ class _Search:
         exist (a placement meeting the clique bound in the tight search; one below the
         best found in the ordinary search). If so, the tight search is given up, or the
         ordinary one ends with its best. In the ordinary search each new best is tried so
-        too."""
+        too. Before that, relaxations until one shows more than the bound (*lifted bound*):
+        such a bound gives up the tight search, and in the ordinary search it becomes the
+        bound at which the search stops."""
         self.next_check = 1 << 62
+        self._lift()
         if not self.proving:
-            self.given_up = self._refuted(self.bound, self.top_limit)
-        elif self._refuted(self.best_end - 1, self.top_limit):
+            self.given_up = self.lifted > self.bound or self._refuted(self.bound, self.top_limit)
+        elif self.lifted >= self.best_end or self._refuted(self.best_end - 1, self.top_limit):
             self.bound = self.best_end
+        elif self.lifted > self.bound:
+            self.bound = self.lifted
+
+    def _lift(self) -> None:
+        """Searches relaxations until one shows a bound above the current one (kept in
+        ``lifted``) or none is left; none before the search has visited ``TOP_AFTER`` nodes."""
+        if self.lifted > self.bound or self.nodes < TOP_AFTER:
+            return
+        for value in self.lifts:
+            if value > self.lifted:
+                self.lifted = value
+                if value > self.bound:
+                    return
+
+    def _lifted_bounds(self) -> Iterator[int]:
+        """Lower bounds on the footprint from relaxations (the module docstring, *lifted
+        bound*), one per relaxation searched to the end. With K the heaviest clique, the
+        items outside it are taken in order of the members of K they do not conflict with
+        (fewest first); the members met so far are N, and each relaxation keeps K and the
+        items outside K that conflict with every member of K outside N, then cuts the items
+        that conflict with every other item. Only those left with at most two thirds of the
+        free items are searched, each within what is left of ``LIFT_LIMIT`` nodes (never
+        past this search's budget); the first not finished ends the tries, and so does a
+        bound that reaches the incumbent."""
+        length, conflicts = self.length, self.conflict_mask
+        assert self.cliques is not None
+        heaviest = max(self.cliques, key=lambda c: sum(map(length.__getitem__, _bits(c))))
+        room = {r: heaviest & ~conflicts[r] for r in self.free if not heaviest >> r & 1}
+        outside = sorted(room, key=lambda r: (room[r].bit_count(), -length[r], r))
+        budget = min(LIFT_LIMIT, self.node_limit - self.nodes)
+        enough = self.footprint(self.best)  # the incumbent: no bound can pass it
+        best, near, tried = 0, 0, set()
+        for r in outside:
+            near |= room[r]
+            keep = self.free_mask & ~_bit_mask(q for q in outside if room[q] & ~near)
+            if keep in tried:
+                continue
+            tried.add(keep)
+            sizes, cut = self._cut(keep)
+            if 3 * len(sizes) > 2 * len(self.free):  # too close to the instance itself
+                continue
+            packing = _pack(self._relaxed(sizes), budget, None, lift=False)
+            self.nodes += min(packing.nodes, budget)
+            budget -= packing.nodes
+            if not packing.exact:
+                return
+            best = max(best, packing.footprint + cut)
+            yield best
+            if best >= enough or budget <= 0:
+                return
+
+    def _cut(self, keep: int) -> tuple[dict[int, int], int]:
+        """The items of ``keep`` (a bit mask) with every item that conflicts with all the
+        others cut down by the largest multiple of the largest alignment that it holds,
+        repeated while anything is cut (items cut to nothing are dropped): their sizes, and
+        the bytes cut (the module docstring, *lifted bound*)."""
+        sizes = dict.fromkeys(_bits(keep), 0)
+        for r in sizes:
+            sizes[r] = self.length[r]
+        cut, conflicts = 0, self.conflict_mask
+        while True:
+            rest = _bit_mask(sizes)
+            step = max(map(self.align.__getitem__, sizes))
+            gained = 0
+            for r in list(sizes):
+                if rest & ~conflicts[r] == 1 << r:  # conflicts with every other item
+                    whole = sizes[r] // step * step
+                    gained += whole
+                    if whole == sizes[r]:
+                        del sizes[r]
+                    else:
+                        sizes[r] -= whole
+            if not gained or not sizes:
+                return sizes, cut + gained
+            cut += gained
+
+    def _relaxed(self, sizes: dict[int, int]) -> _Instance:
+        """The working form of the items ``sizes`` names, with those sizes."""
+        inst = self.inst
+        columns = (
+            [inst.names[r] for r in sizes],
+            list(sizes.values()),
+            [self.align[r] for r in sizes],
+            [inst.phase_sets[r] for r in sizes],
+            [inst.lane_sets[r] for r in sizes],
+        )
+        return _Instance.of_columns(*columns, inst.phases)
 
     def _refuted(self, limit: int, budget: int) -> bool:
         """True if no placement of the free items ends at or below ``limit``, shown by the
@@ -1189,10 +1332,11 @@ def _check_seconds(seconds: float | None) -> float | None:
     return seconds
 
 
-def _pack(inst: _Instance, node_limit: int, seconds: float | None) -> Packing:
+def _pack(inst: _Instance, node_limit: int, seconds: float | None, lift: bool = True) -> Packing:
     classes = inst.cell_classes()
     search = _Search(inst, node_limit, classes)
     search.seconds = seconds
+    search.lift = lift  # (the searches of relaxations try none of their own)
     bump_at, free_end = {}, 0  # bump placement of the free items in allocation order
     length, align = search.length, search.align
     for r in search.free:
