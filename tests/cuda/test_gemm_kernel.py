@@ -437,6 +437,15 @@ def test_float8_tensors_are_addressed_through_data_ptr():
         # * 1.01 = 93081.6. Stream-K at 256: groups of 8, 16 groups, 40 units >= 16: 40 * 128
         # / 16 = 320 steps, 320 * 256 = 81920 <= 0.95 * 93081.6 = 88427.5
         (1024, 10240, 8192, "bfloat16", 256),
+        # policy (64, 1, 1): 2 x 64 tiles, one round of 192 K tiles: 192 * 64 * 1.9 = 23347.2.
+        # Stream-K at 192: 22 units * 192 / 66 = exactly 64 steps a CTA (the least taken),
+        # 64 * 197.76 = 12656.6
+        (256, 4096, 12288, "bfloat16", 192),
+        # policy (256, 1, 2): 2 x 32 tiles x 2 ranges, one round of 448 / 2 K tiles: 224 * 256
+        # = 57344. Stream-K: 256 skipped (32 units < 66 groups); 192: 43 * 448 / 66 = 291.9
+        # steps, 291.9 * 197.76 = 57725 > 0.95 * 57344: the tiled kernel (its split-K then
+        # runs as stream-K with the same ranges, AutoGemm.config)
+        (256, 8192, 28672, "bfloat16", None),
         # one M tile: never
         (128, 57344, 8192, "float8_e4m3fn", None),
         # promoted fp8: 192 only. Policy (128, 2, 1): 4 x 64 tiles in pairs, 128 units over

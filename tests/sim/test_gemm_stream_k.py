@@ -150,6 +150,7 @@ def test_stream_k_refuses_clusters_split_k_and_small_a_boxes(kwargs):
         ((5, 10, 64), 132, (130, 5)),  # 26 groups of 5 (130 of 132 SMs)
         ((16, 8, 32), 132, (128, 8)),  # at most 8 a group: 16 groups of 8
         ((11, 4, 32), 132, (132, 1)),  # 11 M tiles: no divisor up to 8 but 1
+        ((9, 4, 32), 132, (132, 3)),  # 9 M tiles: 3, not 9 (at most 8 a group)
         ((1, 1, 3), 132, (3, 1)),  # 3 K steps: 3 CTAs, one step each
         ((2, 1, 1), 132, (2, 2)),  # one unit of one K step: one group
         ((4, 4, 4), 2, (2, 2)),  # two SMs hold one group of 2
@@ -164,3 +165,24 @@ def test_stream_k_grid_refuses_what_its_32_bit_steps_cannot_count():
     assert stream_k_grid(512, 64, 4096, 128) == (128, 8)
     with pytest.raises(GemmShapeError, match=r"32-bit step arithmetic; use stream_k=False"):
         stream_k_grid(1024, 1024, 4096, 132)  # 2**29 steps * 16 groups
+    # the edge on two SMs: 2**15 units of 2**15 - 1 K tiles on 2 groups is 2**31 - 2**16,
+    # 2**15 of 2**15 is 2**31, one past the largest int32
+    assert stream_k_grid(1, 2**15, 2**15 - 1, 2) == (2, 1)
+    with pytest.raises(GemmShapeError, match=r"1073741824 \* 2 does not fit"):
+        stream_k_grid(1, 2**15, 2**15, 2)
+
+
+def test_stream_k_grid_splits_cap_the_groups_at_units_times_splits():
+    # 2 M tiles (groups of 2) x 3 N tiles = 3 units of 10 K tiles: splits 1 gives 3 groups
+    # (each unit on one group: the tiled kernel's grid), 2 gives 6, 40 the 30 K steps
+    assert stream_k_grid(2, 3, 10, 132, 1) == (6, 2)
+    assert stream_k_grid(2, 3, 10, 132, 2) == (12, 2)
+    assert stream_k_grid(2, 3, 10, 132, 40) == (60, 2)
+
+
+@pytest.mark.parametrize(
+    "args", [(0, 1, 1, 132), (1, 0, 1, 132), (1, 1, 0, 132), (1, 1, 1, 0), (1, 1, 1, 132, 0)]
+)
+def test_stream_k_grid_refuses_counts_below_one(args):
+    with pytest.raises(GemmShapeError, match=r"stream_k_grid's \w+ must be"):
+        stream_k_grid(*args)
