@@ -14,8 +14,8 @@
                                               # cuBLASLt
     python3 benchmarks/gemm.py --dtypes float8_e4m3fn --variants unpromoted  # fp8 without
                                               # promotion timed beside the promoted policy
-    python3 benchmarks/gemm.py --dtypes float8_e4m3fn --variants promote2,unpromoted  # fp8
-                                              # promoted every two K tiles beside both
+    python3 benchmarks/gemm.py --dtypes float8_e4m3fn --variants promote1,unpromoted  # fp8
+                                              # promoted every K tile beside both
 
 A and B are bf16 or fp8 e4m3, C is bf16, accumulation fp32. The library side is
 ``torch.matmul`` (cuBLAS) for bf16 and ``torch._scaled_mm`` (cuBLASLt, unit scales) for fp8.
@@ -26,13 +26,13 @@ is printed for the policy (each variant's on the per-shape line) and for the lib
 tilemem variant must stay below 1e-2 with every element written.
 "tilemem" is ``AutoGemm``: the configuration (CTA tile width, cluster or not, K ranges)
 that ``policy`` picks from the shape before the launch, one policy for every shape; for fp8
-it promotes each K tile's sums to fp32. The other tilemem columns are fixed configurations
-``WIDTHxCLUSTER`` (``--variants``), ``WIDTHs`` (the stream-K kernel at that width, fp8
-promoted where the width allows: ``/p``), ``unpromoted`` (the fp8 policy without promotion)
-or ``promote2`` (the fp8 policy promoting every two K tiles, ``promote_every=2``), for
-comparison only. The policy's config column adds ``/kS`` where it splits K into S ranges,
-``/s`` where it runs the stream-K kernel and ``/aR`` where a stage loads only R rows of A
-(M <= R).
+it promotes the sums to fp32 every two K tiles (``DEFAULT_PROMOTE_EVERY``). The other
+tilemem columns are fixed configurations ``WIDTHxCLUSTER`` (``--variants``), ``WIDTHs``
+(the stream-K kernel at that width, fp8 promoted every K tile where the width allows:
+``/p``), ``unpromoted`` (the fp8 policy without promotion) or ``promote1`` / ``promote2``
+(the fp8 policy promoting every K tile / every two, ``promote_every``), for comparison only.
+The policy's config column adds ``/kS`` where it splits K into S ranges, ``/s`` where it
+runs the stream-K kernel and ``/aR`` where a stage loads only R rows of A (M <= R).
 Timing: each implementation is captured in a CUDA graph of
 ``reps`` back-to-back launches; every round replays the graphs (tilemem in each cluster
 shape, cuBLAS; the order rotates from round to round), each between CUDA events, after
@@ -60,7 +60,7 @@ except ImportError:  # before anything else runs: say what is missing and how to
     )
 
 from tilemem.gemm import shapes as gemm_shapes
-from tilemem.gemm.hopper import PROMOTED_TILE_NS, AutoGemm, HopperGemm
+from tilemem.gemm.hopper import DEFAULT_PROMOTE_EVERY, PROMOTED_TILE_NS, AutoGemm, HopperGemm
 
 SQUARE = [(s, s, s) for s in (2048, 4096, 8192, 16384)]
 LLM = [  # M = 8192 tokens; (N, K) of projection and MLP layers
@@ -227,12 +227,15 @@ def _smi(query: str) -> str:
 
 def name(gemm: Gemm) -> str:
     """Column name: ``tilemem`` for the per-shape policy (``unpromoted``: fp8 without
-    promotion, ``promote2``: fp8 promoted every two K tiles), ``WIDTHxCLUSTER`` for a fixed
-    one."""
+    promotion, ``promote1`` / ``promote2``: fp8 promoted every K tile / every two where that
+    is not the default), ``WIDTHxCLUSTER`` for a fixed one."""
     if isinstance(gemm, AutoGemm):
-        if gemm.dtype != "bfloat16" and not gemm.promote:
+        if gemm.dtype == "bfloat16":
+            return "tilemem"
+        if not gemm.promote:
             return "unpromoted"
-        return f"promote{gemm.promote_every}" if gemm.promote_every != 1 else "tilemem"
+        default = gemm.promote_every == DEFAULT_PROMOTE_EVERY
+        return "tilemem" if default else f"promote{gemm.promote_every}"
     if gemm.stream_k:
         return f"{gemm.tile_n}s" + ("/p" if gemm.promote else "")
     return f"{gemm.tile_n}x{gemm.cluster_m}" + ("k" if gemm.split_k else "")
@@ -294,11 +297,11 @@ def policy(gemm: Gemm, m: int, n: int, k: int) -> str:
 
 
 def accuracy_gemms() -> dict[str, AutoGemm]:
-    """The fp8 policies of the error table, by column: promoted every K tile (the default),
-    every two K tiles, not promoted."""
+    """The fp8 policies of the error table, by column: promoted every two K tiles (the
+    default), every K tile, not promoted."""
     return {
-        "promoted": AutoGemm(dtype="float8_e4m3fn"),
-        "promoted every 2": AutoGemm(dtype="float8_e4m3fn", promote_every=2),
+        "promoted every 2": AutoGemm(dtype="float8_e4m3fn"),
+        "promoted every K tile": AutoGemm(dtype="float8_e4m3fn", promote_every=1),
         "unpromoted": AutoGemm(dtype="float8_e4m3fn", promote=False),
     }
 
@@ -333,7 +336,7 @@ def accuracy(ks: list[int], m: int, n: int) -> None:
     print()
 
 
-POLICY_VARIANTS = ("unpromoted", "promote2")  # fp8 policies named in --variants
+POLICY_VARIANTS = ("unpromoted", "promote1", "promote2")  # fp8 policies named in --variants
 
 
 def parse_variants(text: str) -> list[tuple[int, int, bool] | tuple[int, str] | str]:
@@ -385,8 +388,8 @@ def main() -> None:
         default="256x1,256x2,192x2",
         help="fixed tilemem configurations TILE_NxCLUSTER_M beside the per-shape policy; a "
         "trailing k (64x1k) is the split-K kernel with split_count's ranges; 'unpromoted' is "
-        "the fp8 policy without fp32 promotion, 'promote2' the fp8 policy promoting every two "
-        "K tiles (both skipped for bf16)",
+        "the fp8 policy without fp32 promotion, 'promote1' / 'promote2' the fp8 policy "
+        "promoting every K tile / every two (all three skipped for bf16)",
     )
     parser.add_argument(
         "--accuracy",

@@ -164,7 +164,11 @@ def test_hopper_gemm_builds_and_launches_the_p2_kernel(drv):
 
 
 def test_auto_gemm_passes_promote_every_to_each_kernel(drv):
-    assert AutoGemm(dtype=FP8).promote_every == 1  # the default
+    # the default: every two K tiles for promoted fp8 (DEFAULT_PROMOTE_EVERY), 1 otherwise
+    assert AutoGemm(dtype=FP8).promote_every == 2
+    assert AutoGemm(dtype=FP8, promote=False).promote_every == 1
+    assert AutoGemm().promote_every == 1  # bf16: no promotion
+    assert AutoGemm(dtype=FP8, promote_every=1).promote_every == 1
     gemm = AutoGemm(dtype=FP8, promote_every=2)
     assert (gemm.promote, gemm.promote_every) == (True, 2)
     # 8192 x 8192 (config without K: no split) and 256 x 4096 x 28672 (stream-K at 192:
@@ -182,13 +186,16 @@ def test_auto_gemm_passes_promote_every_to_each_kernel(drv):
 # -- benchmarks/gemm.py: the promote2 variant and the error table's column -----------------------
 
 
-def test_benchmark_times_the_promote2_policy_beside_the_others(monkeypatch):
+def test_benchmark_times_the_promote_policies_beside_the_others(monkeypatch):
     bench = _benchmark_module(monkeypatch)
-    configs = bench.parse_variants("promote2,unpromoted,192x2")
-    assert configs == ["promote2", "unpromoted", (192, 2, False)]
+    configs = bench.parse_variants("promote1,unpromoted,192x2")
+    assert configs == ["promote1", "unpromoted", (192, 2, False)]
     gemms = bench.make_variants(configs[:2], FP8, 8, 0)  # the fixed 192x2 needs a GPU
-    assert [bench.name(g) for g in gemms] == ["tilemem", "promote2", "unpromoted"]
-    assert [(g.promote, g.promote_every) for g in gemms] == [(True, 1), (True, 2), (False, 1)]
+    assert [bench.name(g) for g in gemms] == ["tilemem", "promote1", "unpromoted"]
+    assert [(g.promote, g.promote_every) for g in gemms] == [(True, 2), (True, 1), (False, 1)]
+    # promote2 names the default's interval: a column equal to the policy, named as such
+    (two,) = bench.make_variants(["promote2"], FP8, 8, 0)[1:]
+    assert (two.promote_every, bench.name(two)) == (2, "tilemem")
     assert all(g.group_m == 8 and g.l2_promotion == 0 for g in gemms)
     bf16 = bench.make_variants(configs[:2], "bfloat16", 8, 0)  # fp8 policies only
     assert [bench.name(g) for g in bf16] == ["tilemem"] and not bf16[0].promote
@@ -196,19 +203,20 @@ def test_benchmark_times_the_promote2_policy_beside_the_others(monkeypatch):
     # every width, 128 x 256 in 2x1 clusters (test_gemm_kernel.py's AutoGemm test)
     for g in gemms:
         g.sms = 132
-    assert [bench.policy(g, 8192, 8192, 8192) for g in gemms] == ["192x2/p", "192x2/p2", "256x2"]
+    assert [bench.policy(g, 8192, 8192, 8192) for g in gemms] == ["192x2/p2", "192x2/p", "256x2"]
 
 
 def test_benchmark_error_table_has_a_column_for_promotion_every_two_k_tiles(monkeypatch):
     bench = _benchmark_module(monkeypatch)
     columns = bench.accuracy_gemms()
     assert [(label, g.promote, g.promote_every) for label, g in columns.items()] == [
-        ("promoted", True, 1),
         ("promoted every 2", True, 2),
+        ("promoted every K tile", True, 1),
         ("unpromoted", False, 1),
     ]
     assert bench.accuracy_header(columns) == [
-        "| K | promoted | config | promoted every 2 | config | unpromoted | config | cuBLASLt |",
+        "| K | promoted every 2 | config | promoted every K tile | config | unpromoted | config "
+        "| cuBLASLt |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
 
