@@ -152,3 +152,14 @@ def test_refusals_name_the_operand_and_the_fix(dtype, value, want):
             @T.kernel(target="sm_90a", grid=1, block=32)
             def k2(flags: T.Buffer((1,), "uint32")):
                 T.ptx.ld.wait_ge_acquire_gpu(flags, 0, value)
+
+
+def test_a_wait_outside_the_counters_is_out_of_bounds_and_does_not_block():
+    @T.kernel(target="sm_90a", grid=1, block=32)
+    def k(flags: T.Buffer((2,), "uint32")):
+        with T.If(T.thread_id() == 0):
+            T.ptx.ld.wait_ge_acquire_gpu(flags, 5, 1)
+
+    result = sim.run(k, np.zeros(2, np.uint32))
+    assert [h.kind for h in result.hazards] == ["out-of-bounds"]
+    assert "ld.acquire at element 5 of global flags, which has 2" in str(result.hazards[0])

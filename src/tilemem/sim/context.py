@@ -140,6 +140,26 @@ class Context:
         mem = self.m.bind_global(array, "?")
         self.m.global_access(mem, idx, self.actor(), True, self.rec(), values)
 
+    def _counter_lanes(self, flat: np.ndarray, name: str, idx, op: str) -> list[tuple[int, int]]:
+        """(lane, element) of each active lane whose flat index ``idx`` lies inside the
+        counter array; an "out-of-bounds" hazard for each other active lane."""
+        idx = np.asarray(idx, np.int64)
+        out = []
+        for lane in np.flatnonzero(self.active):
+            i = int(idx[lane])
+            if 0 <= i < flat.size:
+                out.append((int(lane), i))
+                continue
+            self.hazard(
+                "out-of-bounds",
+                f"{op} at element {i} of global {name}, which has {flat.size}; "
+                "index the counters inside the buffer",
+                space="global",
+                buffer=name,
+                where=f"element {i}",
+            )
+        return out
+
     def global_atomic_add(self, var, idx, values) -> np.ndarray:
         """Lane by lane in lane order: acquire what earlier atomics on the element released,
         add, release this warp's knowledge. Atomics bypass the race shadow (they are not
@@ -149,20 +169,8 @@ class Context:
         flat, _, name = mem
         cells = flat.view(np.uint32)  # the 32 bits of each element, whatever numpy type
         gid, vc = self.actor()
-        idx = np.asarray(idx, np.int64)
         old = np.zeros(LANES, np.uint32)
-        for lane in np.flatnonzero(self.active):
-            i = int(idx[lane])
-            if not 0 <= i < flat.size:
-                self.hazard(
-                    "out-of-bounds",
-                    f"atom.add at element {i} of global {name}, which has {flat.size}; "
-                    "index the counters inside the buffer",
-                    space="global",
-                    buffer=name,
-                    where=f"element {i}",
-                )
-                continue
+        for lane, i in self._counter_lanes(flat, name, idx, "atom.add"):
             key = (id(flat), i)
             released = self.m.atomic_clocks.get(key)
             if released is not None:
@@ -181,21 +189,10 @@ class Context:
         and that lane does not wait."""
         flat, _, name = self.runner.bindings[var]
         cells = flat.view(np.uint32)
-        idx = np.asarray(idx, np.int64)
-        lanes = []
-        for lane in np.flatnonzero(self.active):
-            i = int(idx[lane])
-            if not 0 <= i < flat.size:
-                self.hazard(
-                    "out-of-bounds",
-                    f"ld.acquire at element {i} of global {name}, which has {flat.size}; "
-                    "index the counters inside the buffer",
-                    space="global",
-                    buffer=name,
-                    where=f"element {i}",
-                )
-                continue
-            lanes.append((i, int(values[lane]) & 0xFFFFFFFF))
+        lanes = [
+            (i, int(values[lane]) & 0xFFFFFFFF)
+            for lane, i in self._counter_lanes(flat, name, idx, "ld.acquire")
+        ]
 
         def ready() -> bool:
             return all(int(cells[i]) >= v for i, v in lanes)
