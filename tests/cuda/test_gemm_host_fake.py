@@ -529,3 +529,17 @@ def test_auto_gemm_runs_stream_k_where_its_policy_says(drv):
     (name, sk), (name2, _) = drv.kernel_launches()
     assert (name, name2) == ("hopper_gemm_persistent_n192_streamk", "hopper_gemm_persistent_n128")
     assert sk.grid == (132, 1, 1) and ints(sk.params[3:8]) == [2, 22, 224, 8, 2]
+
+
+def test_a_device_that_holds_no_cluster_is_refused_before_the_launch(drv):
+    # one SM cannot hold a pair of one-CTA-per-SM blocks: cuOccupancyMaxActiveClusters gives
+    # 0 for 2 x 1 x 1 (the fake's table), and the grid would be 0 CTAs
+    drv.sms, drv.occupancy = 1, {1: 1, 2: 0, 4: 0}
+    gemm = HopperGemm(cluster_m=2)
+    with pytest.raises(
+        GemmShapeError, match=r"holds no cluster of 2 CTAs at once .* gave 0; 1 SMs"
+    ):
+        gemm.prepare(*operands(256, 256, 64))
+    assert not drv.kernel_launches()
+    HopperGemm(cluster_m=1).prepare(*operands(256, 256, 64))()  # CTAs alone run
+    assert only_launch(drv)[1].grid == (1, 1, 1)

@@ -1039,6 +1039,12 @@ class HopperGemm:
         if self.stream_k:
             return self._launch_stream_k(maps, tiles, ctas, splits)
         cm = self.cluster_m
+        if self.max_clusters < 1:
+            raise GemmShapeError(
+                f"{self.program.name}: this device holds no cluster of {cm} CTAs at once "
+                f"(cuOccupancyMaxActiveClusters gave {self.max_clusters}; {self.sms} SMs): "
+                "use cluster_m=1"
+            )
         units = ceil_div(tiles[0], cm) * tiles[1]
         clusters = min(self.max_clusters, units, max(1, (ctas or self.sms) // cm))
         grid, cluster = (clusters * cm,), ((cm, 1, 1) if cm > 1 else None)
