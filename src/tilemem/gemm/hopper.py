@@ -1352,7 +1352,11 @@ class AutoGemm:
     def gemm_for(self, m: int, n: int, k: int | None = None) -> HopperGemm:
         """The configured kernel for an ``m x n`` C (over ``k``: split-K or stream-K where
         they pay)."""
-        tile_n, cluster_m, splits, a_rows, stream_k = self.config(m, n, k)
+        return self._gemm(self.config(m, n, k))
+
+    def _gemm(self, config: tuple[int, int, int, int, bool]) -> HopperGemm:
+        """The kernel object of a :meth:`config` result, built on first use."""
+        tile_n, cluster_m, splits, a_rows, stream_k = config
         split_k = splits > 1 and not stream_k
         key = (tile_n, cluster_m, split_k, a_rows, stream_k)
         if key not in self.gemms:
@@ -1372,9 +1376,9 @@ class AutoGemm:
 
     def prepare(self, a, b, c, ctas: int | None = None) -> Callable[..., None]:
         m, k, n = _check_layout(a, b, c, self.dtype)
-        splits = self.config(m, n, k)[2]
-        gemm = self.gemm_for(m, n, k)
-        return gemm.prepare(a, b, c, ctas, splits if gemm.split_k or splits > 1 else None)
+        config = self.config(m, n, k)
+        splits = config[2]
+        return self._gemm(config).prepare(a, b, c, ctas, splits if splits > 1 else None)
 
     def __call__(self, a, b, c, stream=None) -> None:
         self.prepare(a, b, c)(stream)
