@@ -24,6 +24,12 @@ tiles of its cluster (``Schedule``):
 
 Tile order (``tile_coords``): tiles are taken in groups of ``group_m`` rows of M tiles, every N
 tile of a group before the next group, so the CTAs that run together reuse A and B from L2.
+
+Stream-K (``stream_k``, :meth:`Schedule.segments`): instead of whole tiles, each group of CTAs
+on adjacent M tiles takes an even share of all K steps; the group that starts a tile adds the
+fp32 sums the later groups hand over (:func:`_hand_over`, :func:`_take_over`) and writes C.
+AutoGemm uses it where the tiled rounds waste SMs (:func:`stream_k_policy`) and for split-K on
+the 128-row A box (the same K ranges, reduced in the kernel).
 The memory plan is ``gemm/plan.py``'s; ``tilemem plan --example hopper-gemm-persistent``
 prints it.
 """
