@@ -86,6 +86,9 @@ def _stream_k(
         # over 3 groups: [0, 3), [3, 6), [6, 10); groups 1 (CTAs 2, 3) and 2 (CTAs 4, 5) hand
         # their first segment over to the same rank of the group before
         (256, 136, 320, 128, 6, [2, 3, 4, 5], 2),
+        # groups of 2 over 4 M tiles (M = 512): 2 units (M tiles 0-1, then 2-3) of 3 K
+        # tiles = 6 steps over 3 groups: [0, 2), [2, 4), [4, 6); groups 1 and 2 hand over
+        (512, 104, 192, 128, 6, [2, 3, 4, 5], 2),
         # groups of 3 (M = 300: 3 M tiles), one unit of 5 K tiles over 2 groups: [0, 2),
         # [2, 5); CTAs 3, 4, 5 hand over to 0, 1, 2
         (300, 104, 320, 128, 6, [3, 4, 5], 3),
