@@ -189,3 +189,25 @@ def test_stream_k_grid_splits_cap_the_groups_at_units_times_splits():
 def test_stream_k_grid_refuses_counts_below_one(args):
     with pytest.raises(GemmShapeError, match=r"stream_k_grid's \w+ must be"):
         stream_k_grid(*args)
+
+
+def test_generated_source_keeps_what_the_simulator_cannot_see():
+    """Three things the simulated runs pass without (docs/TESTING.md, the stream-K mutation
+    run), pinned in the CUDA the kernel is built from: the hand-over's bar.sync is the
+    consumer's own named barrier (ids 1 and 2, as the epilogue's: PTX ISA "bar.sync", a
+    barrier id shared by the two warpgroups' different 128-thread barriers would mix them),
+    one thread then fences (fence.acq_rel.gpu: the release pattern of the PTX memory model)
+    before its release atomic, and each warpgroup's thread 0 waits for all its bulk stores
+    (cp.async.bulk.wait_group 0) before the CTA retires."""
+    src = _program(128).source
+    hand_over = src[src.index("int32_t fix_slot = ") : src.index("} else {", src.index("fix_slot"))]
+    assert 'asm volatile("bar.sync %0, 128;" :  : "r"(((warpgroup - 1) + 1))' in hand_over
+    guard = hand_over.index("if ((fix_t == 0)) {")
+    fence = hand_over.index('asm volatile("fence.acq_rel.gpu;"')
+    atom = hand_over.index("tm_atom_add_acq_rel_gpu(&flags[fix_slot], (uint32_t)(1u))")
+    assert hand_over.index("bar.sync") < guard < fence < atom
+    tail = src[src.rindex("cp.async.bulk.wait_group.read 1;") :]
+    assert (
+        'if ((((int)threadIdx.x % 128) == 0)) {\n      asm volatile("cp.async.bulk.wait_group 0;"'
+        in tail
+    )
