@@ -145,6 +145,12 @@ def test_stream_k_refuses_clusters_split_k_and_small_a_boxes(kwargs):
         hopper_gemm_persistent(stream_k=True, **kwargs)
 
 
+@pytest.mark.parametrize("stream_k", [1, 0, "yes", None])
+def test_the_kernel_builder_takes_stream_k_as_a_bool_only(stream_k):
+    with pytest.raises(GemmShapeError, match=r"stream_k is True or False, got "):
+        hopper_gemm_persistent(stream_k=stream_k)
+
+
 @pytest.mark.parametrize(
     ("tiles", "sms", "want"),
     [

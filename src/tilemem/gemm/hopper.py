@@ -90,6 +90,7 @@ class StreamK:
     first: Any  # unit of the first segment
     last: Any  # unit of the last
     total: Any  # steps of the product
+    m_units: Any  # units along M: M tiles / m_group, rounded up
     groups: Any  # CTA groups in the grid
     group: Any  # this CTA's group
     rank: Any  # its place in the group: the M tile of a unit it computes
@@ -155,7 +156,7 @@ class Schedule:
         end = T.let("sk_end", (group + 1) * total // groups)
         first, last = T.let("sk_first", begin // kt), T.let("sk_last", (end - 1) // kt)
         count = T.let("sk_segments", T.select(end > begin, last - first + 1, 0))
-        return StreamK(count, begin, end, first, last, total, groups, group, rank)
+        return StreamK(count, begin, end, first, last, total, m_units, groups, group, rank)
 
     def segment(self, i, sk: StreamK) -> Segment:
         """Segment ``i`` of this CTA's stream-K steps: its tile, its K tiles ``[k_first,
@@ -167,8 +168,7 @@ class Schedule:
         unit = T.let("sk_unit", sk.first + i)
         k_first = T.let("sk_k_first", T.select(i == 0, sk.begin - unit * kt, 0))
         k_end = T.let("sk_k_end", T.select(unit == sk.last, sk.end - unit * kt, kt))
-        m_units = (self.m_tiles + size - 1) // size
-        m_unit, n_tile = tile_coords(unit, m_units, self.n_tiles, self.group_m)
+        m_unit, n_tile = tile_coords(unit, sk.m_units, self.n_tiles, self.group_m)
         m_tile = T.let("sk_m_tile", m_unit * size + sk.rank)
         step = T.let("sk_step", unit * kt + k_first - sk.begin)
         count = T.let("sk_k_count", k_end - k_first)
@@ -687,6 +687,8 @@ def hopper_gemm_persistent(
             f"split-K runs CTAs alone (its units are K ranges, not M tiles sharing B), got "
             f"cluster_m={cluster_m}: use cluster_m=1"
         )
+    if type(stream_k) is not bool:
+        raise GemmShapeError(f"stream_k is True or False, got {stream_k!r}")
     if stream_k and (cluster_m != 1 or split_k or a_rows != TILE_M):
         raise GemmShapeError(
             f"stream-K runs CTAs alone on the 128-row A box, without split-K (its segments "
@@ -912,8 +914,6 @@ class HopperGemm:
         stream_k: bool = False,
     ):
         _check_group_m(group_m)
-        if type(stream_k) is not bool:
-            raise GemmShapeError(f"stream_k is True or False, got {stream_k!r}")
         self.group_m, self.cluster_m, self.l2_promotion = group_m, cluster_m, l2_promotion
         self.dtype, self.tile_n, self.split_k, self.a_rows = dtype, tile_n, split_k, a_rows
         self.promote, self.promote_every, self.stream_k = promote, promote_every, stream_k
@@ -1063,9 +1063,9 @@ class HopperGemm:
     def _launch_stream_k(
         self, maps, tiles, ctas: int | None, splits: int | None = None
     ) -> Callable[..., None]:
-        """The stream-K launch: :func:`stream_k_grid`'s CTAs and groups, and the hand-over workspace
-        (fp32 sums, ``grid * 2 * tile_n / 2`` rows of 128) and flags (``grid * 2``, zeroed
-        once here; every launch leaves them zero) that live with the launch."""
+        """The stream-K launch: :func:`stream_k_grid`'s CTAs and groups, and the hand-over
+        workspace (fp32 sums, ``grid * 2 * tile_n / 2`` rows of 128) and flags (``grid * 2``,
+        zeroed once here; every launch leaves them zero) that live with the launch."""
         cap = min(self.sms, ctas or self.sms)
         grid, m_group = stream_k_grid(tiles[0], tiles[1], tiles[2], cap, splits)
         name = self.program.name
@@ -1097,9 +1097,9 @@ def stream_k_grid(
     k_tiles``) than groups, so every group has at least one. ``splits`` caps the groups at
     ``units * splits``: each unit's K steps then spread over ``splits`` groups, a split-K
     reduced in the kernel (the ranges are equal where ``splits`` divides ``k_tiles``). The
-    kernel's waits need every
-    CTA resident at once, and its step arithmetic (``group * steps``) 32-bit ints:
-    GemmShapeError when ``steps * groups`` reaches 2**31 (use the kernel without stream-K)."""
+    kernel's waits need every CTA resident at once, and its step arithmetic (``group *
+    steps``) 32-bit ints: GemmShapeError when ``steps * groups`` reaches 2**31 (use the
+    kernel without stream-K)."""
     m_tiles, n_tiles, k_tiles, sms = (
         check_int(v, f"stream_k_grid's {x}", minimum=1, error=GemmShapeError)
         for x, v in (("m_tiles", m_tiles), ("n_tiles", n_tiles), ("k_tiles", k_tiles), ("sms", sms))
@@ -1280,7 +1280,12 @@ def stream_k_policy(
     256 where there are at least as many units as groups, else 192 (measured: with fewer
     units each is shared by more CTAs and 128 x 256 lost, 256 x 4096 x 14336: 0.83 against
     0.95 for 192); the widths of ``widths`` only (fp8 promoted: 192)."""
-    tile_n, cluster_m, splits = policy(m, n, k, sms, dtype, widths)
+    return _stream_k_width(m, n, k, sms, dtype, widths, policy(m, n, k, sms, dtype, widths))
+
+
+def _stream_k_width(m, n, k, sms, dtype, widths, tiled_config) -> int | None:
+    """:func:`stream_k_policy` given :func:`policy`'s answer ``tiled_config`` for the shape."""
+    tile_n, cluster_m, splits = tiled_config
     m_tiles, k_tiles = ceil_div(m, TILE_M), ceil_div(k, tile_k(dtype))
     if m_tiles < 2:
         return None
@@ -1345,10 +1350,11 @@ class AutoGemm:
             self.sms = _sm_count(Device().device_id, "AutoGemm")
         if k is None:
             return (*launch_config(m, n, self.sms, self.widths), 1, a_rows_for(m), False)
-        width = stream_k_policy(m, n, k, self.sms, self.dtype, self.widths)
+        tiled = policy(m, n, k, self.sms, self.dtype, self.widths)
+        width = _stream_k_width(m, n, k, self.sms, self.dtype, self.widths, tiled)
         if width is not None:
             return width, 1, 1, TILE_M, True
-        tile_n, cluster_m, splits = policy(m, n, k, self.sms, self.dtype, self.widths)
+        tile_n, cluster_m, splits = tiled
         a_rows = a_rows_for(m)
         # split-K on the 128-row A box runs as stream-K with the same ranges, each tile's sums
         # added by its first range's CTA (no reduction kernel; measured on the H200 on every
