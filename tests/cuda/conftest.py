@@ -17,3 +17,12 @@ def _has_nvrtc() -> bool:
 def pytest_runtest_setup(item):
     if "nvrtc" in item.keywords and not _has_nvrtc():
         pytest.skip("compiling needs the cuda extra (cuda-core with NVRTC)")
+
+
+@pytest.fixture(scope="module")
+def torch():
+    """torch with a GPU it can see, for the GPU tests (marker ``gpu``); skipped otherwise."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no GPU")
+    return torch

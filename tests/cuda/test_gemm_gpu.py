@@ -7,14 +7,6 @@ from tilemem.errors import GemmShapeError
 pytestmark = pytest.mark.gpu
 
 
-@pytest.fixture(scope="module")
-def torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no GPU")
-    return torch
-
-
 # 240 / 4 = 60 rows of B is no whole swizzle atom: 240 runs alone or in pairs only
 CONFIGS = [(t, cm) for t in (256, 240, 192, 128, 64) for cm in (1, 2, 4) if (t, cm) != (240, 4)]
 

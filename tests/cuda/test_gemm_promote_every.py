@@ -224,14 +224,6 @@ def test_benchmark_error_table_has_a_column_for_promotion_every_two_k_tiles(monk
 # -- on a GPU (marker gpu) -----------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no GPU")
-    return torch
-
-
 def _fp8_operands(torch, m: int, n: int, k: int, seed: int):
     gen = torch.Generator(device="cuda").manual_seed(seed)
     a = torch.randn(m, k, device="cuda", generator=gen).to(torch.float8_e4m3fn)

@@ -16,14 +16,6 @@ from tilemem.verify import _row_elems as row_elems
 pytestmark = [pytest.mark.gpu, pytest.mark.nvrtc]
 
 
-@pytest.fixture(scope="module")
-def torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no GPU")
-    return torch
-
-
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("esize", [1, 2, 4])
 def test_tma_load_lands_where_the_layout_says(torch, mode, esize):

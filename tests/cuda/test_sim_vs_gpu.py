@@ -28,14 +28,6 @@ pytestmark = pytest.mark.gpu
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
 
-@pytest.fixture(scope="module")
-def torch():
-    torch = pytest.importorskip("torch")
-    if not torch.cuda.is_available():
-        pytest.skip("torch sees no GPU")
-    return torch
-
-
 def _to_gpu(torch, array: np.ndarray):
     """A CUDA tensor holding the same bits as ``array`` (bf16 via its uint16 bits)."""
     if array.dtype == ml_dtypes.bfloat16:
