@@ -932,9 +932,7 @@ class _Search:
         others cut down by the largest multiple of the largest alignment that it holds,
         repeated while anything is cut (items cut to nothing are dropped): their sizes, and
         the bytes cut (the module docstring, *lifted bound*)."""
-        sizes = dict.fromkeys(_bits(keep), 0)
-        for r in sizes:
-            sizes[r] = self.length[r]
+        sizes = {r: self.length[r] for r in _bits(keep)}
         cut, conflicts = 0, self.conflict_mask
         while True:
             rest = _bit_mask(sizes)
