@@ -457,3 +457,20 @@ def test_float8_tensors_are_addressed_through_data_ptr():
 def test_stream_k_policy_weighs_rounds_against_steps_a_cta(m, n, k, dtype, width):
     widths = hopper.PROMOTED_TILE_NS if dtype == "float8_e4m3fn" else gemm_plan.TILE_NS
     assert hopper.stream_k_policy(m, n, k, 132, dtype, widths) == width
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        ((0, 4096, 4096, 132), r"M and N as positive ints, got 0 x 4096"),
+        ((256.0, 4096, 4096, 132), r"M and N as positive ints, got 256.0 x 4096"),
+        ((True, 4096, 4096, 132), r"M and N as positive ints, got True x 4096"),
+        ((256, 4096, 0, 132), r"split_count's k must be an integer >= 1, got 0"),
+        ((256, 4096, 4096, 0), r"SM count as a positive int, got sms=0"),
+        ((256, 4096, 4096, 132, "float16"), r"A and B as one of"),
+        ((256, 4096, 4096, 132, "bfloat16", (100,)), r"widths are some of"),
+    ],
+)
+def test_stream_k_policy_refuses_what_the_tiled_policy_refuses(args, match):
+    with pytest.raises(GemmShapeError, match=match):
+        hopper.stream_k_policy(*args)
