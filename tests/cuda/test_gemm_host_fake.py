@@ -543,3 +543,35 @@ def test_a_device_that_holds_no_cluster_is_refused_before_the_launch(drv):
     assert not drv.kernel_launches()
     HopperGemm(cluster_m=1).prepare(*operands(256, 256, 64))()  # CTAs alone run
     assert only_launch(drv)[1].grid == (1, 1, 1)
+
+
+def test_the_stream_k_grid_benchmark_lists_every_capped_grid(drv, monkeypatch):
+    """benchmarks/stream_k_grids.py (loaded with a stand-in torch, its GPU parts unused):
+    256 x 4096 x 14336 bf16 has 2 M tiles, so groups of 2 and 66 groups on 132 SMs; units at
+    256/192/128/64 wide are 16/22/32/64, so the grids units * 2 * s <= 132 are s = 1..4 at
+    256 (32..128 CTAs) and 192 (44..176: s = 1..3), s = 1, 2 at 128 (64, 128) and s = 1 at
+    64 (128), and the whole machine (132) where no s gives it."""
+    import importlib.util
+    import pathlib
+    import sys
+    from types import SimpleNamespace
+
+    from test_gemm_host_inputs import _benchmark_module
+
+    monkeypatch.setitem(sys.modules, "gemm", _benchmark_module(monkeypatch))
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace())
+    path = pathlib.Path(__file__).parents[2] / "benchmarks" / "stream_k_grids.py"
+    spec = importlib.util.spec_from_file_location("stream_k_grids", path)
+    assert spec is not None and spec.loader is not None
+    grids = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(grids)
+    found = grids.candidates({}, "bfloat16", 256, 4096, 14336)
+    labels = [label for _, label in found]
+    assert labels[0] == "policy:192x1/s"
+    assert labels[1:] == [
+        "256s/x1", "256s/x2", "256s/x3", "256s/x4", "256s/full",
+        "192s/x1", "192s/x2", "192s/x3",
+        "128s/x1", "128s/x2", "128s/full",
+        "64s/x1", "64s/full",
+    ]  # fmt: skip
+    assert [g.ctas for g, _ in found[1:6]] == [32, 64, 96, 128, 132]
