@@ -40,13 +40,15 @@ OPTIN = "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"
 PER_BLOCK = "CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK"
 DYN_SMEM = "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES"
 CLUSTER_DIM = "CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION"
+PROGRAMMATIC = "CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION"
 MODULE, FUNCTION = object(), object()
 
 
 @dataclass
 class Launch:
     """One launch as the driver saw it: dimensions, dynamic shared memory, stream handle, the
-    bytes of each kernel parameter, and the cluster attribute (None for ``cuLaunchKernel``)."""
+    bytes of each kernel parameter, the cluster attribute (None for ``cuLaunchKernel``) and
+    whether programmatic stream serialization was allowed."""
 
     grid: tuple
     block: tuple
@@ -55,6 +57,7 @@ class Launch:
     params: list[bytes]
     cluster: tuple | None = None
     num_attrs: int = 0
+    programmatic: bool = False
 
 
 class _Namespace:
@@ -70,6 +73,7 @@ class _Dim3:
 class _AttrValue:
     def __init__(self):
         self.clusterDim = _Dim3()
+        self.programmaticStreamSerializationAllowed = 0
 
 
 class CUlaunchAttribute:
@@ -110,7 +114,7 @@ class FakeDriver:
 
     CUdevice_attribute = _Namespace(OPTIN, PER_BLOCK)
     CUfunction_attribute = _Namespace(DYN_SMEM)
-    CUlaunchAttributeID = _Namespace(CLUSTER_DIM)
+    CUlaunchAttributeID = _Namespace(CLUSTER_DIM, PROGRAMMATIC)
     CUlaunchAttribute = CUlaunchAttribute
     CUlaunchConfig = CUlaunchConfig
     CUstream = CUstream
@@ -183,11 +187,13 @@ class FakeDriver:
 
     def _config_launch(self, config, params: list[bytes]) -> Launch:
         """The launch a ``CUlaunchConfig`` describes; its first ``numAttrs`` attributes count."""
-        cluster = None
+        cluster, programmatic = None, False
         for attr in config.attrs[: config.numAttrs]:
             if attr.id == CLUSTER_DIM:
                 dim = attr.value.clusterDim
                 cluster = (dim.x, dim.y, dim.z)
+            elif attr.id == PROGRAMMATIC:
+                programmatic = attr.value.programmaticStreamSerializationAllowed == 1
         return Launch(
             (config.gridDimX, config.gridDimY, config.gridDimZ),
             (config.blockDimX, config.blockDimY, config.blockDimZ),
@@ -196,6 +202,7 @@ class FakeDriver:
             params,
             cluster,
             config.numAttrs,
+            programmatic,
         )
 
     def cuOccupancyMaxActiveClusters(self, f, config):

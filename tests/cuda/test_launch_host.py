@@ -528,7 +528,7 @@ def test_the_cluster_config_fills_cuda_bindings_own_structures(monkeypatch):
     drv.CUlaunchAttributeID = real.CUlaunchAttributeID
     drv.CUstream = real.CUstream
     launcher = loaded(monkeypatch, probe(16 * KIB), drv)
-    config = launcher._cluster_config((4, 2, 3), (64, 2, 1), (2, 1, 3), 0x31)
+    config = launcher._launch_config((4, 2, 3), (64, 2, 1), (2, 1, 3), 0x31)
     assert isinstance(config, real.CUlaunchConfig)
     dims = (config.gridDimX, config.gridDimY, config.gridDimZ)
     assert dims + (config.blockDimX, config.blockDimY, config.blockDimZ) == (4, 2, 3, 64, 2, 1)
@@ -537,3 +537,72 @@ def test_the_cluster_config_fills_cuda_bindings_own_structures(monkeypatch):
     assert attr.id == real.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
     cluster = attr.value.clusterDim
     assert (cluster.x, cluster.y, cluster.z) == (2, 1, 3)
+
+
+# -- programmatic stream serialization ---------------------------------------------------------
+
+
+def waits_for_grid():
+    """A kernel that issues griddepcontrol.wait before its one global store."""
+
+    @T.kernel(target="sm_90a", block=32, name="dependent")
+    def kernel(y: T.Buffer((32,), "int32")):
+        T.ptx.griddepcontrol.wait()
+        T.ptx.griddepcontrol.launch_dependents()
+        y[T.thread_id()] = T.thread_id()
+
+    return kernel
+
+
+def test_a_programmatic_launch_carries_its_attribute_through_cuLaunchKernelEx(monkeypatch):
+    drv = FakeDriver()
+    launcher = loaded(monkeypatch, waits_for_grid(), drv)
+    y = DeviceArray(0x1000, (32,), "<i4")
+    launcher(y, stream=7, programmatic=True)
+    launcher(y, stream=7, cluster=(1,), programmatic=True)
+    launcher(y, stream=7)
+    first, both, plain = drv.launches
+    assert (first.programmatic, first.cluster, first.num_attrs) == (True, None, 1)
+    assert (both.programmatic, both.cluster, both.num_attrs) == (True, (1, 1, 1), 2)
+    assert (plain.programmatic, plain.num_attrs) == (False, 0)
+    assert first.stream == both.stream == plain.stream == 7
+    assert first.grid == plain.grid == (1, 1, 1) and first.params == plain.params
+
+
+def test_a_kernel_without_griddepcontrol_wait_is_refused_a_programmatic_launch(monkeypatch):
+    drv = FakeDriver()
+    launcher = loaded(monkeypatch, no_params(), drv)
+    with pytest.raises(LaunchError, match=r"'empty' never issues griddepcontrol\.wait") as err:
+        launcher(programmatic=True)
+    assert "T.ptx.griddepcontrol.wait()" in str(err.value)
+    assert drv.launches == []  # refused before the driver is called
+    launcher()  # a plain launch is fine
+    assert len(drv.launches) == 1
+
+
+@pytest.mark.parametrize("bad", [1, 0, "yes", None, 1.0])
+def test_programmatic_is_a_bool(monkeypatch, bad):
+    drv = FakeDriver()
+    launcher = loaded(monkeypatch, waits_for_grid(), drv)
+    with pytest.raises(LaunchError, match="programmatic is True or False"):
+        launcher(DeviceArray(0x1000, (32,), "<i4"), programmatic=bad)
+    assert drv.launches == []
+
+
+def test_the_programmatic_attribute_fills_cuda_bindings_own_structures(monkeypatch):
+    """As the cluster test above, with cuda-bindings' real structures: the attribute's id and
+    its ``programmaticStreamSerializationAllowed`` field exist there and read back."""
+    real = pytest.importorskip("cuda.bindings.driver")
+    drv = FakeDriver()
+    drv.CUlaunchConfig = real.CUlaunchConfig
+    drv.CUlaunchAttribute = real.CUlaunchAttribute
+    drv.CUlaunchAttributeID = real.CUlaunchAttributeID
+    drv.CUstream = real.CUstream
+    launcher = loaded(monkeypatch, waits_for_grid(), drv)
+    config = launcher._launch_config((4, 1, 1), (32, 1, 1), (2,), 0x31, programmatic=True)
+    assert config.numAttrs == 2
+    cluster, programmatic = config.attrs
+    assert cluster.id == real.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    want = real.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    assert programmatic.id == want
+    assert programmatic.value.programmaticStreamSerializationAllowed == 1

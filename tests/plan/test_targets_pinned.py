@@ -58,6 +58,7 @@ HOPPER_BASE = AMPERE | {
     "elect.sync",
     "mbarrier.tx",
     "fence.proxy.async",
+    "griddepcontrol",  # PTX ISA 9.0, griddepcontrol: PTX 7.8, sm_90 or higher
 }
 INSTRUCTIONS = {
     "sm_80": AMPERE,

@@ -199,12 +199,25 @@ class Launcher:
                 f"({param.value.dtype.bits // 8} bytes) but the array's elements are {size} bytes"
             )
 
-    def __call__(self, *args, grid=None, block=None, cluster=None, stream=None) -> None:
+    def __call__(
+        self, *args, grid=None, block=None, cluster=None, stream=None, programmatic=False
+    ) -> None:
         """Launch with the kernel's grid and block, or those given. ``cluster`` (1 to 3 ints)
         groups CTAs into thread-block clusters at run time (``cuLaunchKernelEx``); the grid
-        must be a multiple of it."""
+        must be a multiple of it. ``programmatic=True`` launches with programmatic stream
+        serialization (``CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION``): the kernel
+        may start while the stream's previous kernel ends, once that kernel's CTAs have issued
+        ``griddepcontrol.launch_dependents`` or exited, and must issue
+        ``T.ptx.griddepcontrol.wait()`` before it touches global memory; a kernel without that
+        wait is refused (LaunchError), as it would race with the previous kernel."""
         from cuda.core import Stream
 
+        if type(programmatic) is not bool:
+            raise LaunchError(
+                f"kernel {self.name!r}: programmatic is True or False, got {programmatic!r}"
+            )
+        if programmatic:
+            self._check_waits_for_grid()
         ir = self.program.ir
         grid = _dim3(grid if grid is not None else ir.grid)
         block = _dim3(block if block is not None else ir.block)
@@ -220,7 +233,7 @@ class Launcher:
             "dynamic shared memory"
         )
         drv = driver()
-        if cluster is None:
+        if cluster is None and not programmatic:
             result = drv.cuLaunchKernel(
                 self.function,
                 *grid,
@@ -231,27 +244,49 @@ class Launcher:
                 0,
             )
         else:
-            config = self._cluster_config(grid, block, cluster, handle)
-            what += f", cluster {tuple(cluster)}"
+            config = self._launch_config(grid, block, cluster, handle, programmatic)
+            what += f", cluster {tuple(cluster)}" if cluster is not None else ""
+            what += ", programmatic stream serialization" if programmatic else ""
             result = drv.cuLaunchKernelEx(config, self.function, ctypes.addressof(array), 0)
         check(result, what, self.name)
         del keep
 
-    def _cluster_config(self, grid, block, cluster, handle: int = 0):
-        """A ``CUlaunchConfig`` carrying the cluster dimension attribute (CUDA driver API,
-        "cuLaunchKernelEx"); every grid dimension must be a multiple of the cluster's."""
-        cluster = check_cluster(self.name, grid, cluster)
+    def _check_waits_for_grid(self) -> None:
+        """LaunchError unless the kernel issues ``griddepcontrol.wait`` (looked up once)."""
+        if "_waits_for_grid" not in self.__dict__:
+            self._waits_for_grid = "griddepcontrol.wait;" in self.program.source
+        if not self._waits_for_grid:
+            raise LaunchError(
+                f"kernel {self.name!r} never issues griddepcontrol.wait, so launched with "
+                "programmatic=True it could read or write global memory while the previous "
+                "kernel still runs: add T.ptx.griddepcontrol.wait() before its first global "
+                "access, or launch with programmatic=False"
+            )
+
+    def _launch_config(self, grid, block, cluster, handle: int = 0, programmatic: bool = False):
+        """A ``CUlaunchConfig`` (CUDA driver API, "cuLaunchKernelEx") with the cluster
+        dimension attribute where ``cluster`` is given (every grid dimension a multiple of the
+        cluster's) and the programmatic stream serialization attribute where asked."""
         drv = driver()
-        attr = drv.CUlaunchAttribute()
-        attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-        attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
+        attrs = []
+        if cluster is not None:
+            cluster = check_cluster(self.name, grid, cluster)
+            attr = drv.CUlaunchAttribute()
+            attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+            attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = cluster
+            attrs.append(attr)
+        if programmatic:
+            attr = drv.CUlaunchAttribute()
+            attr.id = drv.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+            attr.value.programmaticStreamSerializationAllowed = 1
+            attrs.append(attr)
         config = drv.CUlaunchConfig()
         config.gridDimX, config.gridDimY, config.gridDimZ = grid
         config.blockDimX, config.blockDimY, config.blockDimZ = block
         config.sharedMemBytes = self.program.dyn_smem_bytes
         config.hStream = drv.CUstream(handle)
-        config.attrs = [attr]
-        config.numAttrs = 1
+        config.attrs = attrs
+        config.numAttrs = len(attrs)
         return config
 
     def max_active_clusters(self, cluster, block=None) -> int:
@@ -260,7 +295,7 @@ class Launcher:
         ir = self.program.ir
         block = _dim3(block if block is not None else ir.block)
         cluster = _dim3(cluster)
-        config = self._cluster_config(cluster, block, cluster)
+        config = self._launch_config(cluster, block, cluster)
         drv = driver()
         return int(
             check(

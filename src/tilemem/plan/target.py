@@ -62,6 +62,7 @@ _HOPPER_BASE = _AMPERE | {
     "elect.sync",
     "mbarrier.tx",
     "fence.proxy.async",
+    "griddepcontrol",
 }
 _HOPPER = _HOPPER_BASE | {"wgmma", "setmaxnreg"}
 _BLACKWELL_BASE = _HOPPER_BASE

@@ -1,7 +1,8 @@
 """Instructions a kernel can issue, one declaration each (see :mod:`.registry`), grouped by
 hardware feature: threads and barriers, clusters, mbarriers, TMA, register budgets and stmatrix,
-wgmma (sm_90a), tcgen05 (sm_100a), and the global atomics and fences that let CTAs
-hand work to each other.
+wgmma (sm_90a), tcgen05 (sm_100a), the global atomics and fences that let CTAs
+hand work to each other, and grid dependency control (a kernel's start under the previous
+kernel's end).
 
 Importing this package registers every instruction: :data:`INTRINSICS` is the lowering
 table the CUDA backend reads, :data:`LANGUAGE` the ``T.cuda`` / ``T.ptx`` namespaces.
@@ -14,6 +15,7 @@ from .cluster import (
     cluster_wait,
     mbarrier_arrive_cluster,
 )
+from .grid import griddepcontrol_launch_dependents, griddepcontrol_wait
 from .mbarrier import (
     fence_mbarrier_init,
     fence_proxy_async_shared_cta,
@@ -94,6 +96,8 @@ __all__ = [
     "fence_mbarrier_init",
     "fence_proxy_async_shared_cta",
     "grid_dim",
+    "griddepcontrol_launch_dependents",
+    "griddepcontrol_wait",
     "lane_id",
     "mbarrier_arrive",
     "mbarrier_arrive_cluster",
