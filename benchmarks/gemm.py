@@ -228,8 +228,11 @@ def _smi(query: str) -> str:
 def name(gemm: Gemm) -> str:
     """Column name: ``tilemem`` for the per-shape policy (``unpromoted``: fp8 without
     promotion, ``promote1`` / ``promote2``: fp8 promoted every K tile / every two where that
-    is not the default), ``WIDTHxCLUSTER`` for a fixed one."""
+    is not the default, ``plain``: launched without programmatic stream serialization),
+    ``WIDTHxCLUSTER`` for a fixed one."""
     if isinstance(gemm, AutoGemm):
+        if not gemm.programmatic:
+            return "plain"
         if gemm.dtype == "bfloat16":
             return "tilemem"
         if not gemm.promote:
@@ -336,7 +339,9 @@ def accuracy(ks: list[int], m: int, n: int) -> None:
     print()
 
 
-POLICY_VARIANTS = ("unpromoted", "promote1", "promote2")  # fp8 policies named in --variants
+# policies named in --variants: the fp8 ones, and "plain" (either type: the policy launched
+# without programmatic stream serialization)
+POLICY_VARIANTS = ("unpromoted", "promote1", "promote2", "plain")
 
 
 def parse_variants(text: str) -> list[tuple[int, int, bool] | tuple[int, str] | str]:
@@ -360,6 +365,9 @@ def make_variants(configs, dtype: str, group_m: int, l2_promotion: int) -> list[
     policy variants are skipped for bf16."""
     fixed: list[Gemm] = []
     for config in configs:
+        if config == "plain":  # either type
+            fixed.append(AutoGemm(group_m, dtype, l2_promotion, programmatic=False))
+            continue
         if isinstance(config, str):  # a policy variant: fp8 only
             if dtype != "bfloat16":
                 every = 2 if config == "promote2" else 1

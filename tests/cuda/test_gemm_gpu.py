@@ -290,3 +290,57 @@ def test_stream_k_gives_the_fp32_product_launch_after_launch(torch, m, n, k, til
     host = np.ones(flags.shape, np.uint32)
     check(driver().cuMemcpyDtoH(host, flags.ptr, host.nbytes), "reading the flags", "test")
     assert not host.any(), host
+
+
+@pytest.mark.parametrize(
+    ("m", "k"),
+    [  # what AutoGemm runs on the H200's 132 SMs (benchmarks/gemm.py's policy column)
+        (1024, 1024),  # 128 x 64 tiles, one wave
+        (256, 8192),  # stream-K, 192 wide: the next launch must find the flags back at zero
+        (128, 4096),  # split-K run as stream-K, 2 K ranges a tile
+        (64, 4096),  # small-M split-K: the GEMM, then the reduction kernel
+    ],
+)
+def test_a_programmatic_launch_reads_what_the_previous_gemm_wrote(torch, m, k):
+    """A chain of GEMMs launched with programmatic stream serialization (AutoGemm's default),
+    each reading as A the C the previous one wrote: each launch may start while the previous
+    kernel runs (that kernel issued griddepcontrol.launch_dependents as its CTAs started), so
+    a missing griddepcontrol.wait reads A before it is written. Captured in a CUDA graph too,
+    where the stream's order becomes programmatic edges."""
+    from tilemem.gemm.hopper import AutoGemm
+
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    gemm = AutoGemm()
+    a = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)
+    # B maps each row of C back to K columns: C_i (m x k) = C_{i-1} @ B^T with B k x k
+    b = (torch.randn(k, k, device="cuda", generator=gen) / k**0.5).to(torch.bfloat16)
+    steps = 4
+    cs = [
+        torch.full((m, k), float("nan"), device="cuda", dtype=torch.bfloat16) for _ in range(steps)
+    ]
+    launches = [gemm.prepare(a if i == 0 else cs[i - 1], b, cs[i]) for i in range(steps)]
+    stream = torch.cuda.current_stream().cuda_stream
+
+    def chain() -> None:
+        for launch in launches:
+            launch(stream)
+
+    def check() -> None:
+        torch.cuda.synchronize()
+        x = a
+        for i in range(steps):
+            ref = x.float() @ b.float().T
+            err = float(torch.linalg.norm(cs[i].float() - ref) / torch.linalg.norm(ref))
+            assert bool(torch.isfinite(cs[i]).all()) and err < 1e-2, (i, err)
+            x = cs[i]  # the next step's reference starts from what this step wrote
+
+    chain()
+    check()
+    for c in cs:
+        c.fill_(float("nan"))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        stream = torch.cuda.current_stream().cuda_stream
+        chain()
+    graph.replay()
+    check()

@@ -113,7 +113,9 @@ def test_without_clusters_the_grid_is_one_cta_per_sm(drv):
     drv.occupancy = {1: 100, 2: 50, 4: 25}
     HopperGemm(cluster_m=1).prepare(*operands(1536, 3072, 64))()
     _, launch = only_launch(drv)
-    assert (launch.grid, launch.cluster, launch.num_attrs) == ((132, 1, 1), None, 0)
+    # one attribute: programmatic stream serialization (HopperGemm's default), no cluster
+    assert (launch.grid, launch.cluster, launch.num_attrs) == ((132, 1, 1), None, 1)
+    assert launch.programmatic
 
 
 def test_with_pairs_the_grid_is_the_clusters_that_fit(drv):
@@ -575,3 +577,50 @@ def test_the_stream_k_grid_benchmark_lists_every_capped_grid(drv, monkeypatch):
         "64s/x1", "64s/full",
     ]  # fmt: skip
     assert [g.ctas for g, _ in found[1:6]] == [32, 64, 96, 128, 132]
+
+
+# -- programmatic stream serialization ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "shape"),
+    [
+        ({"cluster_m": 1}, (256, 512, 128)),
+        ({"cluster_m": 2}, (2560, 2560, 64)),
+        ({"cluster_m": 1, "tile_n": 128, "stream_k": True}, (256, 1024, 1024)),
+        ({"cluster_m": 1, "tile_n": 64, "a_rows": 16}, (16, 512, 256)),
+    ],
+)
+def test_every_gemm_kernel_launches_programmatically_unless_told_not_to(drv, kwargs, shape):
+    # HopperGemm(programmatic=True) by default: the kernel issues griddepcontrol.wait before
+    # any global access, so the launch may overlap the stream's previous kernel
+    HopperGemm(**kwargs).prepare(*operands(*shape))()
+    HopperGemm(**kwargs, programmatic=False).prepare(*operands(*shape))()
+    (_, on), (_, off) = drv.kernel_launches()
+    assert on.programmatic and not off.programmatic
+    assert on.num_attrs == off.num_attrs + 1
+    assert (on.grid, on.cluster, len(on.params)) == (off.grid, off.cluster, len(off.params))
+
+
+def test_split_k_launches_its_gemm_programmatically_and_its_reduction_plainly(drv):
+    # the reduction kernel has no griddepcontrol.wait: it must start after the GEMM completes
+    HopperGemm(cluster_m=1, tile_n=128, split_k=True).prepare(*operands(128, 128, 4096))()
+    (gemm_name, gemm), (reduce_name, reduce) = drv.kernel_launches()
+    assert gemm_name.endswith("_splitk") and gemm.programmatic
+    assert reduce_name == "hopper_gemm_splitk_reduce" and not reduce.programmatic
+
+
+def test_auto_gemm_passes_programmatic_to_its_kernels(drv):
+    AutoGemm(programmatic=False).prepare(*operands(1024, 1024, 1024))()
+    AutoGemm().prepare(*operands(1024, 1024, 1024))()
+    (_, off), (_, on) = drv.kernel_launches()
+    assert on.programmatic and not off.programmatic
+
+
+@pytest.mark.parametrize("bad", [1, 0, None, "no", 1.0])
+def test_programmatic_must_be_a_bool(drv, bad):
+    with pytest.raises(GemmShapeError, match="programmatic is True or False"):
+        HopperGemm(cluster_m=1, programmatic=bad)
+    with pytest.raises(GemmShapeError, match="programmatic is True or False"):
+        AutoGemm(programmatic=bad)
+    assert drv.kernel_launches() == []

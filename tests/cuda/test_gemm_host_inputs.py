@@ -112,3 +112,19 @@ def test_benchmark_variants_parse_widths_clusters_split_and_unpromoted(monkeypat
     assert bench.parse_variants("") == []
     with pytest.raises(ValueError):
         bench.parse_variants("fast")
+
+
+def test_the_plain_variant_is_the_policy_launched_without_programmatic_serialization(
+    monkeypatch,
+):
+    bench = _benchmark_module(monkeypatch)
+    assert bench.parse_variants("plain,256x1") == ["plain", (256, 1, False)]
+    for dtype in ("bfloat16", "float8_e4m3fn"):  # both types, unlike the fp8 policy words
+        policy, plain = bench.make_variants(["plain"], dtype, 8, 0)
+        assert [bench.name(policy), bench.name(plain)] == ["tilemem", "plain"]
+        assert policy.programmatic and not plain.programmatic
+        assert (plain.dtype, plain.promote, plain.promote_every) == (
+            policy.dtype,
+            policy.promote,
+            policy.promote_every,
+        )

@@ -220,3 +220,43 @@ def test_verify_wgmma_zeroes_every_accumulator_then_fences(n):
         "wgmma.wait_group.sync.aligned",
     ]
     assert "wgmma.wait_group.sync.aligned 0;" in after
+
+
+# -- the GEMM waits for the previous grid before it touches global memory -----------------------
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"cluster_m": 2},
+        {"split_k": True, "tile_n": 128},
+        {"stream_k": True, "tile_n": 192},
+        {"a_rows": 16, "tile_n": 64},
+        {"dtype": "float8_e4m3fn", "tile_n": 192, "promote": True, "promote_every": 2},
+    ],
+    ids=["tiled", "cluster2", "split-k", "stream-k", "a16", "fp8-promoted"],
+)
+def test_every_gemm_thread_waits_for_the_previous_grid_before_global_memory(kwargs):
+    """Launched with programmatic stream serialization (HopperGemm's default), a thread that
+    touches global memory before griddepcontrol.wait (PTX ISA 9.0, "griddepcontrol") races
+    with the previous kernel; the simulator runs one grid and cannot see it. So the source
+    pins it: one wait, at the kernel body's top level (every thread, no branch around it),
+    before the first TMA load, global load or store, atomic and flag wait, and the signal to
+    the next grid after it."""
+    source = hopper_gemm_persistent(**kwargs).source
+    body = source[source.index("__global__") :]
+    lines = body.splitlines()
+    waits = [i for i, line in enumerate(lines) if "griddepcontrol.wait;" in line]
+    assert len(waits) == 1, waits
+    (wait,) = waits
+    assert lines[wait].startswith('  asm volatile("griddepcontrol.wait;"'), lines[wait]
+    assert "griddepcontrol.launch_dependents;" in lines[wait + 1]
+    global_access = re.compile(
+        r"cp\.async\.bulk\.tensor|tm_wait_ge_acquire_gpu\(|tm_atom_add|work\[|partial\[|flags\["
+    )
+    first = next(i for i, line in enumerate(lines) if global_access.search(line))
+    assert wait < first, (wait, first, lines[first])
+    # nothing above the wait is inside a branch that could skip it: it is not nested
+    depth = sum(line.count("{") - line.count("}") for line in lines[:wait])
+    assert depth == 1, depth  # inside the kernel function's braces only

@@ -719,6 +719,10 @@ def hopper_gemm_persistent(
         a, b, c = smem.buffer("A"), smem.buffer("B"), smem.buffer("C_stage")
         full, empty = smem.buffer("full_bar"), smem.buffer("empty_bar")
         _init_barriers(full, empty, cluster_m)
+        # launched with programmatic serialization (HopperGemm(programmatic=True)), the set-up
+        # above ran under the previous kernel's tail; nothing touched global memory yet
+        T.ptx.griddepcontrol.wait()
+        T.ptx.griddepcontrol.launch_dependents()
         rank = T.let("cta_rank", T.ptx.cluster.ctarank()) if cluster_m > 1 else 0
         sched = Schedule(
             m_tiles, n_tiles, k_tiles, group_m, cluster_m, rank, splits, stream_k, m_group
@@ -896,8 +900,13 @@ class HopperGemm:
     ``a_rows`` the rows of A a stage loads (128, or 64/32/16 for M up to that; CTAs alone),
     ``promote`` the fp32 promotion of fp8 sums every K tile (:func:`_promote`; widths of
     :data:`PROMOTED_TILE_NS`), or every ``promote_every`` K tiles (:data:`PROMOTE_EVERY`).
-    One object is one kernel configuration; :class:`AutoGemm` picks
-    the configuration from the shape.
+    ``programmatic`` (default True) launches the kernel with programmatic stream
+    serialization: its CTAs may start (barrier set-up, register reallocation) while the
+    stream's previous kernel ends, and every thread waits (``griddepcontrol.wait``) for that
+    kernel to complete before touching global memory, so the result is the same as a plain
+    launch's; the kernel lets the next one start likewise as soon as its CTAs run
+    (``griddepcontrol.launch_dependents``). One object is one kernel configuration;
+    :class:`AutoGemm` picks the configuration from the shape.
     """
 
     def __init__(
@@ -912,8 +921,12 @@ class HopperGemm:
         promote: bool = False,
         promote_every: int = 1,
         stream_k: bool = False,
+        programmatic: bool = True,
     ):
         _check_group_m(group_m)
+        if type(programmatic) is not bool:
+            raise GemmShapeError(f"programmatic is True or False, got {programmatic!r}")
+        self.programmatic = programmatic
         self.group_m, self.cluster_m, self.l2_promotion = group_m, cluster_m, l2_promotion
         self.dtype, self.tile_n, self.split_k, self.a_rows = dtype, tile_n, split_k, a_rows
         self.promote, self.promote_every, self.stream_k = promote, promote_every, stream_k
@@ -1020,7 +1033,17 @@ class HopperGemm:
             handle = _stream_handle(stream, self.launcher)
             for copy in ins:
                 copy(handle)
-            self.launcher(*maps, *tiles, self.group_m, splits, m, partial, grid=grid, stream=handle)
+            self.launcher(
+                *maps,
+                *tiles,
+                self.group_m,
+                splits,
+                m,
+                partial,
+                grid=grid,
+                stream=handle,
+                programmatic=self.programmatic,
+            )
             reduce(partial, c, splits, grid=reduce_grid, stream=handle)
 
         launch.workspace = {**work, "partial": partial}  # type: ignore[attr-defined]
@@ -1056,7 +1079,15 @@ class HopperGemm:
         grid, cluster = (clusters * cm,), ((cm, 1, 1) if cm > 1 else None)
 
         def launch(stream=None) -> None:
-            self.launcher(*maps, *tiles, self.group_m, grid=grid, cluster=cluster, stream=stream)
+            self.launcher(
+                *maps,
+                *tiles,
+                self.group_m,
+                grid=grid,
+                cluster=cluster,
+                stream=stream,
+                programmatic=self.programmatic,
+            )
 
         return launch
 
@@ -1074,7 +1105,15 @@ class HopperGemm:
 
         def launch(stream=None) -> None:
             self.launcher(
-                *maps, *tiles, self.group_m, m_group, work, flags, grid=(grid,), stream=stream
+                *maps,
+                *tiles,
+                self.group_m,
+                m_group,
+                work,
+                flags,
+                grid=(grid,),
+                stream=stream,
+                programmatic=self.programmatic,
             )
 
         launch.workspace = {"work": work, "flags": flags}  # type: ignore[attr-defined]
@@ -1319,7 +1358,7 @@ class AutoGemm:
     :class:`HopperGemm`. ``promote`` (default: for fp8) promotes fp8 sums to fp32
     (:func:`_promote`) every ``promote_every`` K tiles (:data:`PROMOTE_EVERY`; default
     :data:`DEFAULT_PROMOTE_EVERY` with promotion, 1 without), on the widths whose two
-    fragments fit (:data:`PROMOTED_TILE_NS`)."""
+    fragments fit (:data:`PROMOTED_TILE_NS`). ``programmatic`` as in :class:`HopperGemm`."""
 
     def __init__(
         self,
@@ -1328,9 +1367,13 @@ class AutoGemm:
         l2_promotion: int = 0,
         promote: bool | None = None,
         promote_every: int | None = None,
+        programmatic: bool = True,
     ):
         _check_group_m(group_m)
         gemm_plan.check_input_type(dtype)
+        if type(programmatic) is not bool:
+            raise GemmShapeError(f"programmatic is True or False, got {programmatic!r}")
+        self.programmatic = programmatic
         promote = dtype == "float8_e4m3fn" if promote is None else promote
         if promote_every is None:
             promote_every = DEFAULT_PROMOTE_EVERY if promote is True else 1
@@ -1383,6 +1426,7 @@ class AutoGemm:
                 self.promote,
                 self.promote_every,
                 stream_k,
+                self.programmatic,
             )
         return self.gemms[key]
 
