@@ -242,8 +242,9 @@ def test_every_gemm_thread_waits_for_the_previous_grid_before_global_memory(kwar
     touches global memory before griddepcontrol.wait (PTX ISA 9.0, "griddepcontrol") races
     with the previous kernel; the simulator runs one grid and cannot see it. So the source
     pins it: one wait, at the kernel body's top level (every thread, no branch around it),
-    before the first TMA load, global load or store, atomic and flag wait, and the signal to
-    the next grid after it."""
+    before the first TMA load, global load or store, atomic and flag wait; and one signal to
+    the next grid, after the producer's last TMA load (the CTA then has only its last K steps
+    and its epilogue left)."""
     source = hopper_gemm_persistent(**kwargs).source
     body = source[source.index("__global__") :]
     lines = body.splitlines()
@@ -251,7 +252,10 @@ def test_every_gemm_thread_waits_for_the_previous_grid_before_global_memory(kwar
     assert len(waits) == 1, waits
     (wait,) = waits
     assert lines[wait].startswith('  asm volatile("griddepcontrol.wait;"'), lines[wait]
-    assert "griddepcontrol.launch_dependents;" in lines[wait + 1]
+    signals = [i for i, line in enumerate(lines) if "griddepcontrol.launch_dependents;" in line]
+    loads = [i for i, line in enumerate(lines) if "global.mbarrier::complete_tx" in line]
+    assert len(signals) == 1 and loads, (signals, loads)
+    assert signals[0] > max(loads) > wait, (signals, loads, wait)
     global_access = re.compile(
         r"cp\.async\.bulk\.tensor|tm_wait_ge_acquire_gpu\(|tm_atom_add|work\[|partial\[|flags\["
     )

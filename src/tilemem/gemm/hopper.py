@@ -270,14 +270,20 @@ def _producer(tma_a, tma_b, a, b, full, empty, sched: Schedule, a_rows: int = TI
             for kt in T.serial(seg.k_count, name="kt"):
                 s, phase = _stage_and_phase(seg.first_step + kt, stages)
                 load(s, phase, T.let("k0", (seg.k_first + kt) * tk), seg.m_tile, seg.n_tile)
-        return
-    units = sched.units()
-    for i in T.serial(units[0], name="t"):
-        m_tile, n_tile, split = sched.tile(i, units)
-        for kt in T.serial(k_tiles, name="kt"):
-            s, phase = _stage_and_phase(i * k_tiles + kt, stages)
-            k0 = kt * tk if isinstance(split, int) else T.let("k0", (split * k_tiles + kt) * tk)
-            load(s, phase, k0, m_tile, n_tile)
+    else:
+        units = sched.units()
+        for i in T.serial(units[0], name="t"):
+            m_tile, n_tile, split = sched.tile(i, units)
+            for kt in T.serial(k_tiles, name="kt"):
+                s, phase = _stage_and_phase(i * k_tiles + kt, stages)
+                k0 = kt * tk if isinstance(split, int) else T.let("k0", (split * k_tiles + kt) * tk)
+                load(s, phase, k0, m_tile, n_tile)
+    # every load issued: the CTA's last K steps and epilogue are left, under which the next
+    # kernel's CTAs may start their set-up on SMs this grid leaves free (a CTA counts as
+    # signalled at its first launch_dependents, whichever thread issues it). Signalled as the
+    # CTA starts instead, the dependents sat on the idle SMs from the start and the partial
+    # grids lost up to a fifth (docs/PERFORMANCE.md, "Programmatic dependent launch").
+    T.ptx.griddepcontrol.launch_dependents()
 
 
 def _release(empty, stage, cluster_m: int) -> None:
@@ -722,7 +728,6 @@ def hopper_gemm_persistent(
         # launched with programmatic serialization (HopperGemm(programmatic=True)), the set-up
         # above ran under the previous kernel's tail; nothing touched global memory yet
         T.ptx.griddepcontrol.wait()
-        T.ptx.griddepcontrol.launch_dependents()
         rank = T.let("cta_rank", T.ptx.cluster.ctarank()) if cluster_m > 1 else 0
         sched = Schedule(
             m_tiles, n_tiles, k_tiles, group_m, cluster_m, rank, splits, stream_k, m_group
