@@ -231,7 +231,7 @@ def name(gemm: Gemm) -> str:
     is not the default, ``plain``: launched without programmatic stream serialization),
     ``WIDTHxCLUSTER`` for a fixed one."""
     if isinstance(gemm, AutoGemm):
-        if not gemm.programmatic:
+        if gemm.programmatic is False:
             return "plain"
         if gemm.dtype == "bfloat16":
             return "tilemem"

@@ -302,7 +302,7 @@ def test_stream_k_gives_the_fp32_product_launch_after_launch(torch, m, n, k, til
     ],
 )
 def test_a_programmatic_launch_reads_what_the_previous_gemm_wrote(torch, m, k):
-    """A chain of GEMMs launched with programmatic stream serialization (AutoGemm's default),
+    """A chain of GEMMs launched with programmatic stream serialization,
     each reading as A the C the previous one wrote: each launch may start while the previous
     kernel runs (that kernel issued griddepcontrol.launch_dependents as its CTAs started), so
     a missing griddepcontrol.wait reads A before it is written. Captured in a CUDA graph too,
@@ -310,7 +310,7 @@ def test_a_programmatic_launch_reads_what_the_previous_gemm_wrote(torch, m, k):
     from tilemem.gemm.hopper import AutoGemm
 
     gen = torch.Generator(device="cuda").manual_seed(7)
-    gemm = AutoGemm()
+    gemm = AutoGemm(programmatic=True)  # on any grid (the default picks by the grid)
     a = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)
     # B maps each row of C back to K columns: C_i (m x k) = C_{i-1} @ B^T with B k x k
     b = (torch.randn(k, k, device="cuda", generator=gen) / k**0.5).to(torch.bfloat16)

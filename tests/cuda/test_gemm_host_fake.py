@@ -591,10 +591,10 @@ def test_the_stream_k_grid_benchmark_lists_every_capped_grid(drv, monkeypatch):
         ({"cluster_m": 1, "tile_n": 64, "a_rows": 16}, (16, 512, 256)),
     ],
 )
-def test_every_gemm_kernel_launches_programmatically_unless_told_not_to(drv, kwargs, shape):
-    # HopperGemm(programmatic=True) by default: the kernel issues griddepcontrol.wait before
-    # any global access, so the launch may overlap the stream's previous kernel
-    HopperGemm(**kwargs).prepare(*operands(*shape))()
+def test_programmatic_true_and_false_launch_every_kernel_so(drv, kwargs, shape):
+    # the kernel issues griddepcontrol.wait before any global access, so the launch may
+    # overlap the stream's previous kernel; True asks for that on any grid, False never
+    HopperGemm(**kwargs, programmatic=True).prepare(*operands(*shape))()
     HopperGemm(**kwargs, programmatic=False).prepare(*operands(*shape))()
     (_, on), (_, off) = drv.kernel_launches()
     assert on.programmatic and not off.programmatic
@@ -602,25 +602,56 @@ def test_every_gemm_kernel_launches_programmatically_unless_told_not_to(drv, kwa
     assert (on.grid, on.cluster, len(on.params)) == (off.grid, off.cluster, len(off.params))
 
 
+@pytest.mark.parametrize(
+    ("ctas", "programmatic"),
+    [(132, True), (126, True), (125, False), (80, False), (None, True)],
+)
+def test_by_default_only_a_grid_that_leaves_at_most_5_percent_of_the_sms_idle_is_programmatic(
+    drv, ctas, programmatic
+):
+    # 1536 x 3072: 144 tiles, capped at ctas CTAs (None: 132, one per SM). 5% of 132 SMs is
+    # 6.6: 126 CTAs leave 6 idle (programmatic), 125 leave 7 (plain)
+    HopperGemm(cluster_m=1).prepare(*operands(1536, 3072, 64), ctas=ctas)()
+    _, launch = only_launch(drv)
+    assert launch.grid == ((ctas or 132), 1, 1)
+    assert launch.programmatic is programmatic
+
+
+def test_by_default_small_grids_launch_plainly(drv):
+    # 256 x 512 x 128 on 128 x 256 tiles: 2 x 2 = 4 CTAs of 132
+    gemm = HopperGemm(cluster_m=1)
+    gemm.prepare(*operands(256, 512, 128))()
+    _, launch = only_launch(drv)
+    assert (launch.grid, launch.programmatic) == ((4, 1, 1), False)
+    assert (gemm.launches_programmatically(4), gemm.launches_programmatically(131)) == (
+        False,
+        True,
+    )
+
+
 def test_split_k_launches_its_gemm_programmatically_and_its_reduction_plainly(drv):
     # the reduction kernel has no griddepcontrol.wait: it must start after the GEMM completes
-    HopperGemm(cluster_m=1, tile_n=128, split_k=True).prepare(*operands(128, 128, 4096))()
-    (gemm_name, gemm), (reduce_name, reduce) = drv.kernel_launches()
-    assert gemm_name.endswith("_splitk") and gemm.programmatic
+    gemm = HopperGemm(cluster_m=1, tile_n=128, split_k=True, programmatic=True)
+    gemm.prepare(*operands(128, 128, 4096))()
+    (gemm_name, gemm_launch), (reduce_name, reduce) = drv.kernel_launches()
+    assert gemm_name.endswith("_splitk") and gemm_launch.programmatic
     assert reduce_name == "hopper_gemm_splitk_reduce" and not reduce.programmatic
 
 
 def test_auto_gemm_passes_programmatic_to_its_kernels(drv):
+    # 1024^3: 128 x 64 tiles, 8 x 16 = 128 CTAs of 132 (4 idle: programmatic by default)
     AutoGemm(programmatic=False).prepare(*operands(1024, 1024, 1024))()
     AutoGemm().prepare(*operands(1024, 1024, 1024))()
-    (_, off), (_, on) = drv.kernel_launches()
-    assert on.programmatic and not off.programmatic
+    AutoGemm(programmatic=True).prepare(*operands(128, 128, 64))()  # a few CTAs, asked for
+    (_, off), (_, default), (_, on) = drv.kernel_launches()
+    assert off.grid == default.grid == (128, 1, 1) and on.grid[0] <= 2
+    assert (off.programmatic, default.programmatic, on.programmatic) == (False, True, True)
 
 
-@pytest.mark.parametrize("bad", [1, 0, None, "no", 1.0])
-def test_programmatic_must_be_a_bool(drv, bad):
-    with pytest.raises(GemmShapeError, match="programmatic is True or False"):
+@pytest.mark.parametrize("bad", [1, 0, "no", 1.0])
+def test_programmatic_must_be_a_bool_or_none(drv, bad):
+    with pytest.raises(GemmShapeError, match="programmatic is True, False or None"):
         HopperGemm(cluster_m=1, programmatic=bad)
-    with pytest.raises(GemmShapeError, match="programmatic is True or False"):
+    with pytest.raises(GemmShapeError, match="programmatic is True, False or None"):
         AutoGemm(programmatic=bad)
     assert drv.kernel_launches() == []

@@ -122,7 +122,7 @@ def test_the_plain_variant_is_the_policy_launched_without_programmatic_serializa
     for dtype in ("bfloat16", "float8_e4m3fn"):  # both types, unlike the fp8 policy words
         policy, plain = bench.make_variants(["plain"], dtype, 8, 0)
         assert [bench.name(policy), bench.name(plain)] == ["tilemem", "plain"]
-        assert policy.programmatic and not plain.programmatic
+        assert policy.programmatic is None and plain.programmatic is False
         assert (plain.dtype, plain.promote, plain.promote_every) == (
             policy.dtype,
             policy.promote,

@@ -279,10 +279,10 @@ def _producer(tma_a, tma_b, a, b, full, empty, sched: Schedule, a_rows: int = TI
                 k0 = kt * tk if isinstance(split, int) else T.let("k0", (split * k_tiles + kt) * tk)
                 load(s, phase, k0, m_tile, n_tile)
     # every load issued: the CTA's last K steps and epilogue are left, under which the next
-    # kernel's CTAs may start their set-up on SMs this grid leaves free (a CTA counts as
-    # signalled at its first launch_dependents, whichever thread issues it). Signalled as the
-    # CTA starts instead, the dependents sat on the idle SMs from the start and the partial
-    # grids lost up to a fifth (docs/PERFORMANCE.md, "Programmatic dependent launch").
+    # kernel's CTAs may start their set-up (a CTA counts as signalled at its first
+    # launch_dependents, whichever thread issues it). Signalled as the CTA starts instead,
+    # the large full-grid products measured 2-4% slower in one run, this way 0-2% faster
+    # (docs/PERFORMANCE.md, "Programmatic dependent launch": within the run-to-run spread).
     T.ptx.griddepcontrol.launch_dependents()
 
 
@@ -905,12 +905,14 @@ class HopperGemm:
     ``a_rows`` the rows of A a stage loads (128, or 64/32/16 for M up to that; CTAs alone),
     ``promote`` the fp32 promotion of fp8 sums every K tile (:func:`_promote`; widths of
     :data:`PROMOTED_TILE_NS`), or every ``promote_every`` K tiles (:data:`PROMOTE_EVERY`).
-    ``programmatic`` (default True) launches the kernel with programmatic stream
-    serialization: its CTAs may start (barrier set-up, register reallocation) while the
-    stream's previous kernel ends, and every thread waits (``griddepcontrol.wait``) for that
-    kernel to complete before touching global memory, so the result is the same as a plain
-    launch's; the kernel lets the next one start likewise as soon as its CTAs run
-    (``griddepcontrol.launch_dependents``). One object is one kernel configuration;
+    ``programmatic`` True launches the kernel with programmatic stream serialization: its
+    CTAs may start (barrier set-up, register reallocation) while the stream's previous kernel
+    ends, and every thread waits (``griddepcontrol.wait``) for that kernel to complete before
+    touching global memory, so the result is the same as a plain launch's; each CTA lets the
+    next kernel start likewise once its producer has issued its last load
+    (``griddepcontrol.launch_dependents``). False launches plainly; None (the default) does
+    the first where the grid leaves at most :data:`PDL_MAX_IDLE` of the SMs idle
+    (:meth:`launches_programmatically`). One object is one kernel configuration;
     :class:`AutoGemm` picks the configuration from the shape.
     """
 
@@ -926,11 +928,10 @@ class HopperGemm:
         promote: bool = False,
         promote_every: int = 1,
         stream_k: bool = False,
-        programmatic: bool = True,
+        programmatic: bool | None = None,
     ):
         _check_group_m(group_m)
-        if type(programmatic) is not bool:
-            raise GemmShapeError(f"programmatic is True or False, got {programmatic!r}")
+        _check_programmatic(programmatic)
         self.programmatic = programmatic
         self.group_m, self.cluster_m, self.l2_promotion = group_m, cluster_m, l2_promotion
         self.dtype, self.tile_n, self.split_k, self.a_rows = dtype, tile_n, split_k, a_rows
@@ -1033,6 +1034,7 @@ class HopperGemm:
         ins = _copies_in(stage, a, b, work)
         reduce = self.reduce
         assert reduce is not None  # built with split_k
+        programmatic = self.launches_programmatically(grid[0])
 
         def launch(stream=None) -> None:
             handle = _stream_handle(stream, self.launcher)
@@ -1047,7 +1049,7 @@ class HopperGemm:
                 partial,
                 grid=grid,
                 stream=handle,
-                programmatic=self.programmatic,
+                programmatic=programmatic,
             )
             reduce(partial, c, splits, grid=reduce_grid, stream=handle)
 
@@ -1082,6 +1084,7 @@ class HopperGemm:
         units = ceil_div(tiles[0], cm) * tiles[1]
         clusters = min(self.max_clusters, units, max(1, (ctas or self.sms) // cm))
         grid, cluster = (clusters * cm,), ((cm, 1, 1) if cm > 1 else None)
+        programmatic = self.launches_programmatically(grid[0])
 
         def launch(stream=None) -> None:
             self.launcher(
@@ -1091,7 +1094,7 @@ class HopperGemm:
                 grid=grid,
                 cluster=cluster,
                 stream=stream,
-                programmatic=self.programmatic,
+                programmatic=programmatic,
             )
 
         return launch
@@ -1107,6 +1110,7 @@ class HopperGemm:
         name = self.program.name
         work = _DeviceMatrix(grid * CONSUMERS * (self.tile_n // 2), 128, "float32", name)
         flags = _DeviceMatrix(1, grid * CONSUMERS, "uint32", name, vector=True)
+        programmatic = self.launches_programmatically(grid)
 
         def launch(stream=None) -> None:
             self.launcher(
@@ -1118,14 +1122,35 @@ class HopperGemm:
                 flags,
                 grid=(grid,),
                 stream=stream,
-                programmatic=self.programmatic,
+                programmatic=programmatic,
             )
 
         launch.workspace = {"work": work, "flags": flags}  # type: ignore[attr-defined]
         return launch
 
+    def launches_programmatically(self, ctas: int) -> bool:
+        """Whether a launch of ``ctas`` CTAs uses programmatic stream serialization: as
+        ``programmatic`` says, or with None where the grid leaves at most
+        :data:`PDL_MAX_IDLE` of the SMs idle."""
+        if self.programmatic is not None:
+            return self.programmatic
+        return self.sms - ctas <= PDL_MAX_IDLE * self.sms
+
     def __call__(self, a, b, c, stream=None) -> None:
         self.prepare(a, b, c)(stream)
+
+
+# Programmatic dependent launch (HopperGemm(programmatic=None)): the next kernel's CTAs start
+# their set-up on the SMs this grid leaves free, which hides the launch of the next kernel
+# under this one's end. Measured on the H200 (docs/PERFORMANCE.md, "Programmatic dependent
+# launch"): up to 8% faster on products of a few microseconds whose grids fill the SMs or
+# nearly (1024^3: 128 CTAs of 132, 7.68 -> 7.12 us; 2048 x 2048 x 512: 9.94 -> 9.37 us), but
+# up to 24% slower where the grid leaves many SMs idle and streams B from DRAM (16 x 10240 x
+# 8192, 80 CTAs of 132: 45.2 -> 50.2 us; 120 of 132 at 64 x 28672 x 4096: 3% slower), where
+# the dependents then run on the SMs the previous grid left, not spread as a plain launch
+# spreads them (our reading, not measured). So the default launches programmatically only
+# where at most this share of the SMs is idle.
+PDL_MAX_IDLE = 0.05
 
 
 MAX_M_GROUP = 8  # CTAs of a stream-K group: the M tiles that share one B tile at a time
@@ -1372,12 +1397,11 @@ class AutoGemm:
         l2_promotion: int = 0,
         promote: bool | None = None,
         promote_every: int | None = None,
-        programmatic: bool = True,
+        programmatic: bool | None = None,
     ):
         _check_group_m(group_m)
         gemm_plan.check_input_type(dtype)
-        if type(programmatic) is not bool:
-            raise GemmShapeError(f"programmatic is True or False, got {programmatic!r}")
+        _check_programmatic(programmatic)
         self.programmatic = programmatic
         promote = dtype == "float8_e4m3fn" if promote is None else promote
         if promote_every is None:
@@ -1457,6 +1481,14 @@ def _check_ctas(ctas, cluster_m: int) -> None:
             f"ctas={ctas} is below one cluster: this GEMM launches CTAs in clusters of "
             f"{cluster_m} (cluster_m={cluster_m}), so the grid takes at least {cluster_m}; pass "
             f"ctas >= {cluster_m} or use cluster_m=1"
+        )
+
+
+def _check_programmatic(programmatic) -> None:
+    if programmatic is not None and type(programmatic) is not bool:
+        raise GemmShapeError(
+            f"programmatic is True, False or None (where the grid fills the SMs), got "
+            f"{programmatic!r}"
         )
 
 
