@@ -248,17 +248,22 @@ def test_a_small_m_kernel_refuses_more_rows_than_it_loads(torch):
 
 
 @pytest.mark.parametrize(
-    ("m", "n", "k", "tile_n", "dtype", "ctas"),
+    ("m", "n", "k", "tile_n", "dtype", "ctas", "a_rows"),
     [
-        (256, 6144, 4096, 256, "bfloat16", None),  # 48 tiles of 64 K tiles over 132 CTAs
-        (128, 4096, 4096, 128, "bfloat16", None),  # 32 tiles: about 4 CTAs a tile
-        (1000, 1032, 520, 192, "bfloat16", 7),  # ragged M, N, K; 48 tiles over 7 CTAs
-        (64, 104, 320, 128, "bfloat16", 3),  # one tile, 5 K tiles over 3 CTAs
-        (130, 4000, 8192, 256, "bfloat16", None),  # 32 tiles of 128 K tiles
-        (256, 4096, 4096, 192, "float8_e4m3fn", None),  # promoted fp8, 44 tiles
+        (256, 6144, 4096, 256, "bfloat16", None, 128),  # 48 tiles of 64 K tiles, 132 CTAs
+        (128, 4096, 4096, 128, "bfloat16", None, 128),  # 32 tiles: about 4 CTAs a tile
+        (1000, 1032, 520, 192, "bfloat16", 7, 128),  # ragged M, N, K; 48 tiles over 7 CTAs
+        (64, 104, 320, 128, "bfloat16", 3, 128),  # one tile, 5 K tiles over 3 CTAs
+        (130, 4000, 8192, 256, "bfloat16", None, 128),  # 32 tiles of 128 K tiles
+        (256, 4096, 4096, 192, "float8_e4m3fn", None, 128),  # promoted fp8, 44 tiles
+        (16, 4096, 4096, 64, "bfloat16", None, 16),  # 16 rows of A a stage, 64 tiles
+        (50, 4000, 4100, 64, "bfloat16", 128, 64),  # 64 rows, ragged N and K, 63 tiles
+        (64, 4096, 4096, 64, "float8_e4m3fn", None, 64),  # promoted fp8, 64 rows
     ],
 )
-def test_stream_k_gives_the_fp32_product_launch_after_launch(torch, m, n, k, tile_n, dtype, ctas):
+def test_stream_k_gives_the_fp32_product_launch_after_launch(
+    torch, m, n, k, tile_n, dtype, ctas, a_rows
+):
     """The stream-K kernel three times on the same workspace: each launch must leave the
     hand-over flags at zero for the next (a stale flag lets an owner read sums not yet
     written). C is NaN-poisoned before each launch."""
@@ -266,7 +271,13 @@ def test_stream_k_gives_the_fp32_product_launch_after_launch(torch, m, n, k, til
 
     fp8 = dtype == "float8_e4m3fn"
     gemm = HopperGemm(
-        cluster_m=1, dtype=dtype, tile_n=tile_n, promote=fp8, stream_k=True, group_m=8
+        cluster_m=1,
+        dtype=dtype,
+        tile_n=tile_n,
+        promote=fp8,
+        stream_k=True,
+        group_m=8,
+        a_rows=a_rows,
     )
     gen = torch.Generator(device="cuda").manual_seed(m + n + k)
     a = torch.randn(m, k, device="cuda", generator=gen)

@@ -413,11 +413,11 @@ def test_auto_gemm_builds_one_kernel_per_configuration(drv):
     # one round for every width, 64 x 1.9 = 121.6 the cheapest: 128 x 64 tiles, alone.
     # split_count(128, 128, k, 64): 2 tiles; K = 64 (1 K tile): no split; K = 2048 (32 K
     # tiles): 8 s 128 128 <= (256 k 2) / 4 = 262,144 gives s <= 2: 2 ranges; K = 4096 (64 K
-    # tiles): s <= 4: 4 ranges. On the 128-row A box these run as stream-K with the same
-    # ranges: groups of 1 (one M tile), units * splits groups: 2 * 2 = 4, then 2 * 4 = 8 CTAs.
-    # M = 16 (16 rows of A a stage, which stream-K does not take): the split-K kernel and its
-    # reduction; K = 2048: 8 s 16 128 <= (144 k 2) / 4 = 147,456 gives s <= 9, s divides the
-    # 32 K tiles and leaves at least 4 a range: 8 ranges of 4
+    # tiles): s <= 4: 4 ranges. These run as stream-K with the same ranges: groups of 1 (one
+    # M tile), units * splits groups: 2 * 2 = 4, then 2 * 4 = 8 CTAs.
+    # M = 16 (16 rows of A a stage): K = 2048: 8 s 16 128 <= (144 k 2) / 4 = 147,456 gives
+    # s <= 9, s divides the 32 K tiles and leaves at least 4 a range: 8 ranges of 4, as
+    # stream-K too (2 * 8 = 16 CTAs), with no reduction kernel
     auto = AutoGemm()
     auto.prepare(*operands(128, 128, 64))()
     auto.prepare(*operands(128, 128, 2048))()
@@ -428,17 +428,16 @@ def test_auto_gemm_builds_one_kernel_per_configuration(drv):
         "hopper_gemm_persistent_n64",
         "hopper_gemm_persistent_n64_streamk",
         "hopper_gemm_persistent_n64_streamk",
-        "hopper_gemm_persistent_n64_a16_splitk",
-        "hopper_gemm_splitk_reduce",
+        "hopper_gemm_persistent_n64_a16_streamk",
     ]
     launches = [launch for _, launch in drv.kernel_launches()]
     assert ints(launches[0].params[3:]) == [1, 2, 1, 8] and launches[0].grid == (2, 1, 1)
     assert ints(launches[1].params[3:8]) == [1, 2, 32, 8, 1] and launches[1].grid == (4, 1, 1)
     assert ints(launches[2].params[3:8]) == [1, 2, 64, 8, 1] and launches[2].grid == (8, 1, 1)
-    assert ints(launches[3].params[2:8]) == [1, 2, 4, 8, 8, 16]
+    assert ints(launches[3].params[3:8]) == [1, 2, 32, 8, 1] and launches[3].grid == (16, 1, 1)
     assert len(auto.gemms) == 3
     assert auto.config(128, 128, 2048) == (64, 1, 2, 128, True)
-    assert auto.config(16, 128, 2048) == (64, 1, 8, 16, False)
+    assert auto.config(16, 128, 2048) == (64, 1, 8, 16, True)
     assert auto.gemm_for(128, 128, 64) is auto.gemm_for(128, 128)
 
 
@@ -655,3 +654,16 @@ def test_programmatic_must_be_a_bool_or_none(drv, bad):
     with pytest.raises(GemmShapeError, match="programmatic is True, False or None"):
         AutoGemm(programmatic=bad)
     assert drv.kernel_launches() == []
+
+
+def test_a_staged_stream_k_launch_keeps_both_workspaces(drv):
+    # K = 4100 (8200-byte rows, not a multiple of 16): A and B staged into K = 4104
+    # workspaces; the stream-K kernel's hand-over and flags come with them
+    gemm = HopperGemm(cluster_m=1, tile_n=64, a_rows=64, stream_k=True)
+    launch = gemm.prepare(*operands(50, 4000, 4100), ctas=128)
+    assert sorted(launch.workspace) == ["A", "B", "flags", "work"]
+    # 128 CTAs x 2 consumers x 32 registers = 8192 rows of 128 fp32; 256 flags
+    assert (launch.workspace["work"].shape, launch.workspace["flags"].shape) == (
+        (8192, 128),
+        (256,),
+    )

@@ -27,28 +27,49 @@ ml_dtypes = pytest.importorskip("ml_dtypes")
 
 
 @functools.lru_cache
-def _program(tile_n: int, dtype: str = "bfloat16", promote: bool = False, every: int = 1):
-    print(f"building the stream-K GEMM (128 x {tile_n}, {dtype}, promote={promote}, {every})")
+def _program(
+    tile_n: int, dtype: str = "bfloat16", promote: bool = False, every: int = 1, a_rows: int = 128
+):
+    print(
+        f"building the stream-K GEMM (128 x {tile_n}, {dtype}, promote={promote}, {every}, "
+        f"{a_rows} rows of A)"
+    )
     return hopper_gemm_persistent(
-        tile_n=tile_n, dtype=dtype, promote=promote, promote_every=every, stream_k=True
+        tile_n=tile_n,
+        dtype=dtype,
+        promote=promote,
+        promote_every=every,
+        stream_k=True,
+        a_rows=a_rows,
     )
 
 
 def _stream_k(
-    a, b, c, tile_n: int, grid: int, seed: int, dtype="bfloat16", promote=False, m_group=1, every=1
+    a,
+    b,
+    c,
+    tile_n: int,
+    grid: int,
+    seed: int,
+    dtype="bfloat16",
+    promote=False,
+    m_group=1,
+    every=1,
+    a_rows=128,
 ):
     m, k = a.shape
     n = b.shape[0]
     plan = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n)
+    a_box = plan.buffer("A") if a_rows == 128 else gemm_plan.a_box(a_rows, dtype)
     maps = (
-        tile_map(a, plan.buffer("A")),
+        tile_map(a, a_box),
         tile_map(b, gemm_plan.b_share(1, dtype, tile_n=tile_n)),
         tile_map(c, plan.buffer("C_stage")),
     )
     tiles = (ceil_div(m, 128), ceil_div(n, tile_n), ceil_div(k, gemm_plan.tile_k(dtype)))
     work = np.full((grid * 2 * tile_n // 2, 128), np.nan, np.float32)
     flags = np.zeros(grid * 2, np.uint32)
-    program = _program(tile_n, dtype, promote, every)
+    program = _program(tile_n, dtype, promote, every, a_rows)
     result = sim.run(
         program,
         *maps,
@@ -110,6 +131,29 @@ def test_stream_k_matches_numpy(m, n, k, tile_n, grid, handed, m_group):
     assert written == handed
 
 
+@pytest.mark.parametrize(("m", "a_rows"), [(13, 16), (50, 64), (32, 32)])
+def test_small_m_stream_k_matches_numpy(m, a_rows):
+    """A stage holds ``a_rows`` rows of A (M <= a_rows): only the first consumer computes and
+    hands sums over, the second frees each stage of every segment (it would deadlock the
+    producer otherwise). N = 200 in 64-wide tiles: 4 tiles of 5 K tiles = 20 steps over 3
+    CTAs, [0, 6), [6, 13), [13, 20): CTA 1 hands tile 1's steps 1-4 over to CTA 0 and CTA 2
+    tile 2's steps 3-4 to CTA 1."""
+    n, k, tile_n, grid = 200, 320, 64, 3
+    rng = np.random.default_rng(m)
+    a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
+    c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
+    work = _stream_k(a, b, c, tile_n, grid, seed=m, a_rows=a_rows)
+    ref = a.astype(np.float32) @ b.astype(np.float32).T
+    got = c.astype(np.float32)
+    assert np.isfinite(got).all()
+    assert (np.abs(got - ref) <= 2.0**-8 * np.abs(ref) + 1e-3).all()
+    regs = tile_n // 2
+    first = [cta for cta in range(grid) if np.isfinite(work[cta * 2 * regs]).all()]
+    second = [cta for cta in range(grid) if np.isfinite(work[(cta * 2 + 1) * regs]).any()]
+    assert (first, second) == ([1, 2], [])  # the idle consumer hands nothing over
+
+
 @pytest.mark.parametrize("every", [1, 2])
 def test_stream_k_promoted_fp8_matches_numpy(every):
     # 2 tiles of 5 fp8 K tiles = 10 steps over 3 CTAs: [0, 3), [3, 6), [6, 10): segments of
@@ -139,8 +183,8 @@ def test_the_same_bits_whichever_cta_finishes_first():
     assert all((o == outs[0]).all() for o in outs)
 
 
-@pytest.mark.parametrize("kwargs", [dict(cluster_m=2), dict(split_k=True), dict(a_rows=64)])
-def test_stream_k_refuses_clusters_split_k_and_small_a_boxes(kwargs):
+@pytest.mark.parametrize("kwargs", [dict(cluster_m=2), dict(split_k=True)])
+def test_stream_k_refuses_clusters_and_split_k(kwargs):
     with pytest.raises(GemmShapeError, match=r"stream-K runs CTAs alone.*use cluster_m=1"):
         hopper_gemm_persistent(stream_k=True, **kwargs)
 

@@ -28,8 +28,9 @@ tile of a group before the next group, so the CTAs that run together reuse A and
 Stream-K (``stream_k``, :meth:`Schedule.segments`): instead of whole tiles, each group of CTAs
 on adjacent M tiles takes an even share of all K steps; the group that starts a tile adds the
 fp32 sums the later groups hand over (:func:`_hand_over`, :func:`_take_over`) and writes C.
-AutoGemm uses it where the tiled rounds waste SMs (:func:`stream_k_policy`) and for split-K on
-the 128-row A box (the same K ranges, reduced in the kernel).
+AutoGemm uses it where the tiled rounds waste SMs (:func:`stream_k_policy`) and for split-K
+(the same K ranges, reduced in the kernel; with 64 rows of A a stage or fewer only the first
+consumer computes and hands sums over).
 The memory plan is ``gemm/plan.py``'s; ``tilemem plan --example hopper-gemm-persistent``
 prints it.
 """
@@ -482,7 +483,17 @@ def _store_partial(acc, work, m_rows, consumer, m0, n0, split) -> None:
 
 def _idle(full, empty, stages: int, sched: Schedule) -> None:
     """A consumer whose rows are never loaded (the second, when a stage holds 64 rows of A or
-    fewer): it frees each stage as soon as it is full, as its wgmma would have."""
+    fewer): it frees each stage as soon as it is full, as its wgmma would have, over the
+    CTA's units or (stream-K) its segments' K steps."""
+    if sched.stream_k:
+        sk = sched.segments()
+        for i in T.serial(sk.count, name="t"):
+            seg = sched.segment(i, sk)
+            for kt in T.serial(seg.k_count, name="kt"):
+                s, phase = _stage_and_phase(seg.first_step + kt, stages)
+                T.ptx.mbarrier.wait((full, s), phase)
+                _release(empty, s, sched.cluster_m)
+        return
     units = sched.units()
     for i in T.serial(units[0], name="t"):
         for kt in T.serial(sched.k_tiles, name="kt"):
@@ -674,7 +685,8 @@ def hopper_gemm_persistent(
     each add, half the adds and waits of 1 (every K tile) for a longer sum in the wgmma's
     reduced-precision accumulator (:func:`_promote_groups`).
 
-    ``stream_k`` (CTAs alone, 128 rows of A) builds the stream-K kernel ``(tma_a, tma_b,
+    ``stream_k`` (CTAs alone; any ``a_rows``: with 64 or fewer the second consumer idles
+    and only the first hands sums over) builds the stream-K kernel ``(tma_a, tma_b,
     tma_c, m_tiles, n_tiles, k_tiles, group_m, m_group, work, flags)``: the K steps of all
     tiles are split evenly over groups of ``m_group`` CTAs (the grid a multiple of it), each
     CTA of a group on its own M tile of the same N tile and K steps
@@ -695,11 +707,10 @@ def hopper_gemm_persistent(
         )
     if type(stream_k) is not bool:
         raise GemmShapeError(f"stream_k is True or False, got {stream_k!r}")
-    if stream_k and (cluster_m != 1 or split_k or a_rows != TILE_M):
+    if stream_k and (cluster_m != 1 or split_k):
         raise GemmShapeError(
-            f"stream-K runs CTAs alone on the 128-row A box, without split-K (its segments "
-            f"already split K); got cluster_m={cluster_m}, split_k={split_k}, a_rows={a_rows}: "
-            "use cluster_m=1, split_k=False, a_rows=128"
+            f"stream-K runs CTAs alone, without split-K (its segments already split K); got "
+            f"cluster_m={cluster_m}, split_k={split_k}: use cluster_m=1, split_k=False"
         )
     if a_rows != TILE_M and cluster_m != 1:
         raise GemmShapeError(
@@ -1004,7 +1015,9 @@ class HopperGemm:
             if out is not None:
                 out(handle)
 
-        launch.workspace = work  # type: ignore[attr-defined]  # lives as long as the launch
+        # the staging workspaces and the kernel's own (stream-K's hand-over and flags) live
+        # as long as the launch
+        launch.workspace = {**work, **getattr(kernel, "workspace", {})}  # type: ignore[attr-defined]
         return launch
 
     def _prepare_split(self, a, b, c, stage, ctas, splits) -> Callable[..., None]:
@@ -1427,11 +1440,11 @@ class AutoGemm:
         if width is not None:
             return width, 1, 1, TILE_M, True
         tile_n, cluster_m, splits = tiled
-        a_rows = a_rows_for(m)
-        # split-K on the 128-row A box runs as stream-K with the same ranges, each tile's sums
-        # added by its first range's CTA (no reduction kernel; measured on the H200 on every
-        # such shape of the benchmark, 6-21% faster: docs/PERFORMANCE.md, "Stream-K")
-        return tile_n, cluster_m, splits, a_rows, splits > 1 and a_rows == TILE_M
+        # split-K runs as stream-K with the same ranges, each tile's sums added by its first
+        # range's CTA (no reduction kernel; measured on the H200 on every such shape of the
+        # benchmark: 6-21% faster on the 128-row A box, docs/PERFORMANCE.md "Stream-K"; 0-18%
+        # with 16 or 64 rows of A a stage, "Programmatic dependent launch, small-M stream-K")
+        return tile_n, cluster_m, splits, a_rows_for(m), splits > 1
 
     def gemm_for(self, m: int, n: int, k: int | None = None) -> HopperGemm:
         """The configured kernel for an ``m x n`` C (over ``k``: split-K or stream-K where
