@@ -165,8 +165,10 @@ def test_auto_gemm_splits_k_for_a_decode_step(torch):
     ref = a.float() @ b.float().T
     err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
     assert bool(torch.isfinite(c).all()) and err < 1e-2, err
-    # 64 tiles of 128 x 64 x 2 K ranges on 132 SMs, 16 rows of A a stage
-    assert gemm.config(m, n, k) == (64, 1, 2, 16, False)
+    # 64 tiles of 128 x 64 x 2 K ranges on 132 SMs, 16 rows of A a stage, the two ranges of
+    # a tile added in the kernel (stream-K with those ranges)
+    assert gemm.config(m, n, k) == (64, 1, 2, 16, True)
+    assert list(gemm.gemms) == [(64, 1, False, 16, True)]  # the one kernel it built and ran
 
 
 def test_fp8_promotion_keeps_the_error_of_a_long_k_at_bf16_rounding(torch):
