@@ -14,7 +14,7 @@ from collections.abc import Set as AbstractSet
 
 from ..errors import AliasError, AlignmentError, AllocationError
 from ..plan.lifetimes import Item, Overlap, Packing, pack_checked, pack_columns
-from ..plan.packing import Placement, place
+from ..plan.packing import Placement
 from ..validate import check_int, check_name
 from .buffer import Buffer
 
@@ -189,7 +189,11 @@ class LifetimePool:
                     f"offset={offset} {unit} is not a multiple of the buffer's alignment {align}"
                 )
             return Placement(offset, size, align, 0)
-        return place(self._cursor, size, align)
+        # bump: place() without its argument checks (size and align are the pool's checked
+        # ints), the cursor rounded up to a multiple of align
+        cursor = self._cursor
+        start = -(-cursor // align) * align
+        return Placement(start, size, align, start - cursor)
 
     def _keep(self, buf: Buffer, spot: Placement, lifetime: Lifetime) -> None:
         """Record a buffer: bump placement advances the cursor, views and pins do not."""
