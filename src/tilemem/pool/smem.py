@@ -71,15 +71,17 @@ def _row_major(shape: tuple[int, ...]) -> TileLayout:
 @functools.lru_cache(maxsize=1024)
 def _mma_tile(
     shape: tuple[int, ...], dtype: DataType, mode: SwizzleMode
-) -> tuple[Layout, int, tuple[LayoutKind, str]]:
-    """An MMA operand tile's checked layout, its swizzle period in bytes and its kind, kept
-    per (shape, dtype, mode). Without a swizzle, rows that are not a multiple of 16 bytes
-    hold no core matrix: the tile is then plain row-major."""
+) -> tuple[Layout, int, tuple[LayoutKind, str], int, int]:
+    """An MMA operand tile's checked layout, its swizzle period in bytes, its kind, and its
+    :func:`tile_bytes` (bytes, the dtype's natural alignment), kept per (shape, dtype, mode).
+    Without a swizzle, rows that are not a multiple of 16 bytes hold no core matrix: the tile
+    is then plain row-major."""
     check_mma_tile(shape, dtype, mode)
     kind = (LayoutKind.MMA_OPERAND, mode.label)
     if mode == SwizzleMode.SWIZZLE_NONE and shape[-1] * dtype.bits % 128:
         kind = (LayoutKind.ROW_MAJOR, "")
-    return mma_shared_layout(dtype, mode, shape), mode.period_bytes, kind
+    layout = mma_shared_layout(dtype, mode, shape)
+    return layout, mode.period_bytes, kind, *tile_bytes(layout, dtype, shape)
 
 
 _ROW_MAJOR = (LayoutKind.ROW_MAJOR, "")
@@ -106,7 +108,7 @@ _MMA_REQUESTS: dict[tuple[tuple[int, ...], str, str], tuple] = {}
 
 def _mma_request(
     shape: tuple[int, ...], dtype: DataType, swizzle: SwizzleModeLike | str
-) -> tuple[Layout, int, tuple[LayoutKind, str], SwizzleMode]:
+) -> tuple[Layout, int, tuple[LayoutKind, str], int, int, SwizzleMode]:
     """:func:`_mma_tile`'s answer and the mode for alloc_mma's ``swizzle`` (a mode, or
     ``"auto"``: the widest that fits the row). Kept per (shape, dtype name, swizzle) when
     ``swizzle`` is a name, so a repeated request skips parsing and hashing the dtype."""
@@ -310,18 +312,18 @@ class SMEMPool(LifetimePool, BumpPool):
         shape, dtype = pool_shape(shape), pool_dtype(dtype)
         align = check_align(align)
         self._check_new_name(name)
-        layout, period, kind, mode = _mma_request(shape, dtype, swizzle)
+        layout, period, kind, nbytes, natural, mode = _mma_request(shape, dtype, swizzle)
         bumped = self.phases is None and lifetime[1] is None and lifetime[2] is None
         if bumped:
-            start = align_up(self._cursor, max(align, dtype.natural_align))
+            start = align_up(self._cursor, max(align, natural))
             if start % period:
                 raise AlignmentError(
                     f"MMA tile {name or '(unnamed)'} {shape} {dtype.name} would start at byte "
                     f"{start}, not a multiple of the {period}-byte {mode.name} period "
                     f"(the hardware swizzles absolute addresses): pass align={period}"
                 )
-        align = max(align, period)  # the plan (and padding advice) must keep it
-        return self._place(shape, dtype, layout, align, name, kind, lifetime)
+        align = max(align, period, natural)  # the plan (and padding advice) must keep the period
+        return self._put(shape, dtype, layout, nbytes, align, name, kind, lifetime)
 
     def move_base_to(self, offset: int) -> None:
         """Set the cursor; buffers placed after this may overlay earlier ones (recorded in the
