@@ -249,6 +249,8 @@ class LifetimePool:
         """Per buffer, the plan's ``phases`` (the phases it is live in, in program order; none
         in a pool without phases) and ``alias_of`` (the parent of a view)."""
         phases = self.phases
+        if phases is None and not self._by_hand:  # no phases and no views: the same for all
+            return [((), None)] * len(self._lifetimes)
         in_order: dict[frozenset[str], tuple[str, ...]] = {}
         fields = []
         for live, parent, _ in self._lifetimes:

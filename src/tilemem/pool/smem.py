@@ -27,7 +27,15 @@ from ..plan.occupancy import check_tmem_residency
 from ..plan.packing import Placement, check_align
 from ..plan.target import Target, get_target
 from ..validate import check_int, check_name
-from .base import FACTS_KEPT, BumpPool, buffer_count, pool_dtype, pool_shape
+from .base import (
+    FACTS_KEPT,
+    BumpPool,
+    LayoutFacts,
+    buffer_count,
+    layout_facts,
+    pool_dtype,
+    pool_shape,
+)
 from .buffer import SMEM, Buffer
 from .emit import current_emitter
 from .lifetimes import Lifetime, LifetimePool, check_phases
@@ -71,32 +79,41 @@ def _row_major(shape: tuple[int, ...]) -> TileLayout:
 @functools.lru_cache(maxsize=1024)
 def _mma_tile(
     shape: tuple[int, ...], dtype: DataType, mode: SwizzleMode
-) -> tuple[Layout, int, tuple[LayoutKind, str], int, int]:
-    """An MMA operand tile's checked layout, its swizzle period in bytes, its kind, and its
-    :func:`tile_bytes` (bytes, the dtype's natural alignment), kept per (shape, dtype, mode).
-    Without a swizzle, rows that are not a multiple of 16 bytes hold no core matrix: the tile
-    is then plain row-major."""
+) -> tuple[Layout, int, LayoutFacts, int, int]:
+    """An MMA operand tile's checked layout, its swizzle period in bytes, its layout facts
+    (:func:`~tilemem.pool.base.layout_facts`) and its :func:`tile_bytes` (bytes, the dtype's
+    natural alignment), kept per (shape, dtype, mode). Without a swizzle, rows that are not a
+    multiple of 16 bytes hold no core matrix: the tile is then plain row-major."""
     check_mma_tile(shape, dtype, mode)
-    kind = (LayoutKind.MMA_OPERAND, mode.label)
+    kind, detail = LayoutKind.MMA_OPERAND, mode.label
     if mode == SwizzleMode.SWIZZLE_NONE and shape[-1] * dtype.bits % 128:
-        kind = (LayoutKind.ROW_MAJOR, "")
+        kind, detail = LayoutKind.ROW_MAJOR, ""
     layout = mma_shared_layout(dtype, mode, shape)
-    return layout, mode.period_bytes, kind, *tile_bytes(layout, dtype, shape)
+    facts = layout_facts(layout, kind, detail, SMEM)
+    return layout, mode.period_bytes, facts, *tile_bytes(layout, dtype, shape)
 
 
 _ROW_MAJOR = (LayoutKind.ROW_MAJOR, "")
-_PLAIN: dict[tuple[tuple[int, ...], str, int], tuple[TileLayout, int, int]] = {}
+_PLAIN: dict[tuple[tuple[int, ...], str, int], tuple[TileLayout, int, int, LayoutFacts]] = {}
 
 
-def _plain_tile(shape: tuple[int, ...], dtype: DataType, align: int) -> tuple[TileLayout, int, int]:
-    """alloc()'s default layout (row-major), its bytes and its alignment (``align`` raised to
-    the dtype's natural alignment), kept per (shape, dtype name, align) of checked values."""
+def _plain_tile(
+    shape: tuple[int, ...], dtype: DataType, align: int
+) -> tuple[TileLayout, int, int, LayoutFacts]:
+    """alloc()'s default layout (row-major), its bytes, its alignment (``align`` raised to
+    the dtype's natural alignment) and its layout facts, kept per (shape, dtype name, align)
+    of checked values."""
     key = (shape, dtype.name, align)
     hit = _PLAIN.get(key)
     if hit is None:
         layout = _row_major(shape)
         nbytes, natural = tile_bytes(layout, dtype, shape)
-        hit = (layout, nbytes, max(align, swizzle_period_bytes(layout, dtype), natural))
+        hit = (
+            layout,
+            nbytes,
+            max(align, swizzle_period_bytes(layout, dtype), natural),
+            layout_facts(layout, *_ROW_MAJOR, SMEM),
+        )
         if len(_PLAIN) >= FACTS_KEPT:
             _PLAIN.clear()
         _PLAIN[key] = hit
@@ -108,7 +125,7 @@ _MMA_REQUESTS: dict[tuple[tuple[int, ...], str, str], tuple] = {}
 
 def _mma_request(
     shape: tuple[int, ...], dtype: DataType, swizzle: SwizzleModeLike | str
-) -> tuple[Layout, int, tuple[LayoutKind, str], int, int, SwizzleMode]:
+) -> tuple[Layout, int, LayoutFacts, int, int, SwizzleMode]:
     """:func:`_mma_tile`'s answer and the mode for alloc_mma's ``swizzle`` (a mode, or
     ``"auto"``: the widest that fits the row). Kept per (shape, dtype name, swizzle) when
     ``swizzle`` is a name, so a repeated request skips parsing and hashing the dtype."""
@@ -272,11 +289,12 @@ class SMEMPool(LifetimePool, BumpPool):
         align = check_align(align)
         self._check_new_name(name)
         if strides is None and type(layout) is str and layout == "default":
-            plain, nbytes, align = _plain_tile(shape, dtype, align)
-            return self._put(shape, dtype, plain, nbytes, align, name, _ROW_MAJOR, lifetime)
+            plain, nbytes, align, facts = _plain_tile(shape, dtype, align)
+            return self._put(shape, dtype, plain, nbytes, align, name, facts, lifetime)
         layout, kind, detail = self._layout(shape, strides, layout)
         align = max(align, swizzle_period_bytes(layout, dtype))
-        return self._place(shape, dtype, layout, align, name, (kind, detail), lifetime)
+        facts = layout_facts(layout, kind, detail, SMEM)
+        return self._place(shape, dtype, layout, align, name, facts, lifetime)
 
     def alloc_mma(
         self,
@@ -312,7 +330,7 @@ class SMEMPool(LifetimePool, BumpPool):
         shape, dtype = pool_shape(shape), pool_dtype(dtype)
         align = check_align(align)
         self._check_new_name(name)
-        layout, period, kind, nbytes, natural, mode = _mma_request(shape, dtype, swizzle)
+        layout, period, facts, nbytes, natural, mode = _mma_request(shape, dtype, swizzle)
         bumped = self.phases is None and lifetime[1] is None and lifetime[2] is None
         if bumped:
             start = align_up(self._cursor, max(align, natural))
@@ -323,7 +341,7 @@ class SMEMPool(LifetimePool, BumpPool):
                     f"(the hardware swizzles absolute addresses): pass align={period}"
                 )
         align = max(align, period, natural)  # the plan (and padding advice) must keep the period
-        return self._put(shape, dtype, layout, nbytes, align, name, kind, lifetime)
+        return self._put(shape, dtype, layout, nbytes, align, name, facts, lifetime)
 
     def move_base_to(self, offset: int) -> None:
         """Set the cursor; buffers placed after this may overlay earlier ones (recorded in the
@@ -511,11 +529,11 @@ class SMEMPool(LifetimePool, BumpPool):
         layout: Layout,
         align: int,
         name,
-        kind: tuple[LayoutKind, str],
+        facts: LayoutFacts,
         lifetime: Lifetime,
     ) -> Buffer:
         nbytes, natural = tile_bytes(layout, dtype, shape)
-        return self._put(shape, dtype, layout, nbytes, max(align, natural), name, kind, lifetime)
+        return self._put(shape, dtype, layout, nbytes, max(align, natural), name, facts, lifetime)
 
     def _put(
         self,
@@ -525,10 +543,11 @@ class SMEMPool(LifetimePool, BumpPool):
         nbytes: int,
         align: int,
         name,
-        kind: tuple[LayoutKind, str],
+        facts: LayoutFacts,
         lifetime: Lifetime,
     ) -> Buffer:
-        """Record a buffer of ``nbytes`` bytes aligned to ``align`` (the final alignment)."""
+        """Record a buffer of ``nbytes`` bytes aligned to ``align`` (the final alignment), its
+        layout chosen as ``facts`` say (:func:`~tilemem.pool.base.layout_facts`)."""
         spot = self._spot(nbytes, align, lifetime, "bytes")
         buf = Buffer(
             self._unique_name(name, "buf"),
@@ -541,10 +560,12 @@ class SMEMPool(LifetimePool, BumpPool):
             None if self.phases is not None else spot.offset,
             None,
             None,
-            *kind,
+            facts[0],
+            facts[1],
             self,
         )
         self._spots.append(spot)
+        self._facts.append(facts)
         self._keep(buf, spot, lifetime)
         if self.emitter is not None and self.phases is None:
             self.emitter.smem_buffer(self, buf)
