@@ -51,8 +51,10 @@ class LifetimePool:
     _cursor: int
     _high_water: int
 
-    def _init_lifetimes(self, phases) -> None:
-        self.phases = check_phases(phases)
+    def _init_lifetimes(self, phases: tuple[str, ...] | None) -> None:
+        """``phases`` as :func:`check_phases` answered it: the pools check their arguments
+        before any state is set, and the answer is not checked twice."""
+        self.phases = phases
         # each phase name -> the live set of that phase alone (``live="mainloop"``)
         self._single = {p: frozenset((p,)) for p in self.phases or ()}
         self._lifetimes: list[Lifetime] = []
