@@ -14,11 +14,14 @@ from collections.abc import Set as AbstractSet
 
 from ..errors import AliasError, AlignmentError, AllocationError
 from ..plan.lifetimes import Item, Overlap, Packing, pack_checked, pack_columns
-from ..plan.packing import Placement
 from ..validate import check_int, check_name
 from .buffer import Buffer
 
 Lifetime = tuple[frozenset[str] | None, Buffer | None, int | None]  # live, alias_of, offset
+# Where a pool puts a buffer, in its unit: (offset, length, align, padding), the fields of
+# tilemem.plan.packing.Placement. A pool keeps one per buffer, as a plain tuple: one small
+# object (that the cyclic GC stops tracking) where a dataclass instance is two.
+Spot = tuple[int, int, int, int]
 _NO_LIFETIME: Lifetime = (None, None, None)
 
 
@@ -160,7 +163,7 @@ class LifetimePool:
             offset = check_int(offset, f"offset ({unit})", minimum=0, maximum=1 << 40)
         return live_set, alias_of, offset
 
-    def _spot(self, size: int, align: int, lifetime: Lifetime, unit: str) -> Placement:
+    def _spot(self, size: int, align: int, lifetime: Lifetime, unit: str) -> Spot:
         """Where a new buffer goes before commit: the cursor (bump), inside its parent (a
         view) or at its explicit offset. Raises before any state changes."""
         _, parent, offset = lifetime
@@ -184,24 +187,25 @@ class LifetimePool:
                     f"{start + inner} {unit} into the pool, not a multiple of its alignment "
                     f"{align}: allocate {parent.name!r} with align={align}"
                 )
-            return Placement(inner if start is None else start + inner, size, align, 0)
+            return (inner if start is None else start + inner, size, align, 0)
         if offset is not None:
             if offset % align:
                 raise AlignmentError(
                     f"offset={offset} {unit} is not a multiple of the buffer's alignment {align}"
                 )
-            return Placement(offset, size, align, 0)
+            return (offset, size, align, 0)
         # bump: place() without its argument checks (size and align are the pool's checked
         # ints), the cursor rounded up to a multiple of align
         cursor = self._cursor
         start = -(-cursor // align) * align
-        return Placement(start, size, align, start - cursor)
+        return (start, size, align, start - cursor)
 
-    def _keep(self, buf: Buffer, spot: Placement, lifetime: Lifetime) -> None:
+    def _keep(self, buf: Buffer, spot: Spot, lifetime: Lifetime) -> None:
         """Record a buffer: bump placement advances the cursor, views and pins do not."""
         self._lifetimes.append(lifetime)
         self._buffers.append(buf)
-        end = spot.offset + spot.length
+        start, length, _, _ = spot
+        end = start + length
         if lifetime[1] is None and lifetime[2] is None:
             self._cursor = end
         else:
@@ -213,13 +217,13 @@ class LifetimePool:
         """The packer's view of this pool; with move_base_to every buffer stays put."""
         manual = bool(self._moves)
         items = []
-        for buf, size, align, lane_set, spot, (live, parent, offset) in zip(
+        for buf, size, align, lane_set, (start, _, _, _), (live, parent, offset) in zip(
             self._buffers, sizes, aligns, lanes, spots, self._lifetimes
         ):
             if parent is not None:
                 fixed = offset or 0
             else:
-                fixed = spot.offset if manual or offset is not None else None
+                fixed = start if manual or offset is not None else None
             items.append(Item(buf.name, size, align, live, lane_set, fixed, parent and parent.name))
         return items
 

@@ -24,7 +24,7 @@ from ..layout.smem import SwizzleMode, SwizzleModeLike, check_mma_tile
 from ..plan.capacity import check_smem_capacity
 from ..plan.model import LayoutKind, MemoryPlan, PoolPlan
 from ..plan.occupancy import check_tmem_residency
-from ..plan.packing import Placement, check_align
+from ..plan.packing import check_align
 from ..plan.target import Target, get_target
 from ..validate import check_int, check_name
 from .base import (
@@ -38,7 +38,7 @@ from .base import (
 )
 from .buffer import SMEM, Buffer
 from .emit import current_emitter
-from .lifetimes import Lifetime, LifetimePool, check_phases
+from .lifetimes import Lifetime, LifetimePool, Spot, check_phases
 
 SCOPES = (SMEM, "shared")  # TIRx's positional alloc names the scope; both mean this region
 
@@ -238,7 +238,7 @@ class SMEMPool(LifetimePool, BumpPool):
         self.threads = threads
         self._init_bump(set())
         self._init_lifetimes(phases)
-        self._spots: list[Placement] = []
+        self._spots: list[Spot] = []
         self._size: int | None = None
         self.tmem_pools: list = []  # TMEMPools whose address slot lives here
         if self.emitter is not None:
@@ -355,7 +355,7 @@ class SMEMPool(LifetimePool, BumpPool):
         """Fix the region's size (``size`` or the high-water mark); once. Returns the size."""
         self._check_open("commit")
         spots = self._commit_spots()
-        high_water = self._high_water_with(s.end for s in spots)
+        high_water = self._high_water_with(start + length for start, length, _, _ in spots)
         if size is None:
             size = high_water
         else:
@@ -427,17 +427,15 @@ class SMEMPool(LifetimePool, BumpPool):
         pools = [self._pool_plan(self._size)] + [t.pool_plan() for t in self.tmem_pools]
         return MemoryPlan(tuple(pools), self.target.name if self.target else None, self.threads)
 
-    def _pool_plan(self, size: int | None, spots: list[Placement] | None = None) -> PoolPlan:
+    def _pool_plan(self, size: int | None, spots: list[Spot] | None = None) -> PoolPlan:
         packing = self._packing
         if spots is None and self.phases is not None and packing is None:
             spots = self._commit_spots()  # before commit: where commit() would put them
         if packing is None and self.phases is not None:
             packing = self._provisional  # set by the _commit_spots() that gave ``spots``
         spots = self._spots if spots is None else spots
-        entries = self._entries(
-            (b, s.offset, s.length, s.align, s.padding) for b, s in zip(self._buffers, spots)
-        )
-        high_water = self._high_water_with(s.end for s in spots)
+        entries = self._entries((b, *spot) for b, spot in zip(self._buffers, spots))
+        high_water = self._high_water_with(start + length for start, length, _, _ in spots)
         lifetimes = self._plan_totals(packing)
         return PoolPlan(
             self.name,
@@ -451,29 +449,29 @@ class SMEMPool(LifetimePool, BumpPool):
         )
 
     # -- lifetimes ----------------------------------------------------------------
-    def _commit_spots(self) -> list[Placement]:
+    def _commit_spots(self) -> list[Spot]:
         """Each buffer's final spot: packed by lifetime in a pool with phases."""
         if self.phases is None:
             return list(self._spots)
         packing = self._pack(
-            [s.length for s in self._spots],
+            [length for _, length, _, _ in self._spots],
             [b.align for b in self._buffers],
             [None] * len(self._buffers),
             self._spots,
             "bytes",
         )
         return [
-            Placement(offset, s.length, s.align, 0)
-            for offset, s in zip(packing.offsets, self._spots)
+            (offset, length, align, 0)
+            for offset, (_, length, align, _) in zip(packing.offsets, self._spots)
         ]
 
-    def _settle(self, spots: list[Placement], high_water: int) -> None:
+    def _settle(self, spots: list[Spot], high_water: int) -> None:
         """Give each buffer its packed offset and, in a kernel, declare it there."""
         self._packing = self._provisional
         self._spots = spots
         self._high_water = high_water
-        for buf, spot in zip(self._buffers, spots):
-            object.__setattr__(buf, "byte_offset", spot.offset)  # placed once, at commit
+        for buf, (offset, _, _, _) in zip(self._buffers, spots):
+            object.__setattr__(buf, "byte_offset", offset)  # placed once, at commit
             if self.emitter is not None:
                 self.emitter.smem_buffer(self, buf)
 
@@ -549,6 +547,7 @@ class SMEMPool(LifetimePool, BumpPool):
         """Record a buffer of ``nbytes`` bytes aligned to ``align`` (the final alignment), its
         layout chosen as ``facts`` say (:func:`~tilemem.pool.base.layout_facts`)."""
         spot = self._spot(nbytes, align, lifetime, "bytes")
+        offset = spot[0]
         buf = Buffer(
             self._unique_name(name, "buf"),
             shape,
@@ -557,7 +556,7 @@ class SMEMPool(LifetimePool, BumpPool):
             layout,
             nbytes,
             align,
-            None if self.phases is not None else spot.offset,
+            None if self.phases is not None else offset,
             None,
             None,
             facts[0],

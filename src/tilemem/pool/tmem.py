@@ -36,7 +36,7 @@ from .base import (
     pool_shape,
 )
 from .buffer import SMEM, TMEM, Buffer
-from .lifetimes import Lifetime, LifetimePool, check_phases
+from .lifetimes import Lifetime, LifetimePool, Spot, check_phases
 from .smem import SMEMPool, describe_layout
 
 MAX_WARPS = 32  # 1024 threads per block (CUDA C++ Programming Guide, compute capabilities)
@@ -172,7 +172,7 @@ class TMEMPool(LifetimePool, BumpPool):
         self.emitter = pool.emitter
         self._init_bump(pool._names)
         self._init_lifetimes(phases)
-        self._col_spots: list = []  # each buffer's spot before commit (bump, view or pinned)
+        self._col_spots: list[Spot] = []  # each buffer's spot before commit (bump, view or pin)
         self._stage_views: list[TMEMStages] = []
         self._committed = False
         self._deallocated = False
@@ -669,7 +669,8 @@ class TMEMPool(LifetimePool, BumpPool):
         lifetime: Lifetime,
     ) -> Buffer:
         spot = self._spot(cols, 1, lifetime, "columns")
-        start, end = spot.offset, spot.end
+        offset = spot[0]
+        start, end = offset, offset + cols
         if self.phases is not None:  # packed at commit: only the buffer itself must fit
             start, end = 0, cols
         if end > self.capacity:
@@ -687,7 +688,7 @@ class TMEMPool(LifetimePool, BumpPool):
             cols * TMEM_LANES * 4,
             1,
             None,
-            None if self.phases is not None else spot.offset,
+            None if self.phases is not None else offset,
             cols,
             facts[0],
             facts[1],
