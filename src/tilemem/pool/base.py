@@ -4,7 +4,7 @@ moves, and the names of one CTA's buffers."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from ..dtype import DataType, DTypeLike, as_dtype
@@ -180,22 +180,22 @@ class BumpPool:
         self._cursor = position
         self._high_water = max(self._high_water, position)
 
-    def _entries(self, spots) -> tuple[PlanEntry, ...]:
-        """Plan entries from ``(buffer, offset, size, align, padding)`` rows (one per buffer, in
-        order), with the layout facts kept at alloc, their overlaps and lifetimes."""
-        spots = list(spots)
-        overlaps: list[tuple[str, ...]] = [()] * len(spots)
+    def _entries(self, spots: Sequence[tuple[int, int, int, int]]) -> tuple[PlanEntry, ...]:
+        """Plan entries of the buffers, in order, from their ``(offset, size, align, padding)``
+        (one per buffer), with the layout facts kept at alloc, their overlaps and lifetimes."""
+        buffers = self._buffers
+        overlaps: list[tuple[str, ...]] = [()] * len(buffers)
         if self._may_overlap():
-            partners: list[list[str]] = [[] for _ in spots]
-            ranges = [(offset, offset + size) for _, offset, size, _, _ in spots]
+            partners: list[list[str]] = [[] for _ in buffers]
+            ranges = [(offset, offset + size) for offset, size, _, _ in spots]
             for i, j in overlapping_index_pairs(ranges):  # by (i, j): each list in buffer order
-                partners[i].append(spots[j][0].name)
-                partners[j].append(spots[i][0].name)
+                partners[i].append(buffers[j].name)
+                partners[j].append(buffers[i].name)
             overlaps = [tuple(names) for names in partners]
         entries = []
         new = object.__new__
-        for (b, offset, size, align, padding), facts, overlap, (phases, alias_of) in zip(
-            spots, self._facts, overlaps, self._lifetime_fields()
+        for b, (offset, size, align, padding), facts, overlap, (phases, alias_of) in zip(
+            buffers, spots, self._facts, overlaps, self._lifetime_fields()
         ):
             # every field in declaration order, written into the entry's dict: a frozen
             # dataclass's own __init__ sets each through object.__setattr__, and its only

@@ -434,7 +434,7 @@ class SMEMPool(LifetimePool, BumpPool):
         if packing is None and self.phases is not None:
             packing = self._provisional  # set by the _commit_spots() that gave ``spots``
         spots = self._spots if spots is None else spots
-        entries = self._entries((b, *spot) for b, spot in zip(self._buffers, spots))
+        entries = self._entries(spots)
         high_water = self._high_water_with(start + length for start, length, _, _ in spots)
         lifetimes = self._plan_totals(packing)
         return PoolPlan(

@@ -485,7 +485,8 @@ class TMEMPool(LifetimePool, BumpPool):
 
     def pool_plan(self) -> PoolPlan:
         offsets = self._plan_offsets()
-        entries = self._entries((b, col, b.cols, 1, 0) for b, col in zip(self._buffers, offsets))
+        spots = [(col, self._size_of(b), 1, 0) for b, col in zip(self._buffers, offsets)]
+        entries = self._entries(spots)
         where = {b.name: col for b, col in zip(self._buffers, offsets)}
         # None before commit: tcgen05.alloc takes its columns at commit ("auto" resolves there)
         size = self.total_cols if self._committed and isinstance(self.total_cols, int) else None
