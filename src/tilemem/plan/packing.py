@@ -37,13 +37,13 @@ class Placement:
     padding: int
 
     def __init__(self, offset: int, length: int, align: int, padding: int) -> None:
-        # the fields in one step: a frozen dataclass's own __init__ sets each through
-        # object.__setattr__, and a pool makes a placement per alloc
-        object.__setattr__(
-            self,
-            "__dict__",
-            {"offset": offset, "length": length, "align": align, "padding": padding},
-        )
+        # written into the instance's dict: a frozen dataclass's own __init__ sets each field
+        # through object.__setattr__, and a pool makes a placement per alloc
+        fields = self.__dict__
+        fields["offset"] = offset
+        fields["length"] = length
+        fields["align"] = align
+        fields["padding"] = padding
 
     @property
     def end(self) -> int:

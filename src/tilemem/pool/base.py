@@ -4,7 +4,7 @@ moves, and the names of one CTA's buffers."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from ..dtype import DataType, DTypeLike, as_dtype
@@ -21,6 +21,8 @@ _FACTS: dict[tuple[int, str], tuple[Layout, object]] = {}
 FACTS_KEPT = 4096  # distinct (layout, fact) pairs kept before the memo starts afresh
 _NAMES: set[str] = set()  # buffer names that passed check_buffer_name (at most FACTS_KEPT)
 _DTYPES: dict[str, DataType] = {}  # dtype name -> its DataType
+# a buffer's layout kind, its detail, label, swizzle mode value and lane runs (layout_facts)
+LayoutFacts = tuple[LayoutKind, str, str, int, tuple[tuple[int, int], ...]]
 
 
 def layout_fact(layout: Layout, fact: str, compute: Callable[[Layout], _Fact]) -> _Fact:
@@ -115,6 +117,7 @@ class BumpPool:
         self._high_water = 0
         self._buffers: list[Buffer] = []
         self._moves: list[tuple[int, int]] = []
+        self._facts: list[LayoutFacts] = []  # per buffer, in order (see layout_facts)
         self._names = names
 
     @property
@@ -177,42 +180,45 @@ class BumpPool:
         self._cursor = position
         self._high_water = max(self._high_water, position)
 
-    def _entries(self, spots) -> tuple[PlanEntry, ...]:
-        """Plan entries from ``(buffer, offset, size, align, padding)`` rows (one per buffer, in
-        order), with their overlaps and lifetimes."""
-        spots = list(spots)
-        partners: list[list[str]] = [[] for _ in spots]
+    def _entries(self, spots: Sequence[tuple[int, int, int, int]]) -> tuple[PlanEntry, ...]:
+        """Plan entries of the buffers, in order, from their ``(offset, size, align, padding)``
+        (one per buffer), with the layout facts kept at alloc, their overlaps and lifetimes."""
+        buffers = self._buffers
+        overlaps: list[tuple[str, ...]] = [()] * len(buffers)
         if self._may_overlap():
-            ranges = [(offset, offset + size) for _, offset, size, _, _ in spots]
+            partners: list[list[str]] = [[] for _ in buffers]
+            ranges = [(offset, offset + size) for offset, size, _, _ in spots]
             for i, j in overlapping_index_pairs(ranges):  # by (i, j): each list in buffer order
-                partners[i].append(spots[j][0].name)
-                partners[j].append(spots[i][0].name)
+                partners[i].append(buffers[j].name)
+                partners[j].append(buffers[i].name)
+            overlaps = [tuple(names) for names in partners]
         entries = []
-        for (b, offset, size, align, padding), overlaps, (phases, alias_of) in zip(
-            spots, partners, self._lifetime_fields()
+        new = object.__new__
+        for b, (offset, size, align, padding), facts, overlap, (phases, alias_of) in zip(
+            buffers, spots, self._facts, overlaps, self._lifetime_fields()
         ):
-            label, kind, swizzle, lanes = entry_facts(b)
-            entries.append(
-                plan_entry(
-                    {
-                        "name": b.name,
-                        "scope": b.scope,
-                        "offset": offset,
-                        "length": size,
-                        "align": align,
-                        "padding": padding,
-                        "dtype": b.dtype.name,
-                        "shape": b.shape,
-                        "layout": label,
-                        "overlaps": tuple(overlaps),
-                        "swizzle": swizzle,
-                        "lanes": lanes,
-                        "phases": phases,
-                        "alias_of": alias_of,
-                        "layout_kind": kind,
-                    }
-                )
-            )
+            # every field in declaration order, written into the entry's dict: a frozen
+            # dataclass's own __init__ sets each through object.__setattr__, and its only
+            # check (the swizzle is a SwizzleMode value) holds by construction
+            # (layout_facts takes it from layout_swizzle_mode)
+            entry = new(PlanEntry)
+            fields = entry.__dict__
+            fields["name"] = b.name
+            fields["scope"] = b.scope
+            fields["offset"] = offset
+            fields["length"] = size
+            fields["align"] = align
+            fields["padding"] = padding
+            fields["dtype"] = b.dtype.name
+            fields["shape"] = b.shape
+            fields["layout"] = facts[2]
+            fields["overlaps"] = overlap
+            fields["swizzle"] = facts[3]
+            fields["lanes"] = facts[4]
+            fields["phases"] = phases
+            fields["alias_of"] = alias_of
+            fields["layout_kind"] = facts[0]
+            entries.append(entry)
         return tuple(entries)
 
     def _lifetime_fields(self) -> list[tuple[tuple[str, ...], str | None]]:
@@ -224,35 +230,15 @@ class BumpPool:
         raise NotImplementedError
 
 
-_ENTRY_FACTS: dict[tuple[int, int, str, str], tuple[Layout, tuple]] = {}
-
-
-def entry_facts(buf: Buffer) -> tuple[str, LayoutKind, int, tuple[tuple[int, int], ...]]:
-    """What a buffer's plan entry takes from its layout, the layout's kind and detail and its
-    memory: the layout's label, its kind, its swizzle mode value and (TMEM) its lane runs.
-    Kept per (layout object, kind, detail, scope) like :func:`layout_fact`."""
-    layout, kind = buf.layout, buf.layout_kind
-    key = (id(layout), id(kind), buf.layout_detail, buf.scope)
-    hit = _ENTRY_FACTS.get(key)
-    if hit is not None and hit[0] is layout:
-        return hit[1]
-    facts = (
-        kind.label(buf.layout_detail),
+def layout_facts(layout: Layout, kind: LayoutKind, detail: str, scope: str) -> LayoutFacts:
+    """How a pool chose a buffer's layout and what its plan entry takes from it: the layout's
+    kind and detail (the Buffer's ``layout_kind`` and ``layout_detail``), its label, its
+    swizzle mode value and (TMEM) its lane runs. A pool works them out once per buffer at
+    alloc, from its caches for the usual requests."""
+    return (
         kind,
+        detail,
+        kind.label(detail),
         int(layout_swizzle_mode(layout)),
-        lane_runs(layout) if buf.scope == TMEM else (),
+        lane_runs(layout) if scope == TMEM else (),
     )
-    if len(_ENTRY_FACTS) >= FACTS_KEPT:
-        _ENTRY_FACTS.clear()
-    _ENTRY_FACTS[key] = (layout, facts)
-    return facts
-
-
-def plan_entry(fields: dict) -> PlanEntry:
-    """The PlanEntry of ``fields`` (every field, in declaration order), set in one step: a
-    frozen dataclass's own ``__init__`` sets each of its 15 fields through
-    ``object.__setattr__``, and a plan has an entry per buffer. Its only check (the swizzle
-    is a SwizzleMode value) holds by construction: pools take it from ``layout_swizzle_mode``."""
-    entry = object.__new__(PlanEntry)
-    object.__setattr__(entry, "__dict__", fields)
-    return entry

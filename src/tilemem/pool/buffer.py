@@ -56,29 +56,27 @@ class Buffer:
         layout_detail: str = "",
         pool: Any = None,
     ) -> None:
-        """The fields, set in one step (a frozen dataclass's own ``__init__`` sets each one
-        through ``object.__setattr__``, and pools make a buffer per alloc). A buffer waiting
-        for its offset keeps none: reading it goes to ``__getattr__``, so every other
-        attribute is read at full speed."""
-        fields = {
-            "name": name,
-            "shape": shape,
-            "dtype": dtype,
-            "scope": scope,
-            "layout": layout,
-            "nbytes": nbytes,
-            "align": align,
-            "byte_offset": byte_offset,
-            "col_offset": col_offset,
-            "cols": cols,
-            "layout_kind": layout_kind,
-            "layout_detail": layout_detail,
-            "pool": pool,
-        }
-        field = _OFFSET_FIELD.get(scope)
-        if field is not None and fields[field] is None:
-            del fields[field]
-        object.__setattr__(self, "__dict__", fields)
+        """The fields, written into the instance's dict (a frozen dataclass's own ``__init__``
+        sets each one through ``object.__setattr__``, and pools make a buffer per alloc). A
+        buffer waiting for its offset keeps none: reading it goes to ``__getattr__``, so every
+        other attribute is read at full speed."""
+        fields = self.__dict__
+        fields["name"] = name
+        fields["shape"] = shape
+        fields["dtype"] = dtype
+        fields["scope"] = scope
+        fields["layout"] = layout
+        fields["nbytes"] = nbytes
+        fields["align"] = align
+        unplaced = _OFFSET_FIELD.get(scope)  # the offset field of this memory, left out if None
+        if byte_offset is not None or unplaced != "byte_offset":
+            fields["byte_offset"] = byte_offset
+        if col_offset is not None or unplaced != "col_offset":
+            fields["col_offset"] = col_offset
+        fields["cols"] = cols
+        fields["layout_kind"] = layout_kind
+        fields["layout_detail"] = layout_detail
+        fields["pool"] = pool
 
     def __getattr__(self, name: str) -> Any:
         """The offset of a buffer not placed yet: a pool with phases places its buffers at

@@ -14,11 +14,14 @@ from collections.abc import Set as AbstractSet
 
 from ..errors import AliasError, AlignmentError, AllocationError
 from ..plan.lifetimes import Item, Overlap, Packing, pack_checked, pack_columns
-from ..plan.packing import Placement, place
 from ..validate import check_int, check_name
 from .buffer import Buffer
 
 Lifetime = tuple[frozenset[str] | None, Buffer | None, int | None]  # live, alias_of, offset
+# Where a pool puts a buffer, in its unit: (offset, length, align, padding), the fields of
+# tilemem.plan.packing.Placement. A pool keeps one per buffer, as a plain tuple: one small
+# object (that the cyclic GC stops tracking) where a dataclass instance is two.
+Spot = tuple[int, int, int, int]
 _NO_LIFETIME: Lifetime = (None, None, None)
 
 
@@ -51,8 +54,10 @@ class LifetimePool:
     _cursor: int
     _high_water: int
 
-    def _init_lifetimes(self, phases) -> None:
-        self.phases = check_phases(phases)
+    def _init_lifetimes(self, phases: tuple[str, ...] | None) -> None:
+        """``phases`` as :func:`check_phases` answered it: the pools check their arguments
+        before any state is set, and the answer is not checked twice."""
+        self.phases = phases
         # each phase name -> the live set of that phase alone (``live="mainloop"``)
         self._single = {p: frozenset((p,)) for p in self.phases or ()}
         self._lifetimes: list[Lifetime] = []
@@ -158,7 +163,7 @@ class LifetimePool:
             offset = check_int(offset, f"offset ({unit})", minimum=0, maximum=1 << 40)
         return live_set, alias_of, offset
 
-    def _spot(self, size: int, align: int, lifetime: Lifetime, unit: str) -> Placement:
+    def _spot(self, size: int, align: int, lifetime: Lifetime, unit: str) -> Spot:
         """Where a new buffer goes before commit: the cursor (bump), inside its parent (a
         view) or at its explicit offset. Raises before any state changes."""
         _, parent, offset = lifetime
@@ -182,20 +187,25 @@ class LifetimePool:
                     f"{start + inner} {unit} into the pool, not a multiple of its alignment "
                     f"{align}: allocate {parent.name!r} with align={align}"
                 )
-            return Placement(inner if start is None else start + inner, size, align, 0)
+            return (inner if start is None else start + inner, size, align, 0)
         if offset is not None:
             if offset % align:
                 raise AlignmentError(
                     f"offset={offset} {unit} is not a multiple of the buffer's alignment {align}"
                 )
-            return Placement(offset, size, align, 0)
-        return place(self._cursor, size, align)
+            return (offset, size, align, 0)
+        # bump: place() without its argument checks (size and align are the pool's checked
+        # ints), the cursor rounded up to a multiple of align
+        cursor = self._cursor
+        start = -(-cursor // align) * align
+        return (start, size, align, start - cursor)
 
-    def _keep(self, buf: Buffer, spot: Placement, lifetime: Lifetime) -> None:
+    def _keep(self, buf: Buffer, spot: Spot, lifetime: Lifetime) -> None:
         """Record a buffer: bump placement advances the cursor, views and pins do not."""
         self._lifetimes.append(lifetime)
         self._buffers.append(buf)
-        end = spot.offset + spot.length
+        start, length, _, _ = spot
+        end = start + length
         if lifetime[1] is None and lifetime[2] is None:
             self._cursor = end
         else:
@@ -207,13 +217,13 @@ class LifetimePool:
         """The packer's view of this pool; with move_base_to every buffer stays put."""
         manual = bool(self._moves)
         items = []
-        for buf, size, align, lane_set, spot, (live, parent, offset) in zip(
+        for buf, size, align, lane_set, (start, _, _, _), (live, parent, offset) in zip(
             self._buffers, sizes, aligns, lanes, spots, self._lifetimes
         ):
             if parent is not None:
                 fixed = offset or 0
             else:
-                fixed = spot.offset if manual or offset is not None else None
+                fixed = start if manual or offset is not None else None
             items.append(Item(buf.name, size, align, live, lane_set, fixed, parent and parent.name))
         return items
 
@@ -245,6 +255,8 @@ class LifetimePool:
         """Per buffer, the plan's ``phases`` (the phases it is live in, in program order; none
         in a pool without phases) and ``alias_of`` (the parent of a view)."""
         phases = self.phases
+        if phases is None and not self._by_hand:  # no phases and no views: the same for all
+            return [((), None)] * len(self._lifetimes)
         in_order: dict[frozenset[str], tuple[str, ...]] = {}
         fields = []
         for live, parent, _ in self._lifetimes:

@@ -24,13 +24,21 @@ from ..layout.smem import SwizzleMode, SwizzleModeLike, check_mma_tile
 from ..plan.capacity import check_smem_capacity
 from ..plan.model import LayoutKind, MemoryPlan, PoolPlan
 from ..plan.occupancy import check_tmem_residency
-from ..plan.packing import Placement, check_align
+from ..plan.packing import check_align
 from ..plan.target import Target, get_target
 from ..validate import check_int, check_name
-from .base import FACTS_KEPT, BumpPool, buffer_count, pool_dtype, pool_shape
+from .base import (
+    FACTS_KEPT,
+    BumpPool,
+    LayoutFacts,
+    buffer_count,
+    layout_facts,
+    pool_dtype,
+    pool_shape,
+)
 from .buffer import SMEM, Buffer
 from .emit import current_emitter
-from .lifetimes import Lifetime, LifetimePool, check_phases
+from .lifetimes import Lifetime, LifetimePool, Spot, check_phases
 
 SCOPES = (SMEM, "shared")  # TIRx's positional alloc names the scope; both mean this region
 
@@ -71,30 +79,41 @@ def _row_major(shape: tuple[int, ...]) -> TileLayout:
 @functools.lru_cache(maxsize=1024)
 def _mma_tile(
     shape: tuple[int, ...], dtype: DataType, mode: SwizzleMode
-) -> tuple[Layout, int, tuple[LayoutKind, str]]:
-    """An MMA operand tile's checked layout, its swizzle period in bytes and its kind, kept
-    per (shape, dtype, mode). Without a swizzle, rows that are not a multiple of 16 bytes
-    hold no core matrix: the tile is then plain row-major."""
+) -> tuple[Layout, int, LayoutFacts, int, int]:
+    """An MMA operand tile's checked layout, its swizzle period in bytes, its layout facts
+    (:func:`~tilemem.pool.base.layout_facts`) and its :func:`tile_bytes` (bytes, the dtype's
+    natural alignment), kept per (shape, dtype, mode). Without a swizzle, rows that are not a
+    multiple of 16 bytes hold no core matrix: the tile is then plain row-major."""
     check_mma_tile(shape, dtype, mode)
-    kind = (LayoutKind.MMA_OPERAND, mode.label)
+    kind, detail = LayoutKind.MMA_OPERAND, mode.label
     if mode == SwizzleMode.SWIZZLE_NONE and shape[-1] * dtype.bits % 128:
-        kind = (LayoutKind.ROW_MAJOR, "")
-    return mma_shared_layout(dtype, mode, shape), mode.period_bytes, kind
+        kind, detail = LayoutKind.ROW_MAJOR, ""
+    layout = mma_shared_layout(dtype, mode, shape)
+    facts = layout_facts(layout, kind, detail, SMEM)
+    return layout, mode.period_bytes, facts, *tile_bytes(layout, dtype, shape)
 
 
 _ROW_MAJOR = (LayoutKind.ROW_MAJOR, "")
-_PLAIN: dict[tuple[tuple[int, ...], str, int], tuple[TileLayout, int, int]] = {}
+_PLAIN: dict[tuple[tuple[int, ...], str, int], tuple[TileLayout, int, int, LayoutFacts]] = {}
 
 
-def _plain_tile(shape: tuple[int, ...], dtype: DataType, align: int) -> tuple[TileLayout, int, int]:
-    """alloc()'s default layout (row-major), its bytes and its alignment (``align`` raised to
-    the dtype's natural alignment), kept per (shape, dtype name, align) of checked values."""
+def _plain_tile(
+    shape: tuple[int, ...], dtype: DataType, align: int
+) -> tuple[TileLayout, int, int, LayoutFacts]:
+    """alloc()'s default layout (row-major), its bytes, its alignment (``align`` raised to
+    the dtype's natural alignment) and its layout facts, kept per (shape, dtype name, align)
+    of checked values."""
     key = (shape, dtype.name, align)
     hit = _PLAIN.get(key)
     if hit is None:
         layout = _row_major(shape)
         nbytes, natural = tile_bytes(layout, dtype, shape)
-        hit = (layout, nbytes, max(align, swizzle_period_bytes(layout, dtype), natural))
+        hit = (
+            layout,
+            nbytes,
+            max(align, swizzle_period_bytes(layout, dtype), natural),
+            layout_facts(layout, *_ROW_MAJOR, SMEM),
+        )
         if len(_PLAIN) >= FACTS_KEPT:
             _PLAIN.clear()
         _PLAIN[key] = hit
@@ -106,7 +125,7 @@ _MMA_REQUESTS: dict[tuple[tuple[int, ...], str, str], tuple] = {}
 
 def _mma_request(
     shape: tuple[int, ...], dtype: DataType, swizzle: SwizzleModeLike | str
-) -> tuple[Layout, int, tuple[LayoutKind, str], SwizzleMode]:
+) -> tuple[Layout, int, LayoutFacts, int, int, SwizzleMode]:
     """:func:`_mma_tile`'s answer and the mode for alloc_mma's ``swizzle`` (a mode, or
     ``"auto"``: the widest that fits the row). Kept per (shape, dtype name, swizzle) when
     ``swizzle`` is a name, so a repeated request skips parsing and hashing the dtype."""
@@ -219,7 +238,7 @@ class SMEMPool(LifetimePool, BumpPool):
         self.threads = threads
         self._init_bump(set())
         self._init_lifetimes(phases)
-        self._spots: list[Placement] = []
+        self._spots: list[Spot] = []
         self._size: int | None = None
         self.tmem_pools: list = []  # TMEMPools whose address slot lives here
         if self.emitter is not None:
@@ -270,11 +289,12 @@ class SMEMPool(LifetimePool, BumpPool):
         align = check_align(align)
         self._check_new_name(name)
         if strides is None and type(layout) is str and layout == "default":
-            plain, nbytes, align = _plain_tile(shape, dtype, align)
-            return self._put(shape, dtype, plain, nbytes, align, name, _ROW_MAJOR, lifetime)
+            plain, nbytes, align, facts = _plain_tile(shape, dtype, align)
+            return self._put(shape, dtype, plain, nbytes, align, name, facts, lifetime)
         layout, kind, detail = self._layout(shape, strides, layout)
         align = max(align, swizzle_period_bytes(layout, dtype))
-        return self._place(shape, dtype, layout, align, name, (kind, detail), lifetime)
+        facts = layout_facts(layout, kind, detail, SMEM)
+        return self._place(shape, dtype, layout, align, name, facts, lifetime)
 
     def alloc_mma(
         self,
@@ -310,18 +330,18 @@ class SMEMPool(LifetimePool, BumpPool):
         shape, dtype = pool_shape(shape), pool_dtype(dtype)
         align = check_align(align)
         self._check_new_name(name)
-        layout, period, kind, mode = _mma_request(shape, dtype, swizzle)
+        layout, period, facts, nbytes, natural, mode = _mma_request(shape, dtype, swizzle)
         bumped = self.phases is None and lifetime[1] is None and lifetime[2] is None
         if bumped:
-            start = align_up(self._cursor, max(align, dtype.natural_align))
+            start = align_up(self._cursor, max(align, natural))
             if start % period:
                 raise AlignmentError(
                     f"MMA tile {name or '(unnamed)'} {shape} {dtype.name} would start at byte "
                     f"{start}, not a multiple of the {period}-byte {mode.name} period "
                     f"(the hardware swizzles absolute addresses): pass align={period}"
                 )
-        align = max(align, period)  # the plan (and padding advice) must keep it
-        return self._place(shape, dtype, layout, align, name, kind, lifetime)
+        align = max(align, period, natural)  # the plan (and padding advice) must keep the period
+        return self._put(shape, dtype, layout, nbytes, align, name, facts, lifetime)
 
     def move_base_to(self, offset: int) -> None:
         """Set the cursor; buffers placed after this may overlay earlier ones (recorded in the
@@ -335,7 +355,7 @@ class SMEMPool(LifetimePool, BumpPool):
         """Fix the region's size (``size`` or the high-water mark); once. Returns the size."""
         self._check_open("commit")
         spots = self._commit_spots()
-        high_water = self._high_water_with(s.end for s in spots)
+        high_water = self._high_water_with(start + length for start, length, _, _ in spots)
         if size is None:
             size = high_water
         else:
@@ -407,17 +427,15 @@ class SMEMPool(LifetimePool, BumpPool):
         pools = [self._pool_plan(self._size)] + [t.pool_plan() for t in self.tmem_pools]
         return MemoryPlan(tuple(pools), self.target.name if self.target else None, self.threads)
 
-    def _pool_plan(self, size: int | None, spots: list[Placement] | None = None) -> PoolPlan:
+    def _pool_plan(self, size: int | None, spots: list[Spot] | None = None) -> PoolPlan:
         packing = self._packing
         if spots is None and self.phases is not None and packing is None:
             spots = self._commit_spots()  # before commit: where commit() would put them
         if packing is None and self.phases is not None:
             packing = self._provisional  # set by the _commit_spots() that gave ``spots``
         spots = self._spots if spots is None else spots
-        entries = self._entries(
-            (b, s.offset, s.length, s.align, s.padding) for b, s in zip(self._buffers, spots)
-        )
-        high_water = self._high_water_with(s.end for s in spots)
+        entries = self._entries(spots)
+        high_water = self._high_water_with(start + length for start, length, _, _ in spots)
         lifetimes = self._plan_totals(packing)
         return PoolPlan(
             self.name,
@@ -431,29 +449,29 @@ class SMEMPool(LifetimePool, BumpPool):
         )
 
     # -- lifetimes ----------------------------------------------------------------
-    def _commit_spots(self) -> list[Placement]:
+    def _commit_spots(self) -> list[Spot]:
         """Each buffer's final spot: packed by lifetime in a pool with phases."""
         if self.phases is None:
             return list(self._spots)
         packing = self._pack(
-            [s.length for s in self._spots],
+            [length for _, length, _, _ in self._spots],
             [b.align for b in self._buffers],
             [None] * len(self._buffers),
             self._spots,
             "bytes",
         )
         return [
-            Placement(offset, s.length, s.align, 0)
-            for offset, s in zip(packing.offsets, self._spots)
+            (offset, length, align, 0)
+            for offset, (_, length, align, _) in zip(packing.offsets, self._spots)
         ]
 
-    def _settle(self, spots: list[Placement], high_water: int) -> None:
+    def _settle(self, spots: list[Spot], high_water: int) -> None:
         """Give each buffer its packed offset and, in a kernel, declare it there."""
         self._packing = self._provisional
         self._spots = spots
         self._high_water = high_water
-        for buf, spot in zip(self._buffers, spots):
-            object.__setattr__(buf, "byte_offset", spot.offset)  # placed once, at commit
+        for buf, (offset, _, _, _) in zip(self._buffers, spots):
+            object.__setattr__(buf, "byte_offset", offset)  # placed once, at commit
             if self.emitter is not None:
                 self.emitter.smem_buffer(self, buf)
 
@@ -509,11 +527,11 @@ class SMEMPool(LifetimePool, BumpPool):
         layout: Layout,
         align: int,
         name,
-        kind: tuple[LayoutKind, str],
+        facts: LayoutFacts,
         lifetime: Lifetime,
     ) -> Buffer:
         nbytes, natural = tile_bytes(layout, dtype, shape)
-        return self._put(shape, dtype, layout, nbytes, max(align, natural), name, kind, lifetime)
+        return self._put(shape, dtype, layout, nbytes, max(align, natural), name, facts, lifetime)
 
     def _put(
         self,
@@ -523,11 +541,13 @@ class SMEMPool(LifetimePool, BumpPool):
         nbytes: int,
         align: int,
         name,
-        kind: tuple[LayoutKind, str],
+        facts: LayoutFacts,
         lifetime: Lifetime,
     ) -> Buffer:
-        """Record a buffer of ``nbytes`` bytes aligned to ``align`` (the final alignment)."""
+        """Record a buffer of ``nbytes`` bytes aligned to ``align`` (the final alignment), its
+        layout chosen as ``facts`` say (:func:`~tilemem.pool.base.layout_facts`)."""
         spot = self._spot(nbytes, align, lifetime, "bytes")
+        offset = spot[0]
         buf = Buffer(
             self._unique_name(name, "buf"),
             shape,
@@ -536,13 +556,15 @@ class SMEMPool(LifetimePool, BumpPool):
             layout,
             nbytes,
             align,
-            None if self.phases is not None else spot.offset,
+            None if self.phases is not None else offset,
             None,
             None,
-            *kind,
+            facts[0],
+            facts[1],
             self,
         )
         self._spots.append(spot)
+        self._facts.append(facts)
         self._keep(buf, spot, lifetime)
         if self.emitter is not None and self.phases is None:
             self.emitter.smem_buffer(self, buf)

@@ -27,14 +27,16 @@ from ..validate import check_int, check_name, is_int
 from .base import (
     FACTS_KEPT,
     BumpPool,
+    LayoutFacts,
     buffer_count,
     lane_set,
     layout_fact,
+    layout_facts,
     pool_dtype,
     pool_shape,
 )
 from .buffer import SMEM, TMEM, Buffer
-from .lifetimes import Lifetime, LifetimePool, check_phases
+from .lifetimes import Lifetime, LifetimePool, Spot, check_phases
 from .smem import SMEMPool, describe_layout
 
 MAX_WARPS = 32  # 1024 threads per block (CUDA C++ Programming Guide, compute capabilities)
@@ -170,7 +172,7 @@ class TMEMPool(LifetimePool, BumpPool):
         self.emitter = pool.emitter
         self._init_bump(pool._names)
         self._init_lifetimes(phases)
-        self._col_spots: list = []  # each buffer's spot before commit (bump, view or pinned)
+        self._col_spots: list[Spot] = []  # each buffer's spot before commit (bump, view or pin)
         self._stage_views: list[TMEMStages] = []
         self._committed = False
         self._deallocated = False
@@ -285,8 +287,8 @@ class TMEMPool(LifetimePool, BumpPool):
                 "layout=tmem_datapath_layout(X, rows, cols)"
             )
         if layout is None and cols is None and (datapath is None or type(datapath) is str):
-            layout, kind, cols = self._tile(shape, dtype, datapath)
-            return self._place(shape, dtype, layout, cols, name, kind, lifetime)
+            layout, facts, cols = self._tile(shape, dtype, datapath)
+            return self._place(shape, dtype, layout, cols, name, facts, lifetime)
         if datapath is not None:
             if len(shape) != 2:
                 raise AllocationError(
@@ -315,7 +317,8 @@ class TMEMPool(LifetimePool, BumpPool):
                     f"smaller cols would let the next buffer land inside it; pass cols >= "
                     f"{footprint} or omit it"
                 )
-        return self._place(shape, dtype, layout, cols, name, kind, lifetime)
+        facts = layout_facts(layout, *kind, TMEM)
+        return self._place(shape, dtype, layout, cols, name, facts, lifetime)
 
     def alloc_sf(
         self,
@@ -349,8 +352,8 @@ class TMEMPool(LifetimePool, BumpPool):
         kept = type(sf_per_mma) is int and type(sf_reuse) is int
         hit = _SF_TILES.get(key) if kept else None
         if hit is not None:
-            layout, cols, kind = hit
-            return self._place(shape, dtype, layout, cols, name, kind, lifetime)
+            layout, cols, facts = hit
+            return self._place(shape, dtype, layout, cols, name, facts, lifetime)
         pipe_depth = shape[0] if len(shape) == 3 else None
         rows, width = shape[-2:]
         sf_reuse = check_int(sf_reuse, "sf_reuse", minimum=1)
@@ -364,12 +367,12 @@ class TMEMPool(LifetimePool, BumpPool):
         except LayoutError as exc:
             raise AllocationError(f"alloc_sf {shape}: {exc}") from None
         cols = _whole_columns(_span_tcol(layout), dtype.bits, f"scale factors {shape}")
-        kind = (LayoutKind.SCALE_FACTOR, f"x{sf_per_mma}/mma")
+        facts = layout_facts(layout, LayoutKind.SCALE_FACTOR, f"x{sf_per_mma}/mma", TMEM)
         if kept:
             if len(_SF_TILES) >= FACTS_KEPT:
                 _SF_TILES.clear()
-            _SF_TILES[key] = (layout, cols, kind)
-        return self._place(shape, dtype, layout, cols, name, kind, lifetime)
+            _SF_TILES[key] = (layout, cols, facts)
+        return self._place(shape, dtype, layout, cols, name, facts, lifetime)
 
     def move_base_to(self, col: int) -> None:
         """Set the column cursor; later buffers alias earlier ones (recorded in the plan).
@@ -482,7 +485,8 @@ class TMEMPool(LifetimePool, BumpPool):
 
     def pool_plan(self) -> PoolPlan:
         offsets = self._plan_offsets()
-        entries = self._entries((b, col, b.cols, 1, 0) for b, col in zip(self._buffers, offsets))
+        spots = [(col, self._size_of(b), 1, 0) for b, col in zip(self._buffers, offsets)]
+        entries = self._entries(spots)
         where = {b.name: col for b, col in zip(self._buffers, offsets)}
         # None before commit: tcgen05.alloc takes its columns at commit ("auto" resolves there)
         size = self.total_cols if self._committed and isinstance(self.total_cols, int) else None
@@ -587,11 +591,12 @@ class TMEMPool(LifetimePool, BumpPool):
 
     def _tile(
         self, shape: tuple[int, ...], dtype: DataType, datapath: str | None
-    ) -> tuple[Layout, tuple[LayoutKind, str], int]:
-        """The layout, its kind and the whole columns of a buffer given no ``layout=`` or
-        ``cols=``: data path ``datapath`` (one element per 32-bit cell, so its footprint), or
-        the default layout. Kept per (shape, dtype, datapath): a kernel allocates a few kinds
-        of TMEM buffer many times (a refused request raises and is not kept)."""
+    ) -> tuple[Layout, LayoutFacts, int]:
+        """The layout, its facts (:func:`~tilemem.pool.base.layout_facts`) and the whole
+        columns of a buffer given no ``layout=`` or ``cols=``: data path ``datapath`` (one
+        element per 32-bit cell, so its footprint), or the default layout. Kept per (shape,
+        dtype, datapath): a kernel allocates a few kinds of TMEM buffer many times (a refused
+        request raises and is not kept)."""
         key = (shape, dtype.name, datapath)
         hit = _TILES.get(key)
         if hit is not None:
@@ -609,8 +614,9 @@ class TMEMPool(LifetimePool, BumpPool):
             cols = _whole_columns(_span_tcol(layout), dtype.bits, f"buffer {shape} {dtype.name}")
         if len(_TILES) >= FACTS_KEPT:
             _TILES.clear()
-        _TILES[key] = (layout, kind, cols)
-        return layout, kind, cols
+        facts = layout_facts(layout, *kind, TMEM)
+        _TILES[key] = (layout, facts, cols)
+        return layout, facts, cols
 
     @staticmethod
     def _check_layout(layout, shape) -> str:
@@ -660,11 +666,12 @@ class TMEMPool(LifetimePool, BumpPool):
         layout,
         cols: int,
         name,
-        kind: tuple[LayoutKind, str],
+        facts: LayoutFacts,
         lifetime: Lifetime,
     ) -> Buffer:
         spot = self._spot(cols, 1, lifetime, "columns")
-        start, end = spot.offset, spot.end
+        offset = spot[0]
+        start, end = offset, offset + cols
         if self.phases is not None:  # packed at commit: only the buffer itself must fit
             start, end = 0, cols
         if end > self.capacity:
@@ -682,12 +689,14 @@ class TMEMPool(LifetimePool, BumpPool):
             cols * TMEM_LANES * 4,
             1,
             None,
-            None if self.phases is not None else spot.offset,
+            None if self.phases is not None else offset,
             cols,
-            *kind,
+            facts[0],
+            facts[1],
             self,
         )
         self._col_spots.append(spot)
+        self._facts.append(facts)
         self._keep(buf, spot, lifetime)
         if self.emitter is not None:
             self.emitter.tmem_buffer(self, buf)
