@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tilemem import SMEMPool, TMEMPool, TMEMStages
-from tilemem.errors import AllocationError, PoolStateError, TargetError
+from tilemem.errors import AllocationError, PoolStateError, SwizzleError, TargetError
 from tilemem.layout import (
     ComposeLayout,
     SwizzleLayout,
@@ -326,3 +326,16 @@ def test_tmem_is_refused_on_plain_sm_100():
 
 def test_default_layout_of_128_rows_is_data_path_d():
     assert tmem_pool().alloc((128, 64)).layout == tmem_datapath_layout("D", 128, 64)
+
+
+@pytest.mark.parametrize("bits", [4, 5, 7])
+def test_a_swizzle_of_more_than_3_bits_is_refused_before_the_pool_changes(bits):
+    # the hardware swizzles XOR 1, 2 or 3 address bits (32B, 64B, 128B: PTX ISA, "Tensor
+    # Memory Accelerator: swizzling modes"); SwizzleLayout(3, 4, 3) would be a 256B mode
+    layout = ComposeLayout(SwizzleLayout(3, bits, 3), TileLayout.row_major((8, 64)))
+    smem = SMEMPool()
+    smem.alloc((3,), "uint8", name="x")
+    with pytest.raises(SwizzleError, match=f"XORs {bits} address bits is none of the hardware"):
+        smem.alloc((8, 64), "bfloat16", layout=layout, name="t")
+    assert [b.name for b in smem.buffers] == ["x"]
+    assert smem.alloc((8, 64), "bfloat16", name="t").name == "t"  # the name is still free

@@ -145,9 +145,19 @@ def _row_major(shape: Sequence[int]) -> list[int]:
 
 
 def layout_swizzle_mode(layout: Layout) -> SwizzleMode:
-    """The swizzle mode a layout implies (``SWIZZLE_NONE`` for plain tiles)."""
+    """The swizzle mode a layout implies (``SWIZZLE_NONE`` for plain tiles); SwizzleError for
+    an XOR of more than 3 bits, which no hardware mode has (32B, 64B and 128B XOR 1, 2 and 3
+    bits: docs/HARDWARE-RULES.md#swizzle-modes)."""
     if isinstance(layout, ComposeLayout):
-        return SwizzleMode(layout.swizzle.swizzle_len)
+        bits = layout.swizzle.swizzle_len
+        if bits > SwizzleMode.SWIZZLE_128B_ATOM:
+            raise SwizzleError(
+                f"a swizzle that XORs {bits} address bits is none of the hardware modes "
+                "(32B, 64B, 128B: 1, 2, 3 bits); build the layout with swizzle_len 0..3, e.g. "
+                "mma_shared_layout(dtype, '128B', shape) or SMEMPool.alloc_mma(..., "
+                "swizzle='128B')"
+            )
+        return SwizzleMode(bits)
     return SwizzleMode.SWIZZLE_NONE
 
 
