@@ -20,7 +20,14 @@ from ..pool import Buffer, SMEMPool
 from ..validate import is_int
 
 TILE_M, TILE_N = 128, 256
-TILE_NS = (256, 240, 192, 128, 64)  # CTA tile widths: wgmma m64nN takes N up to 256 in steps of 8
+TILE_NS = (
+    256,
+    240,
+    192,
+    128,
+    96,
+    64,
+)  # CTA tile widths: wgmma m64nN takes N up to 256 in steps of 8
 SWIZZLE_ROW_BYTES = 128  # a K tile is one 128-byte swizzle row of A and B
 SWIZZLE_ATOM_ROWS = 8  # the 128-byte swizzle repeats every 8 rows (1024 bytes)
 INPUT_TYPES = ("bfloat16", "float8_e4m3fn")  # A and B; C is bfloat16, accumulation float32
@@ -96,7 +103,8 @@ def requests(dtype: str = "bfloat16", tile_n: int = TILE_N) -> list[BufferReques
 
 def stages(target: str = "sm_90a", dtype: str = "bfloat16", tile_n: int = TILE_N) -> StageSolution:
     """The deepest A/B ring beside the C staging tiles: 4 stages on sm_90a for 128 x 256
-    (224 KiB + 64 B), 128 x 240 and 128 x 192, 6 for 128 x 128, 8 for 128 x 64."""
+    (224 KiB + 64 B), 128 x 240 and 128 x 192, 6 for 128 x 128, 7 for 128 x 96, 8 for
+    128 x 64."""
     return solve_stages(requests(dtype, tile_n), target, ctas_per_sm=1)
 
 
