@@ -517,16 +517,22 @@ def test_good_clusters(grid, cluster, want):
     assert check_cluster("gemm", grid, cluster) == want
 
 
+def _with_real_structures(drv: FakeDriver, real) -> FakeDriver:
+    """The fake driver building its launch configurations from cuda-bindings' own
+    ``CUlaunchConfig`` / ``CUlaunchAttribute`` / ``CUstream`` (no driver library needed)."""
+    drv.CUlaunchConfig = real.CUlaunchConfig
+    drv.CUlaunchAttribute = real.CUlaunchAttribute
+    drv.CUlaunchAttributeID = real.CUlaunchAttributeID
+    drv.CUstream = real.CUstream
+    return drv
+
+
 def test_the_cluster_config_fills_cuda_bindings_own_structures(monkeypatch):
     """The same configuration built from cuda-bindings' real ``CUlaunchConfig`` /
     ``CUlaunchAttribute`` / ``CUstream`` (no driver library needed to build them): every field
     the launch sets must exist there and read back."""
     real = pytest.importorskip("cuda.bindings.driver")
-    drv = FakeDriver()
-    drv.CUlaunchConfig = real.CUlaunchConfig
-    drv.CUlaunchAttribute = real.CUlaunchAttribute
-    drv.CUlaunchAttributeID = real.CUlaunchAttributeID
-    drv.CUstream = real.CUstream
+    drv = _with_real_structures(FakeDriver(), real)
     launcher = loaded(monkeypatch, probe(16 * KIB), drv)
     config = launcher._launch_config((4, 2, 3), (64, 2, 1), (2, 1, 3), 0x31)
     assert isinstance(config, real.CUlaunchConfig)
@@ -593,11 +599,7 @@ def test_the_programmatic_attribute_fills_cuda_bindings_own_structures(monkeypat
     """As the cluster test above, with cuda-bindings' real structures: the attribute's id and
     its ``programmaticStreamSerializationAllowed`` field exist there and read back."""
     real = pytest.importorskip("cuda.bindings.driver")
-    drv = FakeDriver()
-    drv.CUlaunchConfig = real.CUlaunchConfig
-    drv.CUlaunchAttribute = real.CUlaunchAttribute
-    drv.CUlaunchAttributeID = real.CUlaunchAttributeID
-    drv.CUstream = real.CUstream
+    drv = _with_real_structures(FakeDriver(), real)
     launcher = loaded(monkeypatch, waits_for_grid(), drv)
     config = launcher._launch_config((4, 1, 1), (32, 1, 1), (2,), 0x31, programmatic=True)
     assert config.numAttrs == 2

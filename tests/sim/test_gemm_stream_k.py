@@ -88,6 +88,21 @@ def _stream_k(
     return work
 
 
+def _bf16_against_numpy(m, n, k, tile_n, grid, data_seed, seed, **kwargs):
+    """Random bf16 operands, the stream-K kernel in the simulator, C checked against numpy's
+    fp32 product; returns the hand-over workspace."""
+    rng = np.random.default_rng(data_seed)
+    a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
+    c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
+    work = _stream_k(a, b, c, tile_n, grid, seed=seed, **kwargs)
+    ref = a.astype(np.float32) @ b.astype(np.float32).T
+    got = c.astype(np.float32)
+    assert np.isfinite(got).all()
+    assert (np.abs(got - ref) <= 2.0**-8 * np.abs(ref) + 1e-3).all()
+    return work
+
+
 @pytest.mark.parametrize(
     ("m", "n", "k", "tile_n", "grid", "handed", "m_group"),
     [
@@ -116,15 +131,7 @@ def _stream_k(
     ],
 )
 def test_stream_k_matches_numpy(m, n, k, tile_n, grid, handed, m_group):
-    rng = np.random.default_rng(m + n + k)
-    a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
-    b = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
-    c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
-    work = _stream_k(a, b, c, tile_n, grid, seed=grid, m_group=m_group)
-    ref = a.astype(np.float32) @ b.astype(np.float32).T
-    got = c.astype(np.float32)
-    assert np.isfinite(got).all()
-    assert (np.abs(got - ref) <= 2.0**-8 * np.abs(ref) + 1e-3).all()
+    work = _bf16_against_numpy(m, n, k, tile_n, grid, m + n + k, grid, m_group=m_group)
     # which CTAs handed sums over: their slots were written, the others' never touched
     regs = tile_n // 2
     written = [cta for cta in range(grid) if np.isfinite(work[cta * 2 * regs]).all()]
@@ -139,15 +146,7 @@ def test_small_m_stream_k_matches_numpy(m, a_rows):
     CTAs, [0, 6), [6, 13), [13, 20): CTA 1 hands tile 1's steps 1-4 over to CTA 0 and CTA 2
     tile 2's steps 3-4 to CTA 1."""
     n, k, tile_n, grid = 200, 320, 64, 3
-    rng = np.random.default_rng(m)
-    a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
-    b = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
-    c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
-    work = _stream_k(a, b, c, tile_n, grid, seed=m, a_rows=a_rows)
-    ref = a.astype(np.float32) @ b.astype(np.float32).T
-    got = c.astype(np.float32)
-    assert np.isfinite(got).all()
-    assert (np.abs(got - ref) <= 2.0**-8 * np.abs(ref) + 1e-3).all()
+    work = _bf16_against_numpy(m, n, k, tile_n, grid, m, m, a_rows=a_rows)
     regs = tile_n // 2
     first = [cta for cta in range(grid) if np.isfinite(work[cta * 2 * regs]).all()]
     second = [cta for cta in range(grid) if np.isfinite(work[(cta * 2 + 1) * regs]).any()]
