@@ -522,13 +522,14 @@ def test_stream_k_takes_positive_int_splits_and_only_bools(drv, splits):
 
 def test_auto_gemm_runs_stream_k_where_its_policy_says(drv):
     # 256 x 4096 x 14336 bf16 (stream_k_policy: 192 wide, worked in test_gemm_kernel.py):
-    # groups of 2 CTAs, 66 groups; then 256 x 6144 x 4096 (31 K steps a CTA: the tiled kernel)
+    # groups of 2 CTAs, 66 groups; then 256 x 6144 x 4096 (31 K steps a CTA: the tiled kernel,
+    # 128 x 96 tiles: test_gemm_kernel.py works the width out)
     auto = AutoGemm()
     assert auto.config(256, 4096, 14336) == (192, 1, 1, 128, True)
     auto(*operands(256, 4096, 14336))
     auto(*operands(256, 6144, 4096))
     (name, sk), (name2, _) = drv.kernel_launches()
-    assert (name, name2) == ("hopper_gemm_persistent_n192_streamk", "hopper_gemm_persistent_n128")
+    assert (name, name2) == ("hopper_gemm_persistent_n192_streamk", "hopper_gemm_persistent_n96")
     assert sk.grid == (132, 1, 1) and ints(sk.params[3:8]) == [2, 22, 224, 8, 2]
 
 

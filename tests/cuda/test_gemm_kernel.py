@@ -476,11 +476,15 @@ def test_stream_k_policy_refuses_what_the_tiled_policy_refuses(args, match):
         hopper.stream_k_policy(*args)
 
 
-def test_the_policy_weighs_only_widths_with_a_measured_cost():
-    # 128 x 96 is built (TILE_NS) but has no WIDTH_COST from a run yet: launch_config leaves
-    # it out. 256 x 6144 on 132 SMs with (128, 96): 2 x 48 = 96 tiles of 128 x 128, alone
-    assert 96 in gemm_plan.TILE_NS and 96 not in hopper.POLICY_WIDTHS
-    assert launch_config(256, 6144, 132, (128, 96)) == (128, 1)
-    assert launch_config(256, 6144, 132) == launch_config(256, 6144, 132, gemm_plan.TILE_NS)
-    with pytest.raises(GemmShapeError, match=r"weighs the widths with a measured cost"):
-        launch_config(256, 6144, 132, (96,))
+def test_every_width_has_a_cost_and_96_fills_the_sms_where_128_leaves_a_quarter_idle():
+    # launch_config's cost rounds x tile_n x WIDTH_COST on 132 SMs, worked by hand.
+    # 256 x 6144: 128 wide 2 x 48 = 96 tiles, 1 round, 128 x 1.40 = 179.2; 96 wide 2 x 64 =
+    # 128 tiles, 1 round, 96 x 1.75 = 168; 64 wide 192 tiles, 2 rounds, 243.2; 192 wide 64
+    # tiles, 197.8; 240 wide 52 tiles, 242.4; 256 wide 48 tiles, 256: 96 wide, alone.
+    # 128 x 10240: 80 tiles of 128 (179.2) against 107 of 96 (168), 54 of 192 (197.8): 96.
+    # 512 x 6144: 96 wide needs 4 x 64 = 256 tiles, 2 rounds (336); 192 wide 128 tiles, 197.8
+    assert set(hopper.WIDTH_COST) == set(gemm_plan.TILE_NS)
+    assert launch_config(256, 6144, 132) == (96, 1)
+    assert launch_config(128, 10240, 132) == (96, 1)
+    assert launch_config(512, 6144, 132) == (192, 1)
+    assert launch_config(256, 6144, 132, (256, 192, 128, 64)) == (128, 1)  # without 96

@@ -1215,22 +1215,22 @@ def stream_k_grid(
 # 1.40 x 4 / 3 = 1.87, rounded to 1.9 before any run; it wins where every width fits in one
 # round, so the CTAs of a small product each do half the work of 128 x 128 (1024^3: 128 tiles
 # instead of 64). docs/PERFORMANCE.md "GEMM" has the runs.
-WIDTH_COST = {256: 1.0, 240: 1.01, 192: 1.03, 128: 1.40, 64: 1.9}
-# The widths the policy weighs: those with a measured cost. 128 x 96 (the tile cuBLAS runs on
-# 256 x 6144 x 4096, in 128 CTAs where 128 x 128 fills 96) is built and tested (the
-# simulator against numpy, the GPU tests) but has no cost from a run beside the others yet,
-# so AutoGemm does not pick it; HopperGemm(tile_n=96) runs it.
-POLICY_WIDTHS = tuple(w for w in gemm_plan.TILE_NS if w in WIDTH_COST)
+# 128 x 96 (the tile cuBLAS runs on 256 x 6144 x 4096, in 128 CTAs where 128 x 128 fills 96):
+# 1.75, from the H200 run of 2026-12-02 22:10 (docs/PERFORMANCE.md, "Programmatic dependent
+# launch, small-M stream-K", the 96 column): on the one-wave shapes where it and 128 x 128
+# each run one round, time(96) / time(128) = 96 c / (128 x 1.40) gave c = 1.74 and 1.76 (bf16
+# 256 x 6144 x 4096, 128 x 10240 x 8192) and 1.66 and 1.73 (fp8); any c from 1.5 to 1.85 makes
+# the same choices on the benchmark's 130 shapes (8 move to 96: 7 faster by 3-13%, one 1% slower).
+WIDTH_COST = {256: 1.0, 240: 1.01, 192: 1.03, 128: 1.40, 96: 1.75, 64: 1.9}
 
 
 def launch_config(
-    m: int, n: int, sms: int, widths: tuple[int, ...] = POLICY_WIDTHS
+    m: int, n: int, sms: int, widths: tuple[int, ...] = gemm_plan.TILE_NS
 ) -> tuple[int, int]:
     """(tile_n, cluster_m) for an ``m x n`` C on ``sms`` SMs, from the shape alone.
 
     For each width of ``widths`` (:data:`~.plan.TILE_NS`, or :data:`PROMOTED_TILE_NS` for
-    promoted fp8) that has a measured cost (:data:`POLICY_WIDTHS`):
-    ``tiles = ceil(m / 128) * ceil(n / tile_n)``.
+    promoted fp8): ``tiles = ceil(m / 128) * ceil(n / tile_n)``.
     If they fit in one wave (``tiles <= sms``), or there is one row of M tiles (a pair's second
     CTA would compute rows past M), the CTAs run alone (a cluster only adds its barriers);
     else in 2x1 clusters that share B (half of B's L2 reads), ``sms / 2`` of them.
@@ -1248,12 +1248,6 @@ def launch_config(
     if not widths or any(w not in gemm_plan.TILE_NS for w in widths):
         raise GemmShapeError(
             f"launch_config's widths are some of {gemm_plan.TILE_NS}, got {widths!r}"
-        )
-    widths = tuple(w for w in widths if w in WIDTH_COST)  # the measured ones are weighed
-    if not widths:
-        raise GemmShapeError(
-            f"launch_config weighs the widths with a measured cost, {POLICY_WIDTHS}; none is "
-            "among those given: add one of them"
         )
     best: tuple[float, int, int] | None = None
     for tile_n in widths:
@@ -1321,7 +1315,7 @@ def policy(
     k: int,
     sms: int,
     dtype: str = "bfloat16",
-    widths: tuple[int, ...] = POLICY_WIDTHS,
+    widths: tuple[int, ...] = gemm_plan.TILE_NS,
 ) -> tuple[int, int, int]:
     """(tile_n, cluster_m, splits) for an ``m x n x k`` product on ``sms`` SMs.
 
@@ -1361,7 +1355,7 @@ def stream_k_policy(
     k: int,
     sms: int,
     dtype: str = "bfloat16",
-    widths: tuple[int, ...] = POLICY_WIDTHS,
+    widths: tuple[int, ...] = gemm_plan.TILE_NS,
 ) -> int | None:
     """The stream-K kernel's width for an ``m x n x k`` product on ``sms`` SMs, or None where
     the tiled kernel of :func:`policy` runs.
