@@ -318,9 +318,10 @@ def test_workspaces_are_freed_with_the_launch(drv):
 def test_a_failed_staging_copy_is_a_launch_error(drv):
     drv.fail["cuMemcpy2DAsync"] = CUDA_ERROR_INVALID_VALUE
     with pytest.raises(
-        LaunchError, match=r"'HopperGemm': staging copy failed with CUDA_ERROR_INVALID_VALUE"
+        LaunchError,
+        match=r"'hopper_gemm_persistent': staging copy failed with CUDA_ERROR_INVALID_VALUE",
     ):
-        _staged(drv)
+        _staged(drv)  # the copy names the kernel it stages for, as the workspace errors do
 
 
 def test_a_failed_zeroing_is_a_launch_error(drv):

@@ -1004,8 +1004,8 @@ class HopperGemm:
         kernel = self._launch(
             work.get("A", a), work.get("B", b), work.get("C", c), stage, ctas, splits
         )
-        ins = _copies_in(stage, a, b, work)
-        out = _copy2d(stage.c, work["C"], c) if stage.c is not None else None
+        ins = _copies_in(stage, a, b, work, self.program.name)
+        out = _copy2d(stage.c, work["C"], c, self.program.name) if stage.c is not None else None
 
         def launch(stream=None) -> None:
             handle = _stream_handle(stream, self.launcher)
@@ -1044,7 +1044,7 @@ class HopperGemm:
         partial = _DeviceMatrix(splits * m, tiles[1] * self.tile_n, "float32", name)
         grid = (min(self.sms, tiles[0] * tiles[1] * splits, ctas or self.sms),)
         reduce_grid = (ceil_div(m * n, REDUCE_THREADS),)
-        ins = _copies_in(stage, a, b, work)
+        ins = _copies_in(stage, a, b, work, name)
         reduce = self.reduce
         assert reduce is not None  # built with split_k
         programmatic = self.launches_programmatically(grid[0])
@@ -1620,8 +1620,9 @@ class _DeviceMatrix:
             driver().cuMemFree(self.ptr)
 
 
-def _copy2d(copy: shapes.Copy2D, src, dst) -> Callable[[int], None]:
-    """``copy`` between two device matrices as one ``cuMemcpy2DAsync`` on a stream handle."""
+def _copy2d(copy: shapes.Copy2D, src, dst, kernel: str) -> Callable[[int], None]:
+    """``copy`` between two device matrices as one ``cuMemcpy2DAsync`` on a stream handle; a
+    failure is a LaunchError naming ``kernel`` (the program the copy stages for)."""
     drv = driver()
     params = drv.CUDA_MEMCPY2D()
     device = drv.CUmemorytype.CU_MEMORYTYPE_DEVICE
@@ -1631,15 +1632,15 @@ def _copy2d(copy: shapes.Copy2D, src, dst) -> Callable[[int], None]:
     params.WidthInBytes, params.Height = copy.width, copy.rows
 
     def run(stream: int) -> None:
-        check(drv.cuMemcpy2DAsync(params, drv.CUstream(stream)), "staging copy", "HopperGemm")
+        check(drv.cuMemcpy2DAsync(params, drv.CUstream(stream)), "staging copy", kernel)
 
     return run
 
 
-def _copies_in(stage: shapes.Staging, a, b, work: dict) -> list[Callable[[int], None]]:
+def _copies_in(stage: shapes.Staging, a, b, work: dict, kernel: str) -> list[Callable[[int], None]]:
     """The staging copies of A and B into their workspaces (those that are staged)."""
     copies = (("A", stage.a, a), ("B", stage.b, b))
-    return [_copy2d(cp, src, work[name]) for name, cp, src in copies if cp is not None]
+    return [_copy2d(cp, src, work[name], kernel) for name, cp, src in copies if cp is not None]
 
 
 def _check_splits(splits, k_tiles: int) -> None:
