@@ -32,6 +32,8 @@ from tilemem.intmath import ceil_div
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
+from .gemmsim import tiled_gemm_matches_numpy  # noqa: E402  (needs ml_dtypes)
+
 
 @pytest.fixture
 def boxes_within_edges(monkeypatch):
@@ -323,20 +325,10 @@ def test_64_wide_tile_matches_numpy_in_the_simulator():
     rng = np.random.default_rng(64)
     a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
     b = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
-    c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
     plan = gemm_plan.hopper_gemm_persistent_plan("bfloat16", "sm_90a", 64)
     assert plan.buffer("A").shape[0] == 8  # stages
-    maps = (
-        tile_map(a, plan.buffer("A")),
-        tile_map(b, gemm_plan.b_share(1, "bfloat16", tile_n=64)),
-        tile_map(c, plan.buffer("C_stage")),
-    )
-    result = sim.run(_narrow_program(), *maps, 2, 3, 4, 8, grid=(2,), schedule="random", seed=5)
-    assert result.ok, result.hazards
-    ref = a.astype(np.float32) @ b.astype(np.float32).T
-    err = np.abs(c.astype(np.float32) - ref)
-    assert np.isfinite(c.astype(np.float32)).all()
-    assert (err <= 2.0**-8 * np.abs(ref) + 1e-3).all(), err.max()
+    assert (ceil_div(m, 128), ceil_div(n, 64), ceil_div(k, 64)) == (2, 3, 4)  # tiles
+    tiled_gemm_matches_numpy(_narrow_program(), a, b, 64, schedule="random", seed=5)
 
 
 @pytest.mark.parametrize(
@@ -359,24 +351,11 @@ def test_fp8_with_promotion_matches_numpy_in_the_simulator(m, n, k, tile_n, clus
     rng = np.random.default_rng(k)
     a = rng.standard_normal((m, k)).astype(ml_dtypes.float8_e4m3fn)
     b = rng.standard_normal((n, k)).astype(ml_dtypes.float8_e4m3fn)
-    c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
-    plan = gemm_plan.hopper_gemm_persistent_plan("float8_e4m3fn", "sm_90a", tile_n)
-    maps = (
-        tile_map(a, plan.buffer("A")),
-        tile_map(b, gemm_plan.b_share(cluster_m, "float8_e4m3fn", tile_n=tile_n)),
-        tile_map(c, plan.buffer("C_stage")),
-    )
-    tiles = (ceil_div(m, 128), ceil_div(n, tile_n), ceil_div(k, 128))
     print(f"building the fp8 GEMM with fp32 promotion (128 x {tile_n}, cluster {cluster_m})")
     program = hopper_gemm_persistent(cluster_m, "float8_e4m3fn", tile_n, promote=True)
-    cluster = (cluster_m, 1, 1) if cluster_m > 1 else None
-    grid = (2 * cluster_m,)
-    result = sim.run(program, *maps, *tiles, 8, grid=grid, cluster=cluster, schedule=mode, seed=k)
-    assert result.ok, result.hazards
-    ref = a.astype(np.float32) @ b.astype(np.float32).T
-    err = np.abs(c.astype(np.float32) - ref)
-    assert np.isfinite(c.astype(np.float32)).all()
-    assert (err <= 2.0**-8 * np.abs(ref) + 1e-3).all(), err.max()
+    tiled_gemm_matches_numpy(
+        program, a, b, tile_n, cluster_m, grid=2 * cluster_m, schedule=mode, seed=k
+    )
 
 
 def test_fp8_with_promotion_split_k_and_a_small_m_box_matches_numpy_in_the_simulator():

@@ -1,0 +1,37 @@
+"""The tiled persistent GEMM in the simulator against numpy's fp32 product, for the tests
+that run one kernel configuration on random operands."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+
+import tilemem.sim as sim
+from tilemem.cuda.tma import tile_map
+from tilemem.gemm import plan as gemm_plan
+from tilemem.intmath import ceil_div
+
+
+def tiled_gemm_matches_numpy(program, a, b, tile_n: int, cluster_m: int = 1, grid: int = 2, **run):
+    """``C = A @ B^T`` by ``program`` (:func:`~tilemem.gemm.hopper.hopper_gemm_persistent`,
+    not split, not stream-K, 128 rows of A) on ``grid`` CTAs in clusters of ``cluster_m``;
+    ``run`` goes to :func:`tilemem.sim.run` (schedule, seed). C starts as NaN, so a tile
+    nobody writes fails; the tolerance is C's bf16 rounding (2^-8 relative) plus fp32
+    reordering. A and B are both bf16 or both fp8 e4m3 (ml_dtypes arrays)."""
+    dtype = "bfloat16" if a.dtype == ml_dtypes.bfloat16 else "float8_e4m3fn"
+    (m, k), n = a.shape, b.shape[0]
+    c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
+    plan = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n)
+    maps = (
+        tile_map(a, plan.buffer("A")),
+        tile_map(b, gemm_plan.b_share(cluster_m, dtype, tile_n=tile_n)),
+        tile_map(c, plan.buffer("C_stage")),
+    )
+    tiles = (ceil_div(m, 128), ceil_div(n, tile_n), ceil_div(k, gemm_plan.tile_k(dtype)))
+    cluster = (cluster_m, 1, 1) if cluster_m > 1 else None
+    result = sim.run(program, *maps, *tiles, 8, grid=(grid,), cluster=cluster, **run)
+    assert result.ok, result.hazards
+    ref = a.astype(np.float32) @ b.astype(np.float32).T
+    err = np.abs(c.astype(np.float32) - ref)
+    assert np.isfinite(c.astype(np.float32)).all()
+    assert (err <= 2.0**-8 * np.abs(ref) + 1e-3).all(), err.max()
