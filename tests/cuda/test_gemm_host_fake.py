@@ -669,3 +669,9 @@ def test_a_staged_stream_k_launch_keeps_both_workspaces(drv):
         (8192, 128),
         (256,),
     )
+
+
+@pytest.mark.parametrize("bad", [0, -3, 1.5, True, "132", None])
+def test_launches_programmatically_takes_a_positive_int_cta_count(drv, bad):
+    with pytest.raises(GemmShapeError, match=r"launches_programmatically's ctas"):
+        HopperGemm(cluster_m=1).launches_programmatically(bad)

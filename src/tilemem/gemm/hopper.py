@@ -1144,7 +1144,8 @@ class HopperGemm:
     def launches_programmatically(self, ctas: int) -> bool:
         """Whether a launch of ``ctas`` CTAs uses programmatic stream serialization: as
         ``programmatic`` says, or with None where the grid leaves at most
-        :data:`PDL_MAX_IDLE` of the SMs idle."""
+        :data:`PDL_MAX_IDLE` of the SMs idle. ``ctas`` is a positive int (GemmShapeError)."""
+        ctas = check_int(ctas, "launches_programmatically's ctas", minimum=1, error=GemmShapeError)
         if self.programmatic is not None:
             return self.programmatic
         return self.sms - ctas <= PDL_MAX_IDLE * self.sms
