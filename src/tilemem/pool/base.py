@@ -197,6 +197,7 @@ class BumpPool:
         for b, (offset, size, align, padding), facts, overlap, (phases, alias_of) in zip(
             buffers, spots, self._facts, overlaps, self._lifetime_fields()
         ):
+            kind, _, label, swizzle, lanes = facts
             # every field in declaration order, written into the entry's dict: a frozen
             # dataclass's own __init__ sets each through object.__setattr__, and its only
             # check (the swizzle is a SwizzleMode value) holds by construction
@@ -211,13 +212,13 @@ class BumpPool:
             fields["padding"] = padding
             fields["dtype"] = b.dtype.name
             fields["shape"] = b.shape
-            fields["layout"] = facts[2]
+            fields["layout"] = label
             fields["overlaps"] = overlap
-            fields["swizzle"] = facts[3]
-            fields["lanes"] = facts[4]
+            fields["swizzle"] = swizzle
+            fields["lanes"] = lanes
             fields["phases"] = phases
             fields["alias_of"] = alias_of
-            fields["layout_kind"] = facts[0]
+            fields["layout_kind"] = kind
             entries.append(entry)
         return tuple(entries)
 
