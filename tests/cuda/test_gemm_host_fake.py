@@ -178,14 +178,23 @@ def test_ctas_below_one_is_refused(drv):
 
 
 def test_a_rows_kernel_refuses_more_rows_than_it_loads(drv):
-    gemm = HopperGemm(cluster_m=1, a_rows=64)
-    with pytest.raises(GemmShapeError, match=r"M = 65: this kernel loads 64 rows of A a tile"):
-        gemm.prepare(*operands(65, 256, 64))
-    gemm.prepare(*operands(64, 256, 64))()  # 64 rows: taken
-    # the A box is the kernel's 64 rows of A: a 64 x 64 box
+    gemm = HopperGemm(cluster_m=1, a_rows=32)
+    with pytest.raises(GemmShapeError, match=r"M = 33: this kernel loads 32 rows of A a tile"):
+        gemm.prepare(*operands(33, 256, 64))
+    gemm.prepare(*operands(32, 256, 64))()  # 32 rows: taken
+    # the A box is the kernel's 32 rows of A: a 64 x 32 box
+    _, launch = only_launch(drv)
+    assert drv.map_of(launch.params[0])["box"] == [64, 32]
+    assert ints(launch.params[3:]) == [1, 1, 1, 8]
+
+
+def test_64_row_tiles_take_any_m(drv):
+    # a_rows 64: tiles of 64 rows, so M = 200 is 4 M tiles (rows 192..199 in the last) with a
+    # 64 x 64 box of A, where the 128-row kernel has 2
+    HopperGemm(cluster_m=1, a_rows=64).prepare(*operands(200, 256, 64))()
     _, launch = only_launch(drv)
     assert drv.map_of(launch.params[0])["box"] == [64, 64]
-    assert ints(launch.params[3:]) == [1, 1, 1, 8]
+    assert ints(launch.params[3:]) == [4, 1, 1, 8]
 
 
 def test_the_full_a_box_kernel_takes_any_m(drv):

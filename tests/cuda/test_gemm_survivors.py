@@ -70,11 +70,12 @@ def test_the_idle_consumer_waits_for_each_stage_before_freeing_it():
 
 
 def test_the_ring_of_stages_runs_on_past_the_fourth_k_step():
-    # 4 stages: K step s uses stage s % 4 with parity (s // 4) % 2, for the producer, the
-    # computing consumer and the idle one alike (steps counted over the CTA's tiles:
-    # t * k_tiles + kt, here tile 0 with k_tiles 12)
+    # 5 stages (64 x 256 with 64-row A stages: (232448 - 16384) / (8192 + 32768 + 16) = 5.27):
+    # K step s uses stage s % 5 with parity (s // 5) % 2, for the producer, the computing
+    # consumer and the idle one alike (steps counted over the CTA's tiles: t * k_tiles + kt,
+    # here tile 0 with k_tiles 12)
     src = _source(32)
-    want = [(s % 4, (s // 4) % 2) for s in range(12)]
+    want = [(s % 5, (s // 5) % 2) for s in range(12)]
     stages, phases = lets(src, "stage"), lets(src, "phase")
     assert len(stages) == len(phases) == 3
     for stage, phase in zip(stages, phases, strict=True):

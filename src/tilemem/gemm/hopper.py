@@ -125,6 +125,7 @@ class Schedule:
     splits: Any = 1  # split-K: K ranges per tile (a kernel parameter), each a unit of its own
     stream_k: bool = False  # the K steps of all tiles split evenly over the grid (segments)
     m_group: Any = 1  # stream-K: CTAs that take the same N tile and K steps (a kernel parameter)
+    tile_m: int = TILE_M  # rows of C a tile covers: 128, or 64 where one consumer computes
 
     def units(self):
         """(units this CTA's cluster takes, its first unit, the unit stride, M units)."""
@@ -248,14 +249,14 @@ def _producer(tma_a, tma_b, a, b, full, empty, sched: Schedule, a_rows: int = TI
     ``TILE_N / cluster_m`` rows of this rank are multicast into every CTA of the cluster, which
     all compute the same N tile, so each CTA's ``full`` barrier still receives a whole stage."""
     stages, tk, tile_n = a.shape[0], a.shape[-1], b.shape[1]
-    stage_bytes = (a.nbytes * a_rows // TILE_M + b.nbytes) // stages  # A: the top a_rows
+    stage_bytes = (a.nbytes * a_rows // a.shape[1] + b.nbytes) // stages  # A: the top a_rows
     k_tiles, cluster_m = sched.k_tiles, sched.cluster_m
     b_rows = tile_n // cluster_m
 
     def load(s, phase, k0, m_tile, n_tile) -> None:
         T.ptx.mbarrier.wait((empty, s), phase ^ 1)
         T.ptx.mbarrier.arrive_expect_tx((full, s), stage_bytes)
-        T.ptx.tma.load(tma_a, (a, s, 0, 0), (full, s), [k0, m_tile * TILE_M])
+        T.ptx.tma.load(tma_a, (a, s, 0, 0), (full, s), [k0, m_tile * sched.tile_m])
         T.ptx.tma.load(
             tma_b,
             (b, s, sched.rank * b_rows, 0),
@@ -565,10 +566,11 @@ def _compute(
             _mainloop(acc, a, b, full, empty, consumer, first_step, sched, part, promote_every)
         with T.phase("epilogue"):
             if partial is None:
-                _epilogue(acc, c, tma_c, consumer, m_tile * TILE_M, n_tile * tile_n, i)
+                _epilogue(acc, c, tma_c, consumer, m_tile * sched.tile_m, n_tile * tile_n, i)
             else:
                 work, m_rows = partial
-                _store_partial(acc, work, m_rows, consumer, m_tile * TILE_M, n_tile * tile_n, split)
+                m0 = m_tile * sched.tile_m
+                _store_partial(acc, work, m_rows, consumer, m0, n_tile * tile_n, split)
     if partial is None:
         with T.If(T.thread_id() % 128 == 0):
             T.ptx.tma.wait_group(0)  # C fully written before the CTA retires
@@ -604,7 +606,8 @@ def _compute_stream_k(
                 _hand_over(acc, work, flags, consumer, T.block_id())
             with T.Else():
                 _take_over(acc, work, flags, consumer, sk, sched.peers_end(seg, sk), sched.m_group)
-                _epilogue(acc, c, tma_c, consumer, seg.m_tile * TILE_M, seg.n_tile * tile_n, i)
+                m0, n0 = seg.m_tile * sched.tile_m, seg.n_tile * tile_n
+                _epilogue(acc, c, tma_c, consumer, m0, n0, i)
     with T.If(T.thread_id() % 128 == 0):
         T.ptx.tma.wait_group(0)  # C fully written before the CTA retires
 
@@ -675,9 +678,12 @@ def hopper_gemm_persistent(
     ``k_tiles`` K tiles, each range a unit of work; its fp32 sums go to ``work`` (``splits *
     m_rows`` rows) and :func:`splitk_reduce` adds them into C.
 
-    ``a_rows`` < 128 (:data:`~.plan.A_ROWS`, CTAs alone only) loads only that many rows of A
-    a stage, for M <= ``a_rows``: the stage's bytes shrink to what the product needs (a
-    16-token step reads 2 KiB of A a K tile, not 16), and the second consumer idles.
+    ``a_rows`` < 128 (:data:`~.plan.A_ROWS`) loads only that many rows of A a stage and the
+    second consumer idles: 64 makes the CTA tile ``64 x tile_n`` (:func:`~.plan.tile_rows`;
+    M tiles of 64 rows, any M, clusters allowed), so a product of few rows fills more SMs and
+    the ring, with 64-row A stages, is deeper; 32 and 16 (CTAs alone) are for M <= ``a_rows``:
+    the stage's bytes shrink to what the product needs (a 16-token step reads 2 KiB of A a K
+    tile, not 16).
 
     ``promote`` (fp8 only, widths of :data:`PROMOTED_TILE_NS`) sums each K tile's wgmmas in
     a second fragment and adds it into the fp32 accumulators (:func:`_promote`);
@@ -712,10 +718,11 @@ def hopper_gemm_persistent(
             f"stream-K runs CTAs alone, without split-K (its segments already split K); got "
             f"cluster_m={cluster_m}, split_k={split_k}: use cluster_m=1, split_k=False"
         )
-    if a_rows != TILE_M and cluster_m != 1:
+    if a_rows < TILE_M // CONSUMERS and cluster_m != 1:
         raise GemmShapeError(
-            f"a_rows={a_rows} (one row of M tiles) runs CTAs alone: a pair's second CTA would "
-            f"compute rows past M; got cluster_m={cluster_m}: use cluster_m=1"
+            f"a_rows={a_rows} (one tile of M <= {a_rows} rows) runs CTAs alone: a pair's second "
+            f"CTA would compute rows past M; got cluster_m={cluster_m}: use cluster_m=1 (or "
+            "a_rows=64, whose 64-row M tiles pair up)"
         )
     gemm_plan.check_input_type(dtype)
     _check_promote(promote, dtype, tile_n, promote_every)
@@ -732,7 +739,7 @@ def hopper_gemm_persistent(
     def body(
         tma_a, tma_b, tma_c, m_tiles, n_tiles, k_tiles, group_m, splits=1, partial=None, m_group=1
     ):
-        smem = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n)
+        smem = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n, a_rows)
         a, b, c = smem.buffer("A"), smem.buffer("B"), smem.buffer("C_stage")
         full, empty = smem.buffer("full_bar"), smem.buffer("empty_bar")
         _init_barriers(full, empty, cluster_m)
@@ -741,7 +748,16 @@ def hopper_gemm_persistent(
         T.ptx.griddepcontrol.wait()
         rank = T.let("cta_rank", T.ptx.cluster.ctarank()) if cluster_m > 1 else 0
         sched = Schedule(
-            m_tiles, n_tiles, k_tiles, group_m, cluster_m, rank, splits, stream_k, m_group
+            m_tiles,
+            n_tiles,
+            k_tiles,
+            group_m,
+            cluster_m,
+            rank,
+            splits,
+            stream_k,
+            m_group,
+            gemm_plan.tile_rows(a_rows),
         )
         warpgroup = T.let("warpgroup", T.warp_id() // 4)
         with T.If(warpgroup == 0):
@@ -913,7 +929,8 @@ class HopperGemm:
     ``dtype`` the type of A and B (C is bfloat16), ``l2_promotion`` the TMA L2 fetch size for
     A and B, ``tile_n`` the CTA tile's width (:data:`~.plan.TILE_NS`), ``split_k`` builds the
     split-K kernel and its reduction (CTAs alone; ``prepare`` then takes ``splits``),
-    ``a_rows`` the rows of A a stage loads (128, or 64/32/16 for M up to that; CTAs alone),
+    ``a_rows`` the rows of A a stage loads (128; 64: tiles of 64 rows, any M; 32/16 for M up
+    to that, CTAs alone),
     ``promote`` the fp32 promotion of fp8 sums every K tile (:func:`_promote`; widths of
     :data:`PROMOTED_TILE_NS`), or every ``promote_every`` K tiles (:data:`PROMOTE_EVERY`).
     ``programmatic`` True launches the kernel with programmatic stream serialization: its
@@ -952,7 +969,7 @@ class HopperGemm:
         )
         self.launcher = Launcher(self.program)
         self.reduce = Launcher(splitk_reduce()) if split_k else None
-        self.plan = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n)  # the same
+        self.plan = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n, a_rows)
         self.b_share = gemm_plan.b_share(cluster_m, dtype, tile_n=tile_n)  # B's TMA box
         # A's TMA box: the plan's A stage, or its top a_rows rows
         self.a_box = self.plan.buffer("A") if a_rows == TILE_M else gemm_plan.a_box(a_rows, dtype)
@@ -974,10 +991,10 @@ class HopperGemm:
         machine, :func:`stream_k_grid`)."""
         _check_ctas(ctas, self.cluster_m)
         m, k, n = _check_layout(a, b, c, self.dtype)
-        if self.a_rows < TILE_M and m > self.a_rows:
+        if self.a_rows < TILE_M // CONSUMERS and m > self.a_rows:
             raise GemmShapeError(
                 f"M = {m}: this kernel loads {self.a_rows} rows of A a tile (a_rows), so it "
-                f"computes M <= {self.a_rows} only; use a_rows=128 (or AutoGemm)"
+                f"computes M <= {self.a_rows} only; use a_rows=64 or 128 (or AutoGemm)"
             )
         stage = shapes.staging(m, n, k, self.dtype, self.tile_n, self.a_rows)
         if self.split_k:
@@ -1040,7 +1057,8 @@ class HopperGemm:
             tile_map(ka, self.a_box, self.l2_promotion),
             tile_map(kb, self.b_share, self.l2_promotion),
         )
-        tiles = (ceil_div(m, TILE_M), ceil_div(stage.np_, self.tile_n), k_tiles // splits)
+        rows = gemm_plan.tile_rows(self.a_rows)
+        tiles = (ceil_div(m, rows), ceil_div(stage.np_, self.tile_n), k_tiles // splits)
         partial = _DeviceMatrix(splits * m, tiles[1] * self.tile_n, "float32", name)
         grid = (min(self.sms, tiles[0] * tiles[1] * splits, ctas or self.sms),)
         reduce_grid = (ceil_div(m * n, REDUCE_THREADS),)
@@ -1081,7 +1099,7 @@ class HopperGemm:
         )
         tk = tile_k(self.dtype)
         tiles = (
-            ceil_div(stage.m, TILE_M),
+            ceil_div(stage.m, gemm_plan.tile_rows(self.a_rows)),
             ceil_div(stage.np_, self.tile_n),
             ceil_div(stage.kp, tk),
         )

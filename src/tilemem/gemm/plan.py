@@ -76,22 +76,34 @@ def epilogue_cols(tile_n: int = TILE_N) -> int:
     return NARROW_EPILOGUE_COLS
 
 
-def requests(dtype: str = "bfloat16", tile_n: int = TILE_N) -> list[BufferRequest]:
+def tile_rows(a_rows: int = TILE_M) -> int:
+    """Rows of C a CTA tile covers: :data:`TILE_M` (two consumer warpgroups of 64 rows) when a
+    stage loads 128 rows of A, else 64 (one consumer computes; M tiles of 64 rows, or one tile
+    of ``a_rows`` rows of A for M up to 32)."""
+    return TILE_M if check_a_rows(a_rows) == TILE_M else TILE_M // CONSUMERS
+
+
+def requests(
+    dtype: str = "bfloat16", tile_n: int = TILE_N, a_rows: int = TILE_M
+) -> list[BufferRequest]:
     """The kernel's buffers in allocation order; A, B and both barriers once per stage.
 
     A stage is ``TILE_M x tile_k`` of A and ``tile_n x tile_k`` of B, K-major with the
     128-byte swizzle: 16 KiB + ``tile_n / 8`` KiB for either input type. ``C_stage`` is
     ``CONSUMERS x EPILOGUE_BUFFERS`` tiles of ``TILE_M / CONSUMERS x epilogue_cols(tile_n)``
     bf16 (8 KiB each with 128-byte swizzle; 6 KiB unswizzled for 240), written with
-    ``stmatrix`` and stored with TMA.
+    ``stmatrix`` and stored with TMA. With ``a_rows`` of 64 or fewer (:func:`tile_rows`) one
+    consumer computes: A is 64 rows a stage and C_stage one consumer's tiles, so the ring
+    gets the bytes (8 KiB a stage fewer, 16 KiB of C staging fewer: deeper rings).
     """
     rows, k, cols = TILE_M // CONSUMERS, tile_k(dtype), epilogue_cols(tile_n)
+    computing = 1 if tile_rows(a_rows) < TILE_M else CONSUMERS
     return [
-        BufferRequest("A", (TILE_M, k), dtype, swizzle="128B", per_stage=True),
+        BufferRequest("A", (tile_rows(a_rows), k), dtype, swizzle="128B", per_stage=True),
         BufferRequest("B", (check_tile_n(tile_n), k), dtype, swizzle="128B", per_stage=True),
         BufferRequest(
             "C_stage",
-            (CONSUMERS * EPILOGUE_BUFFERS, rows, cols),
+            (computing * EPILOGUE_BUFFERS, rows, cols),
             "bfloat16",
             swizzle="128B" if cols == EPILOGUE_COLS else None,
             live=frozenset({"epilogue"}),  # every other buffer is live in both phases
@@ -101,21 +113,24 @@ def requests(dtype: str = "bfloat16", tile_n: int = TILE_N) -> list[BufferReques
     ]
 
 
-def stages(target: str = "sm_90a", dtype: str = "bfloat16", tile_n: int = TILE_N) -> StageSolution:
+def stages(
+    target: str = "sm_90a", dtype: str = "bfloat16", tile_n: int = TILE_N, a_rows: int = TILE_M
+) -> StageSolution:
     """The deepest A/B ring beside the C staging tiles: 4 stages on sm_90a for 128 x 256
     (224 KiB + 64 B), 128 x 240 and 128 x 192, 6 for 128 x 128, 7 for 128 x 96, 8 for
-    128 x 64."""
-    return solve_stages(requests(dtype, tile_n), target, ctas_per_sm=1)
+    128 x 64; with 64-row tiles (``a_rows`` <= 64) 5 for 64 x 256, 6 for 64 x 192, 8 for
+    64 x 128, 10 for 64 x 96, 13 for 64 x 64."""
+    return solve_stages(requests(dtype, tile_n, a_rows), target, ctas_per_sm=1)
 
 
 def hopper_gemm_persistent_plan(
-    dtype: str = "bfloat16", target: str = "sm_90a", tile_n: int = TILE_N
+    dtype: str = "bfloat16", target: str = "sm_90a", tile_n: int = TILE_N, a_rows: int = TILE_M
 ) -> SMEMPool:
     """Allocate :func:`requests` with the solved stage count in a pool with :data:`PHASES`;
     inside a kernel the pool emits."""
-    depth = stages(target, dtype, tile_n).stages
+    depth = stages(target, dtype, tile_n, a_rows).stages
     smem = SMEMPool(name="smem", target=target, phases=PHASES)
-    for r in requests(dtype, tile_n):
+    for r in requests(dtype, tile_n, a_rows):
         shape = ((depth,) + tuple(r.shape)) if r.per_stage else tuple(r.shape)
         if r.swizzle is not None:
             smem.alloc_mma(shape, r.dtype, r.swizzle, name=r.name, live=r.live)
