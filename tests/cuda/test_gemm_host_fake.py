@@ -420,11 +420,14 @@ def test_split_k_refuses_splits_that_do_not_divide_the_k_tiles(drv, splits):
 
 def test_auto_gemm_builds_one_kernel_per_configuration(drv):
     # 132 SMs, M = N = 128: one M tile; launch_config's cost rounds x tile_n x WIDTH_COST:
-    # one round for every width, 64 x 1.9 = 121.6 the cheapest: 128 x 64 tiles, alone.
+    # one round for every width, 64 x 1.9 = 121.6 the cheapest: 128 x 64 tiles, alone. K = 64:
+    # rows64_width's 64-row tiles cost rounds x tile_n x ROWS64_COST a K step: 2 tiles of
+    # 64 x 128, one round, 128 x 0.9 = 115.2 < 121.6 (64 x 256: 174, 64 x 64: 121.6): they run.
     # split_count(128, 128, k, 64): 2 tiles; K = 64 (1 K tile): no split; K = 2048 (32 K
     # tiles): 8 s 128 128 <= (256 k 2) / 4 = 262,144 gives s <= 2: 2 ranges; K = 4096 (64 K
     # tiles): s <= 4: 4 ranges. These run as stream-K with the same ranges: groups of 1 (one
-    # M tile), units * splits groups: 2 * 2 = 4, then 2 * 4 = 8 CTAs.
+    # M tile), units * splits groups: 2 * 2 = 4, then 2 * 4 = 8 CTAs (the split's cost, 32 / 2
+    # x 121.6 = 1945.6, is below the 64-row tiles' 32 x 115.2).
     # M = 16 (16 rows of A a stage): K = 2048: 8 s 16 128 <= (144 k 2) / 4 = 147,456 gives
     # s <= 9, s divides the 32 K tiles and leaves at least 4 a range: 8 ranges of 4, as
     # stream-K too (2 * 8 = 16 CTAs), with no reduction kernel
@@ -435,26 +438,29 @@ def test_auto_gemm_builds_one_kernel_per_configuration(drv):
     auto(*operands(16, 128, 2048))
     names = [name for name, _ in drv.kernel_launches()]
     assert names == [
-        "hopper_gemm_persistent_n64",
+        "hopper_gemm_persistent_n128_a64",
         "hopper_gemm_persistent_n64_streamk",
         "hopper_gemm_persistent_n64_streamk",
         "hopper_gemm_persistent_n64_a16_streamk",
     ]
     launches = [launch for _, launch in drv.kernel_launches()]
-    assert ints(launches[0].params[3:]) == [1, 2, 1, 8] and launches[0].grid == (2, 1, 1)
+    assert ints(launches[0].params[3:]) == [2, 1, 1, 8] and launches[0].grid == (2, 1, 1)
     assert ints(launches[1].params[3:8]) == [1, 2, 32, 8, 1] and launches[1].grid == (4, 1, 1)
     assert ints(launches[2].params[3:8]) == [1, 2, 64, 8, 1] and launches[2].grid == (8, 1, 1)
     assert ints(launches[3].params[3:8]) == [1, 2, 32, 8, 1] and launches[3].grid == (16, 1, 1)
     assert len(auto.gemms) == 3
+    assert auto.config(128, 128, 64) == (128, 1, 1, 64, False)
     assert auto.config(128, 128, 2048) == (64, 1, 2, 128, True)
     assert auto.config(16, 128, 2048) == (64, 1, 8, 16, True)
     assert auto.gemm_for(128, 128, 64) is auto.gemm_for(128, 128)
 
 
 def test_auto_gemm_counts_the_sms_once(drv):
-    drv.sms = 8  # 8 SMs: M = N = 128 fits every width in one round; 64 wide still cheapest
+    # 8 SMs: M = N = 128 fits every width in one round; of 128-row tiles 64 wide is the
+    # cheapest (64 x 1.9 = 121.6), of 64-row tiles 128 wide (two, 128 x 0.9 = 115.2): those
+    drv.sms = 8
     auto = AutoGemm()
-    assert auto.config(128, 128) == (64, 1, 1, 128, False)
+    assert auto.config(128, 128) == (128, 1, 1, 64, False)
     auto.config(256, 256)
     assert auto.sms == 8
     counts = [c for c in drv.calls if c[0] == "cuDeviceGetAttribute"]
@@ -532,14 +538,18 @@ def test_stream_k_takes_positive_int_splits_and_only_bools(drv, splits):
 
 def test_auto_gemm_runs_stream_k_where_its_policy_says(drv):
     # 256 x 4096 x 14336 bf16 (stream_k_policy: 192 wide, worked in test_gemm_kernel.py):
-    # groups of 2 CTAs, 66 groups; then 256 x 6144 x 4096 (31 K steps a CTA: the tiled kernel,
-    # 128 x 96 tiles: test_gemm_kernel.py works the width out)
+    # groups of 2 CTAs, 66 groups; then 256 x 6144 x 4096 (31 K steps a CTA: not stream-K; the
+    # tiled kernel's 128 x 96 tiles, 128 in one round, cost 64 K steps x 96 x 1.75 = 10752,
+    # 64-row tiles of 64 x 192, 4 x 32 = 128 in one round, 64 x 192 x 0.8 = 9830.4: those run)
     auto = AutoGemm()
     assert auto.config(256, 4096, 14336) == (192, 1, 1, 128, True)
     auto(*operands(256, 4096, 14336))
     auto(*operands(256, 6144, 4096))
     (name, sk), (name2, _) = drv.kernel_launches()
-    assert (name, name2) == ("hopper_gemm_persistent_n192_streamk", "hopper_gemm_persistent_n96")
+    assert (name, name2) == (
+        "hopper_gemm_persistent_n192_streamk",
+        "hopper_gemm_persistent_n192_a64",
+    )
     assert sk.grid == (132, 1, 1) and ints(sk.params[3:8]) == [2, 22, 224, 8, 2]
 
 

@@ -488,3 +488,38 @@ def test_every_width_has_a_cost_and_96_fills_the_sms_where_128_leaves_a_quarter_
     assert launch_config(128, 10240, 132) == (96, 1)
     assert launch_config(512, 6144, 132) == (192, 1)
     assert launch_config(256, 6144, 132, (256, 192, 128, 64)) == (128, 1)  # without 96
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "k", "promoted", "width"),
+    [
+        # 1024^3 bf16, 16 K tiles: the tiled kernel's 128 tiles of 128 x 64 cost 16 x 64 x 1.9
+        # = 1945.6 (no split: 128 tiles x 2 > 132; not stream-K: 6 steps a CTA < 64). 64-row
+        # tiles: 16 x 8 = 128 of 64 x 128 in one round, 16 x 128 x 0.9 = 1843.2; 64 x 192:
+        # 96 tiles, 16 x 153.6 = 2457.6; 64 x 256: 64 tiles, 2785.3; 64 x 96: 176 tiles, two
+        # rounds: 3840. 1843.2 < 1945.6: 64 x 128 (the tile cuBLAS runs there)
+        (1024, 1024, 1024, False, 128),
+        # 8192^3: 4096 tiles of 64 x 256 are 32 rounds, 32 x 174.08 = 5570.6 a K step against
+        # 16 rounds of 128 x 256 pairs, 4096: the 128-row tiles stay
+        (8192, 8192, 8192, False, None),
+        # fp8 promoted, 128 x 4096 x 4096 (32 K tiles of 128): 64 tiles of 128 x 64, 121.6 a K
+        # step (2 ranges would write 8 * 2 * 128 * 4096 = 8.4 MB > 4.3 MB: no split); 64-row:
+        # 128 tiles of 64 x 64, 64 x 1.5 = 96 (64 x 128: 115.2, 64 x 96: 120, 64 x 192: 172.8)
+        (128, 4096, 4096, True, 64),
+        # 256 x 4096 x 14336 bf16: stream-K (192 wide, 66 groups of 2: 22 units x 224 / 66 =
+        # 74.7 steps a CTA, x 197.76 = 14766) against 64-row tiles: 4 x 32 = 128 of 64 x 128,
+        # 224 x 115.2 = 25805: stream-K stays
+        (256, 4096, 14336, False, None),
+    ],
+)
+def test_rows64_width_runs_64_row_tiles_where_they_cost_less(m, n, k, promoted, width):
+    widths = hopper.PROMOTED_TILE_NS if promoted else gemm_plan.TILE_NS
+    dtype = "float8_e4m3fn" if promoted else "bfloat16"
+    assert hopper.rows64_width(m, n, k, 132, dtype, widths, promoted) == width
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "64", None])
+def test_rows64_width_refuses_what_is_not_a_positive_int(bad):
+    for args in ((bad, 64, 64, 132), (64, bad, 64, 132), (64, 64, bad, 132), (64, 64, 64, bad)):
+        with pytest.raises(GemmShapeError, match=r"rows64_width's (m|n|k|sms)"):
+            hopper.rows64_width(*args)

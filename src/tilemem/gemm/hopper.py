@@ -1392,13 +1392,19 @@ def stream_k_policy(
 
 def _stream_k_width(m, n, k, sms, dtype, widths, tiled_config) -> int | None:
     """:func:`stream_k_policy` given :func:`policy`'s answer ``tiled_config`` for the shape."""
+    return _stream_k_choice(m, n, k, sms, dtype, widths, tiled_config)[0]
+
+
+def _stream_k_choice(m, n, k, sms, dtype, widths, tiled_config) -> tuple[int | None, float]:
+    """(:func:`_stream_k_width`, the modelled cost of what then runs: stream-K's, or the tiled
+    kernel's ``rounds * k_tiles / splits * tile_n * WIDTH_COST[tile_n]``)."""
     tile_n, cluster_m, splits = tiled_config
     m_tiles, k_tiles = ceil_div(m, TILE_M), ceil_div(k, tile_k(dtype))
-    if m_tiles < 2:
-        return None
     units = ceil_div(m_tiles, cluster_m) * ceil_div(n, tile_n) * splits
     rounds = ceil_div(units, sms // cluster_m)
     tiled = rounds * k_tiles / splits * tile_n * WIDTH_COST[tile_n]
+    if m_tiles < 2:
+        return None, tiled
     for width in (w for w in (256, 192) if w in widths):
         grid, m_group = stream_k_grid(m_tiles, ceil_div(n, width), k_tiles, sms)
         groups, sk_units = grid // m_group, m_tiles // m_group * ceil_div(n, width)
@@ -1407,9 +1413,59 @@ def _stream_k_width(m, n, k, sms, dtype, widths, tiled_config) -> int | None:
         steps = sk_units * k_tiles / groups
         cost = steps * width * WIDTH_COST[width]
         if steps >= STREAM_K_MIN_STEPS and cost <= STREAM_K_GAIN * tiled:
-            return width
-        return None
-    return None
+            return width, cost
+        return None, tiled
+    return None, tiled
+
+
+# Relative cost of one column of a 64-row CTA tile (a_rows 64: one consumer warpgroup computes
+# 64 x w), in the unit of WIDTH_COST (a round of 128 x w tiles costs w * WIDTH_COST[w], a round
+# of 64 x w tiles w * ROWS64_COST[w]). Fitted to the H200 run of 2026-12-03 (docs/PERFORMANCE.md,
+# "64-row tiles"): every 64-row width beside the policy on the 45 shapes of M >= 64 of the
+# small and inference sets, both types. Where both run one round of tiles, the ratio of
+# their times gave 0.58-0.71 for 64 x 256 (0.68 on 128 tiles: 512 x 4096 x 4096), 0.68-0.81
+# for 64 x 192, 0.86-0.93 for 64 x 128 (bf16); the values below are those the 45 bf16 shapes
+# favour (in-sample: 0.60-0.75 for 256, 0.7-0.8 for 192, 0.8-0.9 for 128 choose the same).
+# A 64-row tile pays where it fills the SMs and 128-row tiles of half the width would not
+# (1024^3: 128 tiles of 64 x 128, 1.11 times as fast as 128 of 128 x 64; cuBLAS runs the same
+# tile there). Promoted fp8 (ROWS64_COST_PROMOTED): one consumer does its fp32 adds with no
+# second warpgroup's wgmmas beside them, so wide tiles cost more; fitted the same way.
+ROWS64_COST = {256: 0.68, 192: 0.80, 128: 0.90, 96: 1.25, 64: 1.9}
+ROWS64_COST_PROMOTED = {192: 0.90, 128: 0.90, 96: 1.25, 64: 1.5}
+
+
+def rows64_width(
+    m: int,
+    n: int,
+    k: int,
+    sms: int,
+    dtype: str = "bfloat16",
+    widths: tuple[int, ...] = gemm_plan.TILE_NS,
+    promoted: bool = False,
+) -> int | None:
+    """The width of 64-row tiles (``a_rows`` 64, CTAs alone) for an ``m x n x k`` product on
+    ``sms`` SMs, or None where :func:`policy` / :func:`stream_k_policy` run.
+
+    A round of ``ceil(m / 64) * ceil(n / w)`` tiles of ``64 x w`` costs ``w *``
+    :data:`ROWS64_COST` ``[w]`` (:data:`ROWS64_COST_PROMOTED` for ``promoted`` fp8) a K step;
+    the cheapest width of ``widths`` with a cost wins (the widest on a tie), and runs where its
+    ``rounds * k_tiles`` steps cost less than what the other policies would run (the tiled
+    kernel's rounds, split-K's ranges or stream-K's steps, as :func:`stream_k_policy` costs
+    them)."""
+    m, n, k, sms = (
+        check_int(v, f"rows64_width's {x}", minimum=1, error=GemmShapeError)
+        for x, v in (("m", m), ("n", n), ("k", k), ("sms", sms))
+    )
+    costs = ROWS64_COST_PROMOTED if promoted else ROWS64_COST
+    tiled = policy(m, n, k, sms, dtype, widths)
+    current = _stream_k_choice(m, n, k, sms, dtype, widths, tiled)[1]
+    k_tiles, m_tiles = ceil_div(k, tile_k(dtype)), ceil_div(m, TILE_M // CONSUMERS)
+    best: tuple[float, int] | None = None
+    for width in (w for w in widths if w in costs):
+        cost = ceil_div(m_tiles * ceil_div(n, width), sms) * k_tiles * width * costs[width]
+        if best is None or cost < best[0]:
+            best = (cost, width)
+    return best[1] if best is not None and best[0] < current else None
 
 
 def a_rows_for(m: int) -> int:
@@ -1453,13 +1509,18 @@ class AutoGemm:
 
     def config(self, m: int, n: int, k: int | None = None) -> tuple[int, int, int, int, bool]:
         """(tile_n, cluster_m, splits, a_rows, stream_k) for an ``m x n`` C over ``k`` (no
-        split and no stream-K without k; :func:`a_rows_for` M; :func:`stream_k_policy`)."""
+        split and no stream-K without k: as for one K tile): 64-row tiles where
+        :func:`rows64_width` says so, else :func:`stream_k_policy` or :func:`policy`
+        (:func:`a_rows_for` M)."""
         if self.sms is None:
             from cuda.core import Device  # the launcher's device: the current one
 
             self.sms = _sm_count(Device().device_id, "AutoGemm")
-        if k is None:
-            return (*launch_config(m, n, self.sms, self.widths), 1, a_rows_for(m), False)
+        if k is None:  # as for one K tile: no split, no stream-K, the cost of one K step
+            k = tile_k(self.dtype)
+        rows64 = rows64_width(m, n, k, self.sms, self.dtype, self.widths, self.promote)
+        if rows64 is not None:  # 64-row tiles: any M (a_rows 64), or the fewer rows M needs
+            return rows64, 1, 1, min(a_rows_for(m), TILE_M // CONSUMERS), False
         tiled = policy(m, n, k, self.sms, self.dtype, self.widths)
         width = _stream_k_width(m, n, k, self.sms, self.dtype, self.widths, tiled)
         if width is not None:
