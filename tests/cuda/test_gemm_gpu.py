@@ -239,6 +239,33 @@ def test_small_m_kernels_load_only_the_rows_of_a_they_need(torch, a_rows):
             assert bool(torch.isfinite(c).all()) and err < 1e-2, (m, split_k, err)
 
 
+@pytest.mark.parametrize(
+    ("m", "kwargs"),
+    [
+        (200, {"tile_n": 128}),  # 4 M tiles of 64 rows, the last 8 rows
+        (1000, {"tile_n": 192}),  # 16 M tiles, ragged N (1032 = 5 x 192 + 72) and K
+        (330, {"tile_n": 96, "cluster_m": 2}),  # 6 M tiles in pairs sharing B
+        (200, {"tile_n": 128, "split_k": True}),  # 4 M tiles x 9 N tiles x 2 K ranges
+        (200, {"tile_n": 256, "stream_k": True}),  # groups of 4 M tiles
+        (200, {"tile_n": 64, "dtype": "float8_e4m3fn", "promote": True, "promote_every": 2}),
+    ],
+)
+def test_64_row_tiles_give_the_fp32_product_for_any_m(torch, m, kwargs):
+    from tilemem.gemm.hopper import HopperGemm
+
+    gemm = HopperGemm(**{"cluster_m": 1, "a_rows": 64, **kwargs})
+    kind = torch.float8_e4m3fn if gemm.dtype == "float8_e4m3fn" else torch.bfloat16
+    gen = torch.Generator(device="cuda").manual_seed(m)
+    a = torch.randn(m, 1024, device="cuda", generator=gen).to(kind)
+    b = torch.randn(1032, 1024, device="cuda", generator=gen).to(kind)
+    ref = a.float() @ b.float().T
+    c = torch.full((m, 1032), float("nan"), device="cuda", dtype=torch.bfloat16)
+    gemm(a, b, c)
+    torch.cuda.synchronize()
+    err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
+    assert bool(torch.isfinite(c).all()) and err < 1e-2, err
+
+
 def test_a_small_m_kernel_refuses_more_rows_than_it_loads(torch):
     from tilemem.gemm.hopper import HopperGemm
 

@@ -1420,8 +1420,8 @@ def _stream_k_choice(m, n, k, sms, dtype, widths, tiled_config) -> tuple[int | N
 
 # Relative cost of one column of a 64-row CTA tile (a_rows 64: one consumer warpgroup computes
 # 64 x w), in the unit of WIDTH_COST (a round of 128 x w tiles costs w * WIDTH_COST[w], a round
-# of 64 x w tiles w * ROWS64_COST[w]). Fitted to the H200 run of 2026-12-03 (docs/PERFORMANCE.md,
-# "64-row tiles"): every 64-row width beside the policy on the 45 shapes of M >= 64 of the
+# of 64 x w tiles w * ROWS64_COST[w]). Fitted to the H200 run of 2026-12-02 23:30 UTC
+# (docs/PERFORMANCE.md, "64-row tiles"): every 64-row width beside the policy on the 45 shapes of M >= 64 of the
 # small and inference sets, both types. Where both run one round of tiles, the ratio of
 # their times gave 0.58-0.71 for 64 x 256 (0.68 on 128 tiles: 512 x 4096 x 4096), 0.68-0.81
 # for 64 x 192, 0.86-0.93 for 64 x 128 (bf16); the values below are those the 45 bf16 shapes
