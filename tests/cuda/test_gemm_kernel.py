@@ -523,3 +523,13 @@ def test_rows64_width_refuses_what_is_not_a_positive_int(bad):
     for args in ((bad, 64, 64, 132), (64, bad, 64, 132), (64, 64, bad, 132), (64, 64, 64, bad)):
         with pytest.raises(GemmShapeError, match=r"rows64_width's (m|n|k|sms)"):
             hopper.rows64_width(*args)
+
+
+def test_rows64_width_leaves_one_tile_of_m_to_the_other_policies():
+    # x 8192 x 8192: launch_config's 128 tiles 64 wide cost 64 x 1.9 = 121.6 a K step, 64-row
+    # tiles 128 wide 128 x 0.9 = 115.2 (64 of them for M <= 64, 128 for M = 65: one round
+    # either way). M <= 64 is one 64-row tile already (a_rows 16, 32, 64): its width stays
+    # launch_config's; M = 65 takes two 64-row tiles
+    for m in (1, 16, 64):
+        assert hopper.rows64_width(m, 8192, 8192, 132) is None
+    assert hopper.rows64_width(65, 8192, 8192, 132) == 128

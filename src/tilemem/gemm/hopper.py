@@ -1444,7 +1444,10 @@ def rows64_width(
     promoted: bool = False,
 ) -> int | None:
     """The width of 64-row tiles (``a_rows`` 64, CTAs alone) for an ``m x n x k`` product on
-    ``sms`` SMs, or None where :func:`policy` / :func:`stream_k_policy` run.
+    ``sms`` SMs, or None where :func:`policy` / :func:`stream_k_policy` run. None for
+    ``m <= 64``, whose kernels already compute one 64-row tile (``a_rows`` 16, 32 or 64): the
+    H200 run that fitted the costs also re-costed their widths, and lost 2-5% on five of the
+    nine shapes that moved (docs/PERFORMANCE.md, "64-row tiles").
 
     A round of ``ceil(m / 64) * ceil(n / w)`` tiles of ``64 x w`` costs ``w *``
     :data:`ROWS64_COST` ``[w]`` (:data:`ROWS64_COST_PROMOTED` for ``promoted`` fp8) a K step;
@@ -1456,6 +1459,8 @@ def rows64_width(
         check_int(v, f"rows64_width's {x}", minimum=1, error=GemmShapeError)
         for x, v in (("m", m), ("n", n), ("k", k), ("sms", sms))
     )
+    if m <= TILE_M // CONSUMERS:
+        return None  # one tile of M already: its width is the other policies' (a_rows_for)
     costs = ROWS64_COST_PROMOTED if promoted else ROWS64_COST
     tiled = policy(m, n, k, sms, dtype, widths)
     current = _stream_k_choice(m, n, k, sms, dtype, widths, tiled)[1]
@@ -1519,8 +1524,8 @@ class AutoGemm:
         if k is None:  # as for one K tile: no split, no stream-K, the cost of one K step
             k = tile_k(self.dtype)
         rows64 = rows64_width(m, n, k, self.sms, self.dtype, self.widths, self.promote)
-        if rows64 is not None:  # 64-row tiles: any M (a_rows 64), or the fewer rows M needs
-            return rows64, 1, 1, min(a_rows_for(m), TILE_M // CONSUMERS), False
+        if rows64 is not None:  # tiles of 64 rows over M > 64
+            return rows64, 1, 1, TILE_M // CONSUMERS, False
         tiled = policy(m, n, k, self.sms, self.dtype, self.widths)
         width = _stream_k_width(m, n, k, self.sms, self.dtype, self.widths, tiled)
         if width is not None:
