@@ -506,10 +506,14 @@ def test_every_width_has_a_cost_and_96_fills_the_sms_where_128_leaves_a_quarter_
         # step (2 ranges would write 8 * 2 * 128 * 4096 = 8.4 MB > 4.3 MB: no split); 64-row:
         # 128 tiles of 64 x 64, 64 x 1.5 = 96 (64 x 128: 115.2, 64 x 96: 120, 64 x 192: 172.8)
         (128, 4096, 4096, True, 64),
-        # 256 x 4096 x 14336 bf16: stream-K (192 wide, 66 groups of 2: 22 units x 224 / 66 =
-        # 74.7 steps a CTA, x 197.76 = 14766) against 64-row tiles: 4 x 32 = 128 of 64 x 128,
-        # 224 x 115.2 = 25805: stream-K stays
+        # 256 x 4096 x 14336 bf16: policy's 128 x 128 tiles in 2 K ranges (2 x 32 x 2 = 128
+        # units, one round: 224 / 2 x 179.2 = 20070) against 64-row tiles: 4 x 32 = 128 of
+        # 64 x 128, 224 x 115.2 = 25805: the other policies stay (stream-K runs there)
         (256, 4096, 14336, False, None),
+        # 256 x 8192 x 8192 bf16 (128 K tiles): policy's 128 tiles of 128 x 128, 128 x 179.2 =
+        # 22938 (stream-K's model would say 16493 and run it); 4 x 32 = 128 tiles of 64 x 256,
+        # 128 x 174.08 = 22282: 64 x 256 (64 x 128: 256 tiles, two rounds, 29491)
+        (256, 8192, 8192, False, 256),
     ],
 )
 def test_rows64_width_runs_64_row_tiles_where_they_cost_less(m, n, k, promoted, width):
