@@ -537,3 +537,27 @@ def test_rows64_width_leaves_one_tile_of_m_to_the_other_policies():
     for m in (1, 16, 64):
         assert hopper.rows64_width(m, 8192, 8192, 132) is None
     assert hopper.rows64_width(65, 8192, 8192, 132) == 128
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "maps"),
+    [
+        ({}, ["tma_a", "tma_b", "tma_c"]),
+        ({"cluster_m": 2, "tile_n": 192}, ["tma_a", "tma_b", "tma_c"]),
+        ({"stream_k": True, "a_rows": 64}, ["tma_a", "tma_b", "tma_c"]),
+        ({"split_k": True, "tile_n": 128}, ["tma_a", "tma_b"]),  # C goes to the workspace
+    ],
+)
+def test_each_tensor_map_is_prefetched_once_before_the_first_load(kwargs, maps):
+    # PTX ISA, "prefetch": prefetch.tensormap takes the map's generic address; one thread
+    # issues it for each map the kernel reads, before the barrier set-up and the grid
+    # dependency wait, so the first cp.async.bulk.tensor finds the descriptor cached
+    src = hopper_gemm_persistent(**kwargs).source
+    lines = src.splitlines()
+    prefetched = [ln for ln in lines if "prefetch.tensormap" in ln]
+    assert [ln.split('"l"(&')[1].split(")")[0] for ln in prefetched] == maps
+    first_prefetch = src.index("prefetch.tensormap")
+    assert first_prefetch < src.index("mbarrier.init") < src.index("griddepcontrol.wait;")
+    assert src.rindex("prefetch.tensormap") < src.index("cp.async.bulk.tensor")
+    before = src[:first_prefetch].rsplit("if (", 1)[1]
+    assert before.startswith("((int)threadIdx.x == 0))")

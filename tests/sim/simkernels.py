@@ -78,9 +78,11 @@ def tma_roundtrip(
     parity: int = 0,
     fence: bool = True,
     arrivals: int = 1,
+    prefetch: bool = False,
 ):
     """TMA-load an (rows, cols) tile at (row0, col0), add 1 in shared memory, TMA-store it back
-    to ``out`` at the same place. Returns the kernel and its tile buffer (for tile_map)."""
+    to ``out`` at the same place (``prefetch``: thread 0 first prefetches both tensor maps'
+    descriptors). Returns the kernel and its tile buffer (for tile_map)."""
     holder = {}
     nbytes = rows * cols * (4 if dtype == "float32" else 2)
 
@@ -92,6 +94,10 @@ def tma_roundtrip(
         smem.commit()
         holder["tile"] = a
         t = T.thread_id()
+        if prefetch:
+            with T.If(t == 0):
+                T.ptx.tma.prefetch_descriptor(tma_in)  # @prefetch
+                T.ptx.tma.prefetch_descriptor(tma_out)
         with T.If(t == 0):
             T.ptx.mbarrier.init((bar, 0), arrivals)  # @init
             T.ptx.fence.mbarrier_init()

@@ -742,6 +742,13 @@ def hopper_gemm_persistent(
         smem = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n, a_rows)
         a, b, c = smem.buffer("A"), smem.buffer("B"), smem.buffer("C_stage")
         full, empty = smem.buffer("full_bar"), smem.buffer("empty_bar")
+        # the tensor maps' descriptors fetched while the barriers are set up (and, launched
+        # programmatically, under the previous kernel's tail: they are this launch's
+        # parameters, which no kernel writes), not by the first load of each
+        with T.If(T.thread_id() == 0):
+            for tmap in (tma_a, tma_b, tma_c):
+                if tmap is not None:
+                    T.ptx.tma.prefetch_descriptor(tmap)
         _init_barriers(full, empty, cluster_m)
         # launched with programmatic serialization (HopperGemm(programmatic=True)), the set-up
         # above ran under the previous kernel's tail; nothing touched global memory yet

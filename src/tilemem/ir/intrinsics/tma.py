@@ -1,5 +1,5 @@
 """TMA bulk tensor copies (PTX ISA 9.0: "cp.async.bulk.tensor", "cp.async.bulk.commit_group",
-"cp.async.bulk.wait_group")."""
+"cp.async.bulk.wait_group") and the prefetch of their tensor maps ("prefetch.tensormap")."""
 
 from __future__ import annotations
 
@@ -268,6 +268,32 @@ def tma_load(tmap: TensorMapVar, dst, bar, coords, multicast_mask=None):
         attrs.append(("multicast", True))
         args.append(convert(multicast_mask))
     return args, attrs
+
+
+def _lower_prefetch(call, gen) -> str:
+    (tmap,) = call.args
+    return asm("prefetch.tensormap [%0];", "", f'"l"(&{tmap.name})')
+
+
+@intrinsic(
+    "ptx.tma.prefetch_descriptor",
+    feature="tma",
+    instruction="prefetch.tensormap",
+    lower=_lower_prefetch,
+    sim=lambda ctx, call: None,  # a cache hint: nothing the kernel can observe changes
+)
+def tma_prefetch_descriptor(tmap: TensorMapVar):
+    """``prefetch.tensormap [&tmap]`` (PTX ISA 9.0, "prefetch, prefetchu"; PTX 8.0, sm_90):
+    bring a ``T.TensorMap`` parameter's 128-byte descriptor into the cache the TMA unit reads
+    descriptors from, so the first ``cp.async.bulk.tensor`` through it does not wait for that
+    fetch. The address is the parameter's generic address (a ``__grid_constant__`` kernel
+    parameter), as the PTX ISA allows for the generic state space. Issue it once, early (one
+    thread), before the loads. Nothing changes in the simulator: it has no descriptor cache."""
+    if not isinstance(tmap, TensorMapVar):
+        raise IRError(
+            f"tma.prefetch_descriptor prefetches a T.TensorMap kernel parameter, got {tmap!r}"
+        )
+    return [tmap], []
 
 
 def _lower_store(call, gen) -> str:
