@@ -199,15 +199,16 @@ class Schedule:
         return T.let("m_tile", m_unit * self.cluster_m + self.rank), n_tile, split
 
 
-def _init_barriers(full, empty, cluster_m: int) -> None:
+def _init_barriers(full, empty, cluster_m: int, consumers: int = CONSUMERS) -> None:
     """Thread 0 arms each stage's barriers: ``full`` for the producer's one arrival (plus the
-    TMA bytes), ``empty`` for one arrival per consumer warpgroup of every CTA in the cluster
-    (each of them reads B that this CTA's producer multicasts). Then the block, or the whole
-    cluster, syncs so no peer arrives on a barrier before it exists."""
+    TMA bytes), ``empty`` for one arrival per computing consumer warpgroup (``consumers``)
+    of every CTA in the cluster (each of them reads B that this CTA's producer multicasts).
+    Then the block, or the whole cluster, syncs so no peer arrives on a barrier before it
+    exists."""
     with T.If(T.thread_id() == 0):
         for s in range(full.shape[0]):
             T.ptx.mbarrier.init((full, s), 1)
-            T.ptx.mbarrier.init((empty, s), CONSUMERS * cluster_m)
+            T.ptx.mbarrier.init((empty, s), consumers * cluster_m)
         T.ptx.fence.mbarrier_init()
     if cluster_m > 1:
         T.ptx.cluster.sync()
@@ -215,6 +216,7 @@ def _init_barriers(full, empty, cluster_m: int) -> None:
         T.cuda.syncthreads()
 
 
+_IDLE_EXITS = True  # experiment switch (to be removed)
 ZERO_BARRIER = 3  # bar.sync id: the idle consumer has zeroed A's unloaded rows (1, 2: epilogue)
 
 
@@ -530,7 +532,8 @@ def _consumer(
             with T.Else():
                 if a_rows < TILE_M // CONSUMERS:
                     _zero_a_rows(a, a_rows)
-                _idle(full, empty, a.shape[0], sched)
+                if not _IDLE_EXITS:
+                    _idle(full, empty, a.shape[0], sched)
         return
     _compute(tma_c, a, b, c, full, empty, consumer, sched, partial, promote, promote_every)
 
@@ -749,7 +752,8 @@ def hopper_gemm_persistent(
             for tmap in (tma_a, tma_b, tma_c):
                 if tmap is not None:
                     T.ptx.tma.prefetch_descriptor(tmap)
-        _init_barriers(full, empty, cluster_m)
+        computing = 1 if a_rows <= TILE_M // CONSUMERS and _IDLE_EXITS else CONSUMERS
+        _init_barriers(full, empty, cluster_m, computing)
         # launched with programmatic serialization (HopperGemm(programmatic=True)), the set-up
         # above ran under the previous kernel's tail; nothing touched global memory yet
         T.ptx.griddepcontrol.wait()
