@@ -216,7 +216,6 @@ def _init_barriers(full, empty, cluster_m: int, consumers: int = CONSUMERS) -> N
         T.cuda.syncthreads()
 
 
-_IDLE_EXITS = True  # experiment switch (to be removed)
 ZERO_BARRIER = 3  # bar.sync id: the idle consumer has zeroed A's unloaded rows (1, 2: epilogue)
 
 
@@ -484,27 +483,6 @@ def _store_partial(acc, work, m_rows, consumer, m0, n0, split) -> None:
                     work[out, col + 8 * j + e] = acc[4 * j + 2 * half + e]
 
 
-def _idle(full, empty, stages: int, sched: Schedule) -> None:
-    """A consumer whose rows are never loaded (the second, when a stage holds 64 rows of A or
-    fewer): it frees each stage as soon as it is full, as its wgmma would have, over the
-    CTA's units or (stream-K) its segments' K steps."""
-    if sched.stream_k:
-        sk = sched.segments()
-        for i in T.serial(sk.count, name="t"):
-            seg = sched.segment(i, sk)
-            for kt in T.serial(seg.k_count, name="kt"):
-                s, phase = _stage_and_phase(seg.first_step + kt, stages)
-                T.ptx.mbarrier.wait((full, s), phase)
-                _release(empty, s, sched.cluster_m)
-        return
-    units = sched.units()
-    for i in T.serial(units[0], name="t"):
-        for kt in T.serial(sched.k_tiles, name="kt"):
-            s, phase = _stage_and_phase(i * sched.k_tiles + kt, stages)
-            T.ptx.mbarrier.wait((full, s), phase)
-            _release(empty, s, sched.cluster_m)
-
-
 def _consumer(
     tma_c,
     a,
@@ -522,7 +500,11 @@ def _consumer(
     """Per unit: the mainloop, then the epilogue (bf16 C by TMA), or with split-K
     (``partial = (work, m_rows)``) the fp32 partial sums into the workspace. When a stage
     holds at most 64 rows of A (``a_rows``) only the first consumer computes; the second
-    frees the stages (:func:`_idle`)."""
+    zeroes A's rows past ``a_rows`` (fewer than 64) and exits, and the ``empty`` barriers
+    count the first alone. (Freeing every stage beside the first instead, as it once did,
+    measured 2% slower over the H200's 49 shapes that run such kernels, up to 6% on 64-row
+    tiles: its 4 warps polled each stage's barrier on the SM sub-partitions the computing
+    warps issue from; docs/PERFORMANCE.md, "64-row tiles".)"""
     if a_rows <= TILE_M // CONSUMERS:
         with T.If(consumer == 0):
             with T.Then():
@@ -532,8 +514,6 @@ def _consumer(
             with T.Else():
                 if a_rows < TILE_M // CONSUMERS:
                     _zero_a_rows(a, a_rows)
-                if not _IDLE_EXITS:
-                    _idle(full, empty, a.shape[0], sched)
         return
     _compute(tma_c, a, b, c, full, empty, consumer, sched, partial, promote, promote_every)
 
@@ -682,11 +662,11 @@ def hopper_gemm_persistent(
     m_rows`` rows) and :func:`splitk_reduce` adds them into C.
 
     ``a_rows`` < 128 (:data:`~.plan.A_ROWS`) loads only that many rows of A a stage and the
-    second consumer idles: 64 makes the CTA tile ``64 x tile_n`` (:func:`~.plan.tile_rows`;
-    M tiles of 64 rows, any M, clusters allowed), so a product of few rows fills more SMs and
-    the ring, with 64-row A stages, is deeper; 32 and 16 (CTAs alone) are for M <= ``a_rows``:
-    the stage's bytes shrink to what the product needs (a 16-token step reads 2 KiB of A a K
-    tile, not 16).
+    second consumer exits (after zeroing A's rows past ``a_rows``): 64 makes the CTA tile
+    ``64 x tile_n`` (:func:`~.plan.tile_rows`; M tiles of 64 rows, any M, clusters allowed),
+    so a product of few rows fills more SMs and the ring, with 64-row A stages, is deeper; 32
+    and 16 (CTAs alone) are for M <= ``a_rows``: the stage's bytes shrink to what the product
+    needs (a 16-token step reads 2 KiB of A a K tile, not 16).
 
     ``promote`` (fp8 only, widths of :data:`PROMOTED_TILE_NS`) sums each K tile's wgmmas in
     a second fragment and adds it into the fp32 accumulators (:func:`_promote`);
@@ -694,8 +674,8 @@ def hopper_gemm_persistent(
     each add, half the adds and waits of 1 (every K tile) for a longer sum in the wgmma's
     reduced-precision accumulator (:func:`_promote_groups`).
 
-    ``stream_k`` (CTAs alone; any ``a_rows``: with 64 or fewer the second consumer idles
-    and only the first hands sums over) builds the stream-K kernel ``(tma_a, tma_b,
+    ``stream_k`` (CTAs alone; any ``a_rows``: with 64 or fewer only the first consumer
+    computes and hands sums over) builds the stream-K kernel ``(tma_a, tma_b,
     tma_c, m_tiles, n_tiles, k_tiles, group_m, m_group, work, flags)``: the K steps of all
     tiles are split evenly over groups of ``m_group`` CTAs (the grid a multiple of it), each
     CTA of a group on its own M tile of the same N tile and K steps
@@ -752,7 +732,7 @@ def hopper_gemm_persistent(
             for tmap in (tma_a, tma_b, tma_c):
                 if tmap is not None:
                     T.ptx.tma.prefetch_descriptor(tmap)
-        computing = 1 if a_rows <= TILE_M // CONSUMERS and _IDLE_EXITS else CONSUMERS
+        computing = 1 if a_rows <= TILE_M // CONSUMERS else CONSUMERS
         _init_barriers(full, empty, cluster_m, computing)
         # launched with programmatic serialization (HopperGemm(programmatic=True)), the set-up
         # above ran under the previous kernel's tail; nothing touched global memory yet
