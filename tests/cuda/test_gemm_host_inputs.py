@@ -32,6 +32,8 @@ GOOD = {"m": 128, "n": 128, "k": 4096, "tile_n": 128, "sms": 132, "dtype": "bflo
         ("tile_n", 100, "one of"),
         ("dtype", "int8", "the GEMM takes A and B as one of"),
         ("dtype", "nonsense", "got 'nonsense'"),
+        ("rows", 32, "split_count's rows (of a tile) is 128 or 64, got 32"),
+        ("rows", 64.0, "split_count's rows (of a tile) is 128 or 64, got 64.0"),
     ],
 )
 def test_split_count_refuses_bad_inputs(key, value, words):
@@ -44,6 +46,15 @@ def test_split_count_of_good_inputs_is_unchanged():
     # steps a range whose partials 8 * 4 * 128 * 128 = 524,288 B stay within a quarter of the
     # operands' (128 + 128) * 4096 * 2 = 2,097,152 B (exactly a quarter)
     assert split_count(**GOOD) == 4
+
+
+def test_split_count_counts_the_tiles_of_the_rows_given():
+    # 200 x 1032 x 16384, 128 wide: 256 K tiles; partials 8 s 200 1032 = 1,651,200 s B within
+    # a quarter of (200 + 1032) * 16384 * 2 = 40,370,176 B gives s <= 6. 128-row tiles:
+    # 2 x 9 = 18, s <= 7 in one wave: 4 (the largest <= 6 dividing 256). 64-row tiles:
+    # 4 x 9 = 36, s <= 3: 2
+    assert split_count(200, 1032, 16384, 128, 132) == 4
+    assert split_count(200, 1032, 16384, 128, 132, rows=64) == 2
 
 
 @pytest.mark.parametrize("m", [0, -1, 17.5, True, "16", None])

@@ -503,8 +503,8 @@ def _consumer(
     zeroes A's rows past ``a_rows`` (fewer than 64) and exits, and the ``empty`` barriers
     count the first alone. (Freeing every stage beside the first instead, as it once did,
     measured 2% slower over the H200's 49 shapes that run such kernels, up to 6% on 64-row
-    tiles: its 4 warps polled each stage's barrier on the SM sub-partitions the computing
-    warps issue from; docs/PERFORMANCE.md, "64-row tiles".)"""
+    tiles, docs/PERFORMANCE.md, "64-row tiles"; our reading, not measured: its 4 warps
+    polled each stage's barrier on the SM sub-partitions the computing warps issue from.)"""
     if a_rows <= TILE_M // CONSUMERS:
         with T.If(consumer == 0):
             with T.Then():
@@ -1034,8 +1034,9 @@ class HopperGemm:
         N: C is never staged)."""
         m, n = stage.m, stage.n
         k_tiles = ceil_div(stage.kp, tile_k(self.dtype))
+        rows = gemm_plan.tile_rows(self.a_rows)
         if splits is None:
-            splits = split_count(m, n, stage.k, self.tile_n, self.sms, self.dtype)
+            splits = split_count(m, n, stage.k, self.tile_n, self.sms, self.dtype, rows)
         _check_splits(splits, k_tiles)
         name = self.program.name
         work = {
@@ -1048,7 +1049,6 @@ class HopperGemm:
             tile_map(ka, self.a_box, self.l2_promotion),
             tile_map(kb, self.b_share, self.l2_promotion),
         )
-        rows = gemm_plan.tile_rows(self.a_rows)
         tiles = (ceil_div(m, rows), ceil_div(stage.np_, self.tile_n), k_tiles // splits)
         partial = _DeviceMatrix(splits * m, tiles[1] * self.tile_n, "float32", name)
         grid = (min(self.sms, tiles[0] * tiles[1] * splits, ctas or self.sms),)
@@ -1278,10 +1278,13 @@ MIN_SPLIT_STEPS = 4  # K tiles per range: fewer and the ring's fill and the epil
 SPLIT_TRAFFIC = 0.25  # partial sums' bytes (written, then read) against the operands' bytes
 
 
-def split_count(m: int, n: int, k: int, tile_n: int, sms: int, dtype: str = "bfloat16") -> int:
-    """K ranges per tile (split-K) for an ``m x n x k`` product on ``128 x tile_n`` tiles.
+def split_count(
+    m: int, n: int, k: int, tile_n: int, sms: int, dtype: str = "bfloat16", rows: int = TILE_M
+) -> int:
+    """K ranges per tile (split-K) for an ``m x n x k`` product on ``rows x tile_n`` tiles
+    (``rows`` 128, or 64 for the 64-row tiles of :func:`~.plan.tile_rows`).
 
-    With ``tiles = ceil(m / 128) * ceil(n / tile_n)`` and ``k_tiles = ceil(k / tile_k)``, the
+    With ``tiles = ceil(m / rows) * ceil(n / tile_n)`` and ``k_tiles = ceil(k / tile_k)``, the
     largest ``s <= MAX_SPLITS`` that divides ``k_tiles``, keeps ``k_tiles / s >=
     MIN_SPLIT_STEPS``, fits one wave (``tiles * s <= sms``) and whose fp32 partial sums
     (``8 s m n`` bytes: written once, read once) stay within ``SPLIT_TRAFFIC`` of the operand
@@ -1297,7 +1300,9 @@ def split_count(m: int, n: int, k: int, tile_n: int, sms: int, dtype: str = "bfl
     )
     gemm_plan.check_tile_n(tile_n)
     gemm_plan.check_input_type(dtype)
-    tiles = ceil_div(m, TILE_M) * ceil_div(n, tile_n)
+    if rows not in (TILE_M, TILE_M // CONSUMERS) or type(rows) is not int:
+        raise GemmShapeError(f"split_count's rows (of a tile) is 128 or 64, got {rows!r}")
+    tiles = ceil_div(m, rows) * ceil_div(n, tile_n)
     k_tiles = ceil_div(k, tile_k(dtype))
     operand_bytes = (m + n) * k * as_dtype(dtype).bits // 8
     best = 1
