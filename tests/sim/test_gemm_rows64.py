@@ -98,18 +98,15 @@ def test_tiled_64_row_tiles_match_numpy(m, n, k, tile_n, cluster_m, grid):
     a, b, c = _operands(m, n, k, seed=m + n + k)
     tiles = (ceil_div(m, 64), ceil_div(n, tile_n), ceil_div(k, 64))
     cluster = (cluster_m, 1, 1) if cluster_m > 1 else None
-    result = sim.run(
-        _program(tile_n, cluster_m),
-        *_maps(a, b, c, tile_n, cluster_m),
-        *tiles,
-        8,
-        grid=(grid,),
-        cluster=cluster,
-        schedule="random",
-        seed=grid,
-    )
-    assert result.ok, result.hazards
+    maps = _maps(a, b, c, tile_n, cluster_m)
+    _simulate(_program(tile_n, cluster_m), *maps, *tiles, 8, grid=(grid,), cluster=cluster)
     _check(a, b, c)
+
+
+def _simulate(program, *args, **kwargs) -> None:
+    """``program`` in the simulator (random schedule), which must finish without hazards."""
+    result = sim.run(program, *args, schedule="random", seed=3, **kwargs)
+    assert result.ok, result.hazards
 
 
 def test_stream_k_groups_of_64_row_tiles_match_numpy():
@@ -120,24 +117,13 @@ def test_stream_k_groups_of_64_row_tiles_match_numpy():
     a, b, c = _operands(m, n, k, seed=7)
     work = np.full((8 * 2 * tile_n // 2, 128), np.nan, np.float32)
     flags = np.zeros(8 * 2, np.uint32)
-    result = sim.run(
-        _program(tile_n, stream_k=True),
-        *_maps(a, b, c, tile_n),
-        4,
-        3,
-        5,
-        8,
-        4,
-        work,
-        flags,
-        grid=(8,),
-        sms=8,
-        schedule="random",
-        seed=3,
-    )
-    assert result.ok, result.hazards
+    maps = _maps(a, b, c, tile_n)
+    _simulate(_program(tile_n, stream_k=True), *maps, 4, 3, 5, 8, 4, work, flags, grid=(8,), sms=8)
     assert not flags.any(), flags
-    assert np.isfinite(work[: 2 * tile_n // 2 * 2 * 4]).any()  # a hand-over happened
+    # the hand-over: CTAs 4-7 (group 1), consumer 0 only, each its slot of 32 rows (one a
+    # register of the 64 x 64 fragment) at row (2 * cta + 0) * 32; nothing else is written
+    handed = [row for row in range(0, 512, 32) if np.isfinite(work[row : row + 32]).any()]
+    assert handed == [256, 320, 384, 448]
     _check(a, b, c)
 
 
@@ -147,20 +133,8 @@ def test_split_k_of_64_row_tiles_matches_numpy():
     m, n, k, tile_n, splits = 130, 72, 256, 64, 2
     a, b, c = _operands(m, n, k, seed=11)
     partial = np.full((splits * m, 2 * tile_n), np.nan, np.float32)
-    result = sim.run(
-        _program(tile_n, split_k=True),
-        *_maps(a, b, None, tile_n),
-        3,
-        2,
-        2,
-        8,
-        splits,
-        m,
-        partial,
-        grid=(5,),
-        seed=2,
-    )
-    assert result.ok, result.hazards
+    maps = _maps(a, b, None, tile_n)
+    _simulate(_program(tile_n, split_k=True), *maps, 3, 2, 2, 8, splits, m, partial, grid=(5,))
     done = sim.run(splitk_reduce(), partial, c, splits, grid=(ceil_div(m * n, 256),))
     assert done.ok, done.hazards
     _check(a, b, c)
