@@ -12,6 +12,19 @@ from tilemem.gemm import plan as gemm_plan
 from tilemem.intmath import ceil_div
 
 
+def gemm_maps(a, b, c, tile_n: int, cluster_m: int = 1, a_rows: int = 128) -> list:
+    """The persistent GEMM's tensor maps as HopperGemm encodes them: A with the plan's A stage
+    as its box (or the top ``a_rows`` rows, :func:`~tilemem.gemm.plan.a_box`), B with this
+    rank's multicast share (:func:`~tilemem.gemm.plan.b_share`), and, unless ``c`` is None
+    (split-K writes a workspace), C with the staging tile's box. The type is A's: bf16 or fp8
+    e4m3 (ml_dtypes arrays)."""
+    dtype = "bfloat16" if a.dtype == ml_dtypes.bfloat16 else "float8_e4m3fn"
+    plan = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n, a_rows)
+    a_box = plan.buffer("A") if a_rows == 128 else gemm_plan.a_box(a_rows, dtype)
+    maps = [tile_map(a, a_box), tile_map(b, gemm_plan.b_share(cluster_m, dtype, tile_n=tile_n))]
+    return maps + ([tile_map(c, plan.buffer("C_stage"))] if c is not None else [])
+
+
 def tiled_gemm_matches_numpy(program, a, b, tile_n: int, cluster_m: int = 1, grid: int = 2, **run):
     """``C = A @ B^T`` by ``program`` (:func:`~tilemem.gemm.hopper.hopper_gemm_persistent`,
     not split, not stream-K, 128 rows of A) on ``grid`` CTAs in clusters of ``cluster_m``;
@@ -21,12 +34,7 @@ def tiled_gemm_matches_numpy(program, a, b, tile_n: int, cluster_m: int = 1, gri
     dtype = "bfloat16" if a.dtype == ml_dtypes.bfloat16 else "float8_e4m3fn"
     (m, k), n = a.shape, b.shape[0]
     c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
-    plan = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n)
-    maps = (
-        tile_map(a, plan.buffer("A")),
-        tile_map(b, gemm_plan.b_share(cluster_m, dtype, tile_n=tile_n)),
-        tile_map(c, plan.buffer("C_stage")),
-    )
+    maps = gemm_maps(a, b, c, tile_n, cluster_m)
     tiles = (ceil_div(m, 128), ceil_div(n, tile_n), ceil_div(k, gemm_plan.tile_k(dtype)))
     cluster = (cluster_m, 1, 1) if cluster_m > 1 else None
     result = sim.run(program, *maps, *tiles, 8, grid=(grid,), cluster=cluster, **run)

@@ -15,13 +15,13 @@ import pytest
 
 import tilemem.sim as sim
 from tilemem import T
-from tilemem.cuda.tma import tile_map
 from tilemem.gemm import hopper
-from tilemem.gemm import plan as gemm_plan
 from tilemem.gemm.hopper import hopper_gemm_persistent, splitk_reduce
 from tilemem.intmath import ceil_div
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
+
+from .gemmsim import gemm_maps  # noqa: E402  (needs ml_dtypes)
 
 FP8 = "float8_e4m3fn"
 
@@ -43,12 +43,7 @@ def _run(m, n, k, tile_n, cluster_m, grid, mode):
     """The promote_every=2 kernel on an ``m x n x k`` fp8 product: (simulation, C, numpy's)."""
     a, b, ref = _operands(m, n, k)
     c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
-    plan = gemm_plan.hopper_gemm_persistent_plan(FP8, "sm_90a", tile_n)
-    maps = (
-        tile_map(a, plan.buffer("A")),
-        tile_map(b, gemm_plan.b_share(cluster_m, FP8, tile_n=tile_n)),
-        tile_map(c, plan.buffer("C_stage")),
-    )
+    maps = gemm_maps(a, b, c, tile_n, cluster_m)
     tiles = (ceil_div(m, 128), ceil_div(n, tile_n), ceil_div(k, 128))
     print(f"building the fp8 GEMM promoted every 2 K tiles (128 x {tile_n}, cluster {cluster_m})")
     program = hopper_gemm_persistent(cluster_m, FP8, tile_n, promote=True, promote_every=2)
@@ -102,12 +97,7 @@ def test_promoted_every_two_k_tiles_split_k_matches_numpy_in_the_simulator(
     kernel = hopper_gemm_persistent(
         dtype=FP8, tile_n=tile_n, split_k=True, a_rows=a_rows, promote=True, promote_every=2
     )
-    a_box = (
-        gemm_plan.hopper_gemm_persistent_plan(FP8, "sm_90a", tile_n).buffer("A")
-        if a_rows == 128
-        else gemm_plan.a_box(a_rows, FP8)
-    )
-    maps = (tile_map(a, a_box), tile_map(b, gemm_plan.b_share(1, FP8, tile_n=tile_n)))
+    maps = gemm_maps(a, b, None, tile_n, a_rows=a_rows)
     n_tiles = ceil_div(n, tile_n)
     tiles = (ceil_div(m, 128), n_tiles, ceil_div(k, 128) // splits)
     partial = np.full((splits * m, n_tiles * tile_n), np.nan, np.float32)

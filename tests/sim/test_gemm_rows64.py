@@ -16,13 +16,14 @@ import numpy as np
 import pytest
 
 import tilemem.sim as sim
-from tilemem.cuda.tma import tile_map
 from tilemem.errors import GemmShapeError
 from tilemem.gemm import plan as gemm_plan
 from tilemem.gemm.hopper import hopper_gemm_persistent, splitk_reduce, stream_k_grid
 from tilemem.intmath import ceil_div
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
+
+from .gemmsim import gemm_maps  # noqa: E402  (needs ml_dtypes)
 
 
 def test_64_row_tiles_get_the_bytes_of_the_unused_rows_as_stages():
@@ -64,15 +65,6 @@ def _operands(m: int, n: int, k: int, seed: int):
     return a, b, np.full((m, n), np.nan, ml_dtypes.bfloat16)
 
 
-def _maps(a, b, c, tile_n: int, cluster_m: int = 1):
-    plan = gemm_plan.hopper_gemm_persistent_plan("bfloat16", "sm_90a", tile_n, a_rows=64)
-    maps = [
-        tile_map(a, gemm_plan.a_box(64)),
-        tile_map(b, gemm_plan.b_share(cluster_m, "bfloat16", tile_n=tile_n)),
-    ]
-    return maps + ([tile_map(c, plan.buffer("C_stage"))] if c is not None else [])
-
-
 def _check(a, b, c) -> None:
     ref = a.astype(np.float32) @ b.astype(np.float32).T
     got = c.astype(np.float32)
@@ -98,7 +90,7 @@ def test_tiled_64_row_tiles_match_numpy(m, n, k, tile_n, cluster_m, grid):
     a, b, c = _operands(m, n, k, seed=m + n + k)
     tiles = (ceil_div(m, 64), ceil_div(n, tile_n), ceil_div(k, 64))
     cluster = (cluster_m, 1, 1) if cluster_m > 1 else None
-    maps = _maps(a, b, c, tile_n, cluster_m)
+    maps = gemm_maps(a, b, c, tile_n, cluster_m, a_rows=64)
     _simulate(_program(tile_n, cluster_m), *maps, *tiles, 8, grid=(grid,), cluster=cluster)
     _check(a, b, c)
 
@@ -117,7 +109,7 @@ def test_stream_k_groups_of_64_row_tiles_match_numpy():
     a, b, c = _operands(m, n, k, seed=7)
     work = np.full((8 * 2 * tile_n // 2, 128), np.nan, np.float32)
     flags = np.zeros(8 * 2, np.uint32)
-    maps = _maps(a, b, c, tile_n)
+    maps = gemm_maps(a, b, c, tile_n, a_rows=64)
     _simulate(_program(tile_n, stream_k=True), *maps, 4, 3, 5, 8, 4, work, flags, grid=(8,), sms=8)
     assert not flags.any(), flags
     # the hand-over: CTAs 4-7 (group 1), consumer 0 only, each its slot of 32 rows (one a
@@ -133,7 +125,7 @@ def test_split_k_of_64_row_tiles_matches_numpy():
     m, n, k, tile_n, splits = 130, 72, 256, 64, 2
     a, b, c = _operands(m, n, k, seed=11)
     partial = np.full((splits * m, 2 * tile_n), np.nan, np.float32)
-    maps = _maps(a, b, None, tile_n)
+    maps = gemm_maps(a, b, None, tile_n, a_rows=64)
     _simulate(_program(tile_n, split_k=True), *maps, 3, 2, 2, 8, splits, m, partial, grid=(5,))
     done = sim.run(splitk_reduce(), partial, c, splits, grid=(ceil_div(m * n, 256),))
     assert done.ok, done.hazards

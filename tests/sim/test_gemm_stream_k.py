@@ -17,13 +17,14 @@ import numpy as np
 import pytest
 
 import tilemem.sim as sim
-from tilemem.cuda.tma import tile_map
 from tilemem.errors import GemmShapeError
 from tilemem.gemm import plan as gemm_plan
 from tilemem.gemm.hopper import hopper_gemm_persistent, stream_k_grid
 from tilemem.intmath import ceil_div
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
+
+from .gemmsim import gemm_maps  # noqa: E402  (needs ml_dtypes)
 
 
 @functools.lru_cache
@@ -59,13 +60,7 @@ def _stream_k(
 ):
     m, k = a.shape
     n = b.shape[0]
-    plan = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n)
-    a_box = plan.buffer("A") if a_rows == 128 else gemm_plan.a_box(a_rows, dtype)
-    maps = (
-        tile_map(a, a_box),
-        tile_map(b, gemm_plan.b_share(1, dtype, tile_n=tile_n)),
-        tile_map(c, plan.buffer("C_stage")),
-    )
+    maps = gemm_maps(a, b, c, tile_n, a_rows=a_rows)
     tiles = (ceil_div(m, 128), ceil_div(n, tile_n), ceil_div(k, gemm_plan.tile_k(dtype)))
     work = np.full((grid * 2 * tile_n // 2, 128), np.nan, np.float32)
     flags = np.zeros(grid * 2, np.uint32)
