@@ -1459,11 +1459,16 @@ def rows64_width(
         check_int(v, f"rows64_width's {x}", minimum=1, error=GemmShapeError)
         for x, v in (("m", m), ("n", n), ("k", k), ("sms", sms))
     )
+    tiled = policy(m, n, k, sms, dtype, widths)
+    return _rows64_width(m, n, k, sms, dtype, widths, promoted, tiled)
+
+
+def _rows64_width(m, n, k, sms, dtype, widths, promoted, tiled_config) -> int | None:
+    """:func:`rows64_width` given :func:`policy`'s answer ``tiled_config`` for the shape."""
     if m <= TILE_M // CONSUMERS:
         return None  # one tile of M already: its width is the other policies' (a_rows_for)
     costs = ROWS64_COST_PROMOTED if promoted else ROWS64_COST
-    tiled = policy(m, n, k, sms, dtype, widths)
-    current = _tiled_cost(m, n, k, sms, dtype, tiled)
+    current = _tiled_cost(m, n, k, sms, dtype, tiled_config)
     k_tiles, m_tiles = ceil_div(k, tile_k(dtype)), ceil_div(m, TILE_M // CONSUMERS)
     best: tuple[float, int] | None = None
     for width in (w for w in widths if w in costs):
@@ -1523,10 +1528,10 @@ class AutoGemm:
             self.sms = _sm_count(Device().device_id, "AutoGemm")
         if k is None:  # as for one K tile: no split, no stream-K, the cost of one K step
             k = tile_k(self.dtype)
-        rows64 = rows64_width(m, n, k, self.sms, self.dtype, self.widths, self.promote)
+        tiled = policy(m, n, k, self.sms, self.dtype, self.widths)
+        rows64 = _rows64_width(m, n, k, self.sms, self.dtype, self.widths, self.promote, tiled)
         if rows64 is not None:  # tiles of 64 rows over M > 64
             return rows64, 1, 1, TILE_M // CONSUMERS, False
-        tiled = policy(m, n, k, self.sms, self.dtype, self.widths)
         width = _stream_k_width(m, n, k, self.sms, self.dtype, self.widths, tiled)
         if width is not None:
             return width, 1, 1, TILE_M, True
