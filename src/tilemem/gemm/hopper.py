@@ -505,7 +505,7 @@ def _consumer(
     measured 2% slower over the H200's 49 shapes that run such kernels, up to 6% on 64-row
     tiles, docs/PERFORMANCE.md, "64-row tiles"; our reading, not measured: its 4 warps
     polled each stage's barrier on the SM sub-partitions the computing warps issue from.)"""
-    if a_rows <= TILE_M // CONSUMERS:
+    if gemm_plan.computing_consumers(a_rows) == 1:
         with T.If(consumer == 0):
             with T.Then():
                 if a_rows < TILE_M // CONSUMERS:
@@ -732,8 +732,7 @@ def hopper_gemm_persistent(
             for tmap in (tma_a, tma_b, tma_c):
                 if tmap is not None:
                     T.ptx.tma.prefetch_descriptor(tmap)
-        computing = 1 if a_rows <= TILE_M // CONSUMERS else CONSUMERS
-        _init_barriers(full, empty, cluster_m, computing)
+        _init_barriers(full, empty, cluster_m, gemm_plan.computing_consumers(a_rows))
         # launched with programmatic serialization (HopperGemm(programmatic=True)), the set-up
         # above ran under the previous kernel's tail; nothing touched global memory yet
         T.ptx.griddepcontrol.wait()

@@ -20,14 +20,8 @@ from ..pool import Buffer, SMEMPool
 from ..validate import is_int
 
 TILE_M, TILE_N = 128, 256
-TILE_NS = (
-    256,
-    240,
-    192,
-    128,
-    96,
-    64,
-)  # CTA tile widths: wgmma m64nN takes N up to 256 in steps of 8
+# CTA tile widths: wgmma m64nN takes N up to 256 in steps of 8
+TILE_NS = (256, 240, 192, 128, 96, 64)
 SWIZZLE_ROW_BYTES = 128  # a K tile is one 128-byte swizzle row of A and B
 SWIZZLE_ATOM_ROWS = 8  # the 128-byte swizzle repeats every 8 rows (1024 bytes)
 INPUT_TYPES = ("bfloat16", "float8_e4m3fn")  # A and B; C is bfloat16, accumulation float32
@@ -83,6 +77,12 @@ def tile_rows(a_rows: int = TILE_M) -> int:
     return TILE_M if check_a_rows(a_rows) == TILE_M else TILE_M // CONSUMERS
 
 
+def computing_consumers(a_rows: int = TILE_M) -> int:
+    """Consumer warpgroups that compute: :data:`CONSUMERS` over a 128-row tile, 1 over a
+    64-row one (:func:`tile_rows`; the other zeroes A's unloaded rows and exits)."""
+    return CONSUMERS if tile_rows(a_rows) == TILE_M else 1
+
+
 def requests(
     dtype: str = "bfloat16", tile_n: int = TILE_N, a_rows: int = TILE_M
 ) -> list[BufferRequest]:
@@ -97,7 +97,7 @@ def requests(
     gets the bytes (8 KiB a stage fewer, 16 KiB of C staging fewer: deeper rings).
     """
     rows, k, cols = TILE_M // CONSUMERS, tile_k(dtype), epilogue_cols(tile_n)
-    computing = 1 if tile_rows(a_rows) < TILE_M else CONSUMERS
+    computing = computing_consumers(a_rows)
     return [
         BufferRequest("A", (tile_rows(a_rows), k), dtype, swizzle="128B", per_stage=True),
         BufferRequest("B", (check_tile_n(tile_n), k), dtype, swizzle="128B", per_stage=True),
