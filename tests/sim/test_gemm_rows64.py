@@ -32,6 +32,10 @@ def test_64_row_tiles_get_the_bytes_of_the_unused_rows_as_stages():
     # two 64 x 64 bf16 tiles = 16384. (232448 - 16384) / 24592 = 8.79: 8 stages (6 with
     # 128-row tiles: (232448 - 32768) / (16384 + 16384 + 16) = 6.09)
     assert gemm_plan.tile_rows(64) == 64 and gemm_plan.tile_rows(128) == 128
+    assert [gemm_plan.computing_consumers(r) for r in (128, 64, 32, 16)] == [2, 1, 1, 1]
+    for bad in (48, 64.0, True, -64):
+        with pytest.raises(GemmShapeError, match="a stage loads one of"):
+            gemm_plan.computing_consumers(bad)
     assert gemm_plan.stages("sm_90a", "bfloat16", 128, a_rows=64).stages == 8
     assert gemm_plan.stages("sm_90a", "bfloat16", 128).stages == 6
     # 64 x 256: (232448 - 16384) / (8192 + 32768 + 16) = 5.27: 5 stages
