@@ -599,6 +599,41 @@ def test_the_stream_k_grid_benchmark_lists_every_capped_grid(drv, monkeypatch):
     assert [g.ctas for g, _ in found[1:6]] == [32, 64, 96, 128, 132]
 
 
+def test_the_64_row_sweep_builds_every_64_row_configuration(drv, monkeypatch):
+    """benchmarks/gemm_rows64.py (loaded with a stand-in torch): bf16 has widths 256, 192,
+    128, 96 and 64 alone, in pairs from 96 up and as stream-K from 128 up; promoted fp8 the
+    widths whose two fragments fit (192, 128, 96, 64), promoted every two K tiles."""
+    import importlib.util
+    import pathlib
+    import sys
+    from types import SimpleNamespace
+
+    from test_gemm_host_inputs import _benchmark_module
+
+    monkeypatch.setitem(sys.modules, "gemm", _benchmark_module(monkeypatch))
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace())
+    path = pathlib.Path(__file__).parents[2] / "benchmarks" / "gemm_rows64.py"
+    spec = importlib.util.spec_from_file_location("gemm_rows64", path)
+    assert spec is not None and spec.loader is not None
+    sweep = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sweep)
+    gemms, labels = sweep.kernels("bfloat16")
+    assert labels == [
+        "r256x1", "r192x1", "r128x1", "r96x1", "r64x1",
+        "r256x2", "r192x2", "r128x2", "r96x2",
+        "r256s", "r192s", "r128s",
+    ]  # fmt: skip
+    assert {g.a_rows for g in gemms} == {64}
+    assert [g.program.name for g in gemms[:1] + gemms[5:6] + gemms[9:10]] == [
+        "hopper_gemm_persistent_a64",
+        "hopper_gemm_persistent_cluster2_a64",
+        "hopper_gemm_persistent_a64_streamk",
+    ]
+    gemms, labels = sweep.kernels("float8_e4m3fn")
+    assert labels[:4] == ["r192x1", "r128x1", "r96x1", "r64x1"] and len(labels) == 9
+    assert all(g.promote and g.promote_every == 2 for g in gemms)
+
+
 # -- programmatic stream serialization ---------------------------------------------------------
 
 

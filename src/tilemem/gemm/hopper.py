@@ -1413,19 +1413,19 @@ def _stream_k_width(m, n, k, sms, dtype, widths, tiled_config) -> int | None:
     return None
 
 
-# Relative cost of one column of a 64-row CTA tile (a_rows 64: one consumer warpgroup
-# computes 64 x w), in the unit of WIDTH_COST: a round of 128 x w tiles costs w *
-# WIDTH_COST[w] a K step, a round of 64 x w tiles w * ROWS64_COST[w]. Fitted to one H200 run
-# (2026-12-02 23:30 UTC; docs/PERFORMANCE.md, "64-row tiles"): every 64-row width beside the
-# policy on the 45 shapes of M >= 64 of the small and inference sets, both types. Where both
-# ran one round of tiles, the ratio of their times gave 0.58-0.71 for 64 x 256 (0.68 on 128
-# tiles: 512 x 4096 x 4096), 0.68-0.81 for 64 x 192 and 0.86-0.93 for 64 x 128 (bf16); a grid
-# search over the 45 bf16 shapes found no better geometric mean than these values
-# (in-sample). A 64-row tile pays where it fills the SMs and 128-row tiles of half the width
-# would not (1024^3: 128 tiles of 64 x 128 ran 1.11 times as fast as 128 of 128 x 64; cuBLAS
-# runs the same tile there). Promoted fp8 (ROWS64_COST_PROMOTED): the one consumer does its
-# fp32 adds with no second warpgroup's wgmmas beside them, so wide tiles cost more; fitted
-# the same way.
+# Relative cost of one column of a 64-row CTA tile (a_rows 64: one consumer warpgroup computes
+# 64 x w), in the unit of WIDTH_COST: a round of 128 x w tiles costs w * WIDTH_COST[w] a K
+# step, a round of 64 x w tiles w * ROWS64_COST[w]. Fitted to one H200 run of
+# benchmarks/gemm_rows64.py (2026-12-02 23:30 UTC; docs/PERFORMANCE.md, "64-row tiles"): every
+# 64-row width beside the policy on the 45 shapes of M >= 64 of the small and inference sets,
+# both types. Where both ran one round of tiles, the ratio of their times gave 0.58-0.71 for 64
+# x 256 (0.68 on 128 tiles: 512 x 4096 x 4096), 0.68-0.81 for 64 x 192 and 0.86-0.93 for 64 x
+# 128 (bf16); the values for these three lie in those ranges, and all five were chosen on the
+# same 45 bf16 shapes (in-sample, as WIDTH_COST's were). A 64-row tile pays where it fills the
+# SMs and 128-row tiles of half the width would not (1024^3: 128 tiles of 64 x 128 ran 1.11
+# times as fast as 128 of 128 x 64; cuBLAS runs the same tile there). Promoted fp8
+# (ROWS64_COST_PROMOTED): the one consumer does its fp32 adds with no second warpgroup's wgmmas
+# beside them, so wide tiles cost more; fitted the same way.
 ROWS64_COST = {256: 0.68, 192: 0.80, 128: 0.90, 96: 1.25, 64: 1.9}
 ROWS64_COST_PROMOTED = {192: 0.90, 128: 0.90, 96: 1.25, 64: 1.5}
 
