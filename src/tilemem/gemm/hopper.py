@@ -114,7 +114,9 @@ class Segment:
 class Schedule:
     """Which tiles a CTA computes. A cluster of ``cluster_m`` CTAs takes work units: a unit is
     ``cluster_m`` vertically adjacent tiles sharing one N tile, CTA ``rank`` computing M tile
-    ``unit_m * cluster_m + rank``; cluster ``c`` takes units ``c, c + clusters, ...``."""
+    ``unit_m * cluster_m + rank``; cluster ``c`` takes units ``c, c + clusters, ...``. A
+    cluster of ``cluster_n`` CTAs likewise takes ``cluster_n`` horizontally adjacent tiles
+    sharing one M tile, CTA ``rank`` computing N tile ``unit_n * cluster_n + rank``."""
 
     m_tiles: Any
     n_tiles: Any
@@ -126,18 +128,26 @@ class Schedule:
     stream_k: bool = False  # the K steps of all tiles split evenly over the grid (segments)
     m_group: Any = 1  # stream-K: CTAs that take the same N tile and K steps (a kernel parameter)
     tile_m: int = TILE_M  # rows of C a tile covers: 128, or 64 where one consumer computes
+    cluster_n: int = 1  # CTAs of a cluster along N (sharing A); 1 where cluster_m is not
+
+    @property
+    def size(self) -> int:
+        """CTAs in a cluster (1 without clusters)."""
+        return self.cluster_m * self.cluster_n
 
     def units(self):
-        """(units this CTA's cluster takes, its first unit, the unit stride, M units)."""
-        cm = self.cluster_m
+        """(units this CTA's cluster takes, its first unit, the unit stride, M units, N
+        units)."""
+        cm, cn = self.cluster_m, self.cluster_n
         m_units = self.m_tiles if cm == 1 else (self.m_tiles + cm - 1) // cm
-        first = T.let("cluster_id", T.block_id() // cm)
-        stride = T.let("clusters", T.grid_dim() // cm)
-        total = m_units * self.n_tiles
+        n_units = self.n_tiles if cn == 1 else (self.n_tiles + cn - 1) // cn
+        first = T.let("cluster_id", T.block_id() // self.size)
+        stride = T.let("clusters", T.grid_dim() // self.size)
+        total = m_units * n_units
         if not isinstance(self.splits, int):
             total = total * self.splits
         count = T.let("my_units", (total - first + stride - 1) // stride)
-        return count, first, stride, m_units
+        return count, first, stride, m_units, n_units
 
     def segments(self) -> StreamK:
         """Stream-K (``stream_k``). The grid is ``groups`` groups of ``m_group`` CTAs; a
@@ -187,30 +197,33 @@ class Schedule:
         """(M tile, N tile, K range) of this CTA in its ``i``-th unit; ``units`` from
         :meth:`units`. With split-K, unit ``u`` is K range ``u % splits`` of tile ``u / splits``
         (the ranges of one tile run side by side); otherwise the K range is 0 (all of K)."""
-        _, first, stride, m_units = units
+        _, first, stride, m_units, n_units = units
         unit = T.let("unit", first + i * stride)
         split: Any = 0
         if not isinstance(self.splits, int):
             split = T.let("split", unit % self.splits)
             unit = T.let("tile_unit", unit // self.splits)
-        m_unit, n_tile = tile_coords(unit, m_units, self.n_tiles, self.group_m)
+        m_unit, n_unit = tile_coords(unit, m_units, n_units, self.group_m)
+        if self.cluster_n > 1:
+            return m_unit, T.let("n_tile", n_unit * self.cluster_n + self.rank), split
         if self.cluster_m == 1:
-            return m_unit, n_tile, split
-        return T.let("m_tile", m_unit * self.cluster_m + self.rank), n_tile, split
+            return m_unit, n_unit, split
+        return T.let("m_tile", m_unit * self.cluster_m + self.rank), n_unit, split
 
 
-def _init_barriers(full, empty, cluster_m: int, consumers: int = CONSUMERS) -> None:
+def _init_barriers(full, empty, size: int, consumers: int = CONSUMERS) -> None:
     """Thread 0 arms each stage's barriers: ``full`` for the producer's one arrival (plus the
     TMA bytes), ``empty`` for one arrival per computing consumer warpgroup (``consumers``)
-    of every CTA in the cluster (each of them reads B that this CTA's producer multicasts).
+    of every CTA in the cluster of ``size`` (each of them reads the share of B, or of A, that
+    this CTA's producer multicasts).
     Then the block, or the whole cluster, syncs so no peer arrives on a barrier before it
     exists."""
     with T.If(T.thread_id() == 0):
         for s in range(full.shape[0]):
             T.ptx.mbarrier.init((full, s), 1)
-            T.ptx.mbarrier.init((empty, s), consumers * cluster_m)
+            T.ptx.mbarrier.init((empty, s), consumers * size)
         T.ptx.fence.mbarrier_init()
-    if cluster_m > 1:
+    if size > 1:
         T.ptx.cluster.sync()
     else:
         T.cuda.syncthreads()
@@ -246,24 +259,34 @@ def _stage_and_phase(step, stages: int):
 
 def _producer(tma_a, tma_b, a, b, full, empty, sched: Schedule, a_rows: int = TILE_M) -> None:
     """Per K step: wait for the stage to be free everywhere it is read, arm ``full`` with the
-    stage's bytes, load this CTA's A tile and its share of B. With a cluster, B's
+    stage's bytes, load this CTA's A tile and its share of B. With a cluster along M, B's
     ``TILE_N / cluster_m`` rows of this rank are multicast into every CTA of the cluster, which
-    all compute the same N tile, so each CTA's ``full`` barrier still receives a whole stage."""
+    all compute the same N tile; along N, A's ``a_rows / cluster_n`` rows likewise (they all
+    compute the same M tile). So each CTA's ``full`` barrier still receives a whole stage."""
     stages, tk, tile_n = a.shape[0], a.shape[-1], b.shape[1]
     stage_bytes = (a.nbytes * a_rows // a.shape[1] + b.nbytes) // stages  # A: the top a_rows
-    k_tiles, cluster_m = sched.k_tiles, sched.cluster_m
-    b_rows = tile_n // cluster_m
+    k_tiles, cm, cn = sched.k_tiles, sched.cluster_m, sched.cluster_n
+    everyone = (1 << sched.size) - 1 if sched.size > 1 else None
+    # the first row of this rank's share of the A tile and of the B tile
+    a_row = sched.rank * (a_rows // cn) if cn > 1 else 0
+    b_row = sched.rank * (tile_n // cm) if cm > 1 else 0
 
     def load(s, phase, k0, m_tile, n_tile) -> None:
         T.ptx.mbarrier.wait((empty, s), phase ^ 1)
         T.ptx.mbarrier.arrive_expect_tx((full, s), stage_bytes)
-        T.ptx.tma.load(tma_a, (a, s, 0, 0), (full, s), [k0, m_tile * sched.tile_m])
+        T.ptx.tma.load(
+            tma_a,
+            (a, s, a_row, 0),
+            (full, s),
+            [k0, m_tile * sched.tile_m + a_row],
+            multicast_mask=everyone if cn > 1 else None,
+        )
         T.ptx.tma.load(
             tma_b,
-            (b, s, sched.rank * b_rows, 0),
+            (b, s, b_row, 0),
             (full, s),
-            [k0, n_tile * tile_n + sched.rank * b_rows],
-            multicast_mask=(1 << cluster_m) - 1 if cluster_m > 1 else None,
+            [k0, n_tile * tile_n + b_row],
+            multicast_mask=everyone if cm > 1 else None,
         )
 
     if sched.stream_k:
@@ -289,14 +312,14 @@ def _producer(tma_a, tma_b, a, b, full, empty, sched: Schedule, a_rows: int = TI
     T.ptx.griddepcontrol.launch_dependents()
 
 
-def _release(empty, stage, cluster_m: int) -> None:
+def _release(empty, stage, size: int) -> None:
     """One arrival per consumer warpgroup on the stage's ``empty`` barrier of every CTA whose
-    producer wrote into it (all of the cluster's)."""
+    producer wrote into it (all ``size`` of the cluster's)."""
     with T.If(T.all_of(T.warp_id() % 4 == 0, T.ptx.elect_sync())):
-        if cluster_m == 1:
+        if size == 1:
             T.ptx.mbarrier.arrive((empty, stage))
         else:
-            for rank in range(cluster_m):
+            for rank in range(size):
                 T.ptx.mbarrier.arrive_cluster((empty, stage), rank)
 
 
@@ -337,14 +360,14 @@ def _mainloop(
         first = 0 if part is not None else (kt > 0)  # a promoted K tile starts from zero
         _k_tile(acc if part is None else part, a, b, full, s, phase, consumer, first)
         if part is not None:
-            _promote(acc, part, empty, s, sched.cluster_m)
+            _promote(acc, part, empty, s, sched.size)
         else:
             T.ptx.wgmma.wait_group(1)  # K tile kt - 1 is done: its stage may be refilled
             with T.If(kt > 0):
-                _release(empty, (first_step + kt - 1) % stages, sched.cluster_m)
+                _release(empty, (first_step + kt - 1) % stages, sched.size)
     if part is None:
         T.ptx.wgmma.wait_group(0)
-        _release(empty, (first_step + k_tiles - 1) % stages, sched.cluster_m)
+        _release(empty, (first_step + k_tiles - 1) % stages, sched.size)
 
 
 def _k_tile(frag, a, b, full, stage, phase, consumer, first) -> None:
@@ -396,11 +419,11 @@ def _promote_group(acc, part, a, b, full, empty, consumer, step, count: int, sch
         stages.append(s)
     for j, s in enumerate(stages[:-1]):
         T.ptx.wgmma.wait_group(count - 1 - j)
-        _release(empty, s, sched.cluster_m)
-    _promote(acc, part, empty, stages[-1], sched.cluster_m)
+        _release(empty, s, sched.size)
+    _promote(acc, part, empty, stages[-1], sched.size)
 
 
-def _promote(acc, part, empty, stage, cluster_m: int) -> None:
+def _promote(acc, part, empty, stage, size: int) -> None:
     """fp32 promotion of one K tile's fp8 sums (or of a group's, ``promote_every``): wait for
     its wgmmas, free its (last) stage, and add ``part`` into ``acc`` with the consumer's own
     fp32 adds.
@@ -418,7 +441,7 @@ def _promote(acc, part, empty, stage, cluster_m: int) -> None:
     most of the cost); ``promote_every`` = 2 halves the adds and the waits for a 256-term sum
     in the wgmma's accumulator."""
     T.ptx.wgmma.wait_group(0)  # the K tile's wgmmas are done: part holds its sum
-    _release(empty, stage, cluster_m)
+    _release(empty, stage, size)
     for i in range(acc.shape[0]):
         acc[i] = acc[i] + part[i]
 
@@ -639,6 +662,31 @@ def _take_over(acc, work, flags, consumer, sk: StreamK, peers_end, size) -> None
             acc[r] = acc[r] + work[row + r, t]
 
 
+def _check_cluster_n(cluster_n, cluster_m: int, a_rows, split_k, stream_k) -> None:
+    """GemmShapeError unless ``cluster_n`` (CTAs along N sharing A) is 1, or one of
+    :data:`CLUSTER_SIZES` in a kernel whose CTAs do not also pair along M, that neither
+    splits K nor streams it, and whose A rows split into shares TMA can load (whole 8-row
+    swizzle atoms: ``a_rows / cluster_n`` one of :data:`~.plan.A_ROWS`)."""
+    if type(cluster_n) is not int or cluster_n not in CLUSTER_SIZES:
+        raise GemmShapeError(
+            f"cluster_n is one of {CLUSTER_SIZES} (CTAs sharing A by multicast), got {cluster_n!r}"
+        )
+    if cluster_n == 1:
+        return
+    if cluster_m != 1 or split_k or stream_k:
+        raise GemmShapeError(
+            f"cluster_n={cluster_n} (CTAs along N sharing A) runs with cluster_m=1, without "
+            f"split-K or stream-K; got cluster_m={cluster_m}, split_k={split_k}, "
+            f"stream_k={stream_k}"
+        )
+    if a_rows not in gemm_plan.A_ROWS or a_rows // cluster_n not in gemm_plan.A_ROWS:
+        raise GemmShapeError(
+            f"a_rows={a_rows!r} does not split into {cluster_n} multicast shares of "
+            f"{gemm_plan.A_ROWS} rows (a_rows / cluster_n = {a_rows / cluster_n}): use a "
+            "smaller cluster_n or more rows of A"
+        )
+
+
 def hopper_gemm_persistent(
     cluster_m: int = 1,
     dtype: str = "bfloat16",
@@ -648,6 +696,7 @@ def hopper_gemm_persistent(
     promote: bool = False,
     promote_every: int = 1,
     stream_k: bool = False,
+    cluster_n: int = 1,
 ) -> KernelProgram:
     """The kernel: ``(tma_a, tma_b, tma_c, m_tiles, n_tiles, k_tiles, group_m)``, 384 threads,
     launched with at most one CTA per SM. ``cluster_m`` = 2 or 4 groups CTAs of adjacent M
@@ -689,6 +738,7 @@ def hopper_gemm_persistent(
         raise GemmShapeError(
             f"cluster_m is one of {CLUSTER_SIZES} (CTAs sharing B by multicast), got {cluster_m}"
         )
+    _check_cluster_n(cluster_n, cluster_m, a_rows, split_k, stream_k)
     if split_k and cluster_m != 1:
         raise GemmShapeError(
             f"split-K runs CTAs alone (its units are K ranges, not M tiles sharing B), got "
@@ -712,6 +762,7 @@ def hopper_gemm_persistent(
     gemm_plan.a_box(a_rows, dtype)  # a known row count
     gemm_plan.b_share(cluster_m, dtype, tile_n=tile_n)  # the multicast split is whole atoms
     name = "hopper_gemm_persistent" + (f"_cluster{cluster_m}" if cluster_m > 1 else "")
+    name += f"_clustern{cluster_n}" if cluster_n > 1 else ""
     name += "_e4m3" if dtype == "float8_e4m3fn" else ""
     name += f"_n{gemm_plan.check_tile_n(tile_n)}" if tile_n != TILE_N else ""
     name += f"_a{a_rows}" if a_rows != TILE_M else ""
@@ -732,11 +783,12 @@ def hopper_gemm_persistent(
             for tmap in (tma_a, tma_b, tma_c):
                 if tmap is not None:
                     T.ptx.tma.prefetch_descriptor(tmap)
-        _init_barriers(full, empty, cluster_m, gemm_plan.computing_consumers(a_rows))
+        size = cluster_m * cluster_n
+        _init_barriers(full, empty, size, gemm_plan.computing_consumers(a_rows))
         # launched with programmatic serialization (HopperGemm(programmatic=True)), the set-up
         # above ran under the previous kernel's tail; nothing touched global memory yet
         T.ptx.griddepcontrol.wait()
-        rank = T.let("cta_rank", T.ptx.cluster.ctarank()) if cluster_m > 1 else 0
+        rank = T.let("cta_rank", T.ptx.cluster.ctarank()) if size > 1 else 0
         sched = Schedule(
             m_tiles,
             n_tiles,
@@ -748,6 +800,7 @@ def hopper_gemm_persistent(
             stream_k,
             m_group,
             gemm_plan.tile_rows(a_rows),
+            cluster_n,
         )
         warpgroup = T.let("warpgroup", T.warp_id() // 4)
         with T.If(warpgroup == 0):
@@ -772,7 +825,7 @@ def hopper_gemm_persistent(
                     promote,
                     promote_every,
                 )
-        if cluster_m > 1:  # no CTA leaves while a peer may still arrive on its barriers
+        if size > 1:  # no CTA leaves while a peer may still arrive on its barriers
             T.ptx.cluster.sync()
 
     if stream_k:
@@ -923,6 +976,8 @@ class HopperGemm:
     to that, CTAs alone),
     ``promote`` the fp32 promotion of fp8 sums every K tile (:func:`_promote`; widths of
     :data:`PROMOTED_TILE_NS`), or every ``promote_every`` K tiles (:data:`PROMOTE_EVERY`).
+    ``cluster_n`` (with ``cluster_m=1``) the CTAs per cluster along N sharing A, each loading
+    ``a_rows / cluster_n`` of its rows and multicasting them.
     ``programmatic`` True launches the kernel with programmatic stream serialization: its
     CTAs may start (barrier set-up, register reallocation) while the stream's previous kernel
     ends, and every thread waits (``griddepcontrol.wait``) for that kernel to complete before
@@ -947,6 +1002,7 @@ class HopperGemm:
         promote_every: int = 1,
         stream_k: bool = False,
         programmatic: bool | None = None,
+        cluster_n: int = 1,
     ):
         _check_group_m(group_m)
         _check_programmatic(programmatic)
@@ -954,19 +1010,21 @@ class HopperGemm:
         self.group_m, self.cluster_m, self.l2_promotion = group_m, cluster_m, l2_promotion
         self.dtype, self.tile_n, self.split_k, self.a_rows = dtype, tile_n, split_k, a_rows
         self.promote, self.promote_every, self.stream_k = promote, promote_every, stream_k
+        self.cluster_n = cluster_n
         self.program = hopper_gemm_persistent(
-            cluster_m, dtype, tile_n, split_k, a_rows, promote, promote_every, stream_k
+            cluster_m, dtype, tile_n, split_k, a_rows, promote, promote_every, stream_k, cluster_n
         )
         self.launcher = Launcher(self.program)
         self.reduce = Launcher(splitk_reduce()) if split_k else None
         self.plan = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n, a_rows)
         self.b_share = gemm_plan.b_share(cluster_m, dtype, tile_n=tile_n)  # B's TMA box
-        # A's TMA box: the plan's A stage, or its top a_rows rows
-        self.a_box = self.plan.buffer("A") if a_rows == TILE_M else gemm_plan.a_box(a_rows, dtype)
+        # A's TMA box: the plan's A stage, its top a_rows rows, or this rank's share of them
+        rows = a_rows // cluster_n
+        self.a_box = self.plan.buffer("A") if rows == TILE_M else gemm_plan.a_box(rows, dtype)
         self.sms = _sm_count(self.launcher.device.device_id, self.program.name)
-        cluster = (cluster_m, 1, 1)
+        self.size = cluster_m * cluster_n  # CTAs in a cluster
         self.max_clusters = (
-            self.launcher.max_active_clusters(cluster) if cluster_m > 1 else self.sms
+            self.launcher.max_active_clusters((self.size, 1, 1)) if self.size > 1 else self.sms
         )
 
     def prepare(
@@ -979,7 +1037,7 @@ class HopperGemm:
         default :func:`split_count`'s) divides the K tiles into that many ranges; for
         stream-K objects it spreads each unit over that many CTA groups (default: the whole
         machine, :func:`stream_k_grid`)."""
-        _check_ctas(ctas, self.cluster_m)
+        _check_ctas(ctas, self.size)
         m, k, n = _check_layout(a, b, c, self.dtype)
         if self.a_rows < TILE_M // CONSUMERS and m > self.a_rows:
             raise GemmShapeError(
@@ -1095,16 +1153,16 @@ class HopperGemm:
         )
         if self.stream_k:
             return self._launch_stream_k(maps, tiles, ctas, splits)
-        cm = self.cluster_m
+        size = self.size
         if self.max_clusters < 1:
             raise GemmShapeError(
-                f"{self.program.name}: this device holds no cluster of {cm} CTAs at once "
+                f"{self.program.name}: this device holds no cluster of {size} CTAs at once "
                 f"(cuOccupancyMaxActiveClusters gave {self.max_clusters}; {self.sms} SMs): "
-                "use cluster_m=1"
+                "use cluster_m=1 and cluster_n=1"
             )
-        units = ceil_div(tiles[0], cm) * tiles[1]
-        clusters = min(self.max_clusters, units, max(1, (ctas or self.sms) // cm))
-        grid, cluster = (clusters * cm,), ((cm, 1, 1) if cm > 1 else None)
+        units = ceil_div(tiles[0], self.cluster_m) * ceil_div(tiles[1], self.cluster_n)
+        clusters = min(self.max_clusters, units, max(1, (ctas or self.sms) // size))
+        grid, cluster = (clusters * size,), ((size, 1, 1) if size > 1 else None)
         programmatic = self.launches_programmatically(grid[0])
 
         def launch(stream=None) -> None:
@@ -1577,18 +1635,18 @@ class AutoGemm:
         self.prepare(a, b, c)(stream)
 
 
-def _check_ctas(ctas, cluster_m: int) -> None:
+def _check_ctas(ctas, size: int) -> None:
     """GemmShapeError unless ``ctas`` (a cap on the grid) is None or an int holding at least
-    one cluster of ``cluster_m`` CTAs: a smaller cap would still launch a whole cluster."""
+    one cluster of ``size`` CTAs: a smaller cap would still launch a whole cluster."""
     if ctas is None:
         return
     if type(ctas) is not int or ctas < 1:
         raise GemmShapeError(f"ctas caps the grid at a positive number of CTAs, got {ctas!r}")
-    if ctas < cluster_m:
+    if ctas < size:
         raise GemmShapeError(
             f"ctas={ctas} is below one cluster: this GEMM launches CTAs in clusters of "
-            f"{cluster_m} (cluster_m={cluster_m}), so the grid takes at least {cluster_m}; pass "
-            f"ctas >= {cluster_m} or use cluster_m=1"
+            f"{size}, so the grid takes at least {size}; pass ctas >= {size} or use "
+            "cluster_m=1 and cluster_n=1"
         )
 
 
