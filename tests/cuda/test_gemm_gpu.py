@@ -266,6 +266,33 @@ def test_64_row_tiles_give_the_fp32_product_for_any_m(torch, m, kwargs):
     assert bool(torch.isfinite(c).all()) and err < 1e-2, err
 
 
+@pytest.mark.parametrize(
+    ("m", "n", "kwargs"),
+    [
+        (200, 1032, {"tile_n": 96}),  # 2 M tiles x 11 N tiles: the last pair's second past N
+        (1000, 1000, {"tile_n": 192, "cluster_n": 4}),  # ragged M, N and K in fours
+        (130, 1032, {"tile_n": 128, "a_rows": 64}),  # 64-row tiles, A shares of 32 rows
+        (20, 1032, {"tile_n": 64, "a_rows": 32}),  # M <= 32: A shares of 16 rows
+        (200, 1032, {"tile_n": 128, "dtype": "float8_e4m3fn", "promote": True}),
+    ],
+)
+def test_clusters_along_n_give_the_fp32_product(torch, m, n, kwargs):
+    from tilemem.gemm.hopper import HopperGemm
+
+    gemm = HopperGemm(**{"cluster_m": 1, "cluster_n": 2, **kwargs})
+    kind = torch.float8_e4m3fn if gemm.dtype == "float8_e4m3fn" else torch.bfloat16
+    gen = torch.Generator(device="cuda").manual_seed(m + n)
+    a = torch.randn(m, 1000, device="cuda", generator=gen).to(kind)
+    b = torch.randn(n, 1000, device="cuda", generator=gen).to(kind)
+    ref = a.float() @ b.float().T
+    for ctas in (None, 2 * gemm.size):  # one unit a cluster, or many units over one cluster
+        c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+        gemm.prepare(a, b, c, ctas=ctas)()
+        torch.cuda.synchronize()
+        err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
+        assert bool(torch.isfinite(c).all()) and err < 1e-2, (ctas, err)
+
+
 def test_a_small_m_kernel_refuses_more_rows_than_it_loads(torch):
     from tilemem.gemm.hopper import HopperGemm
 
