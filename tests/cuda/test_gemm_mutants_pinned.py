@@ -137,7 +137,8 @@ def test_barrier_counts_and_release_arrivals(cluster_m):
     # `full` completes on the producer's arrive.expect_tx; `empty` on one arrival from each
     # of the 2 consumer warpgroups of every CTA whose B share was multicast into the stage
     # (all cluster_m of them); a release arrives on that stage's `empty` in every CTA of the
-    # cluster (ranks 0..cluster_m-1), once inside the K loop and once after it
+    # cluster (ranks 0..cluster_m-1: lane r of the warpgroup's first warp on rank r, lanes
+    # r < cluster_m only), once inside the K loop and once after it
     src = _source(cluster_m)
     inits = asm_ops(src, "mbarrier.init")
     counts = [(a.split("*)")[1].split(" ")[0], evaluate(c)) for a, c in inits]
@@ -147,7 +148,10 @@ def test_barrier_counts_and_release_arrivals(cluster_m):
         assert "mapa" not in src
     else:
         remote = asm_ops(src, "{\\n.reg .b32 remote;\\nmapa")
-        assert [evaluate(rank) for _, rank in remote] == list(range(cluster_m)) * 2
+        assert len(remote) == 2
+        for _, rank in remote:
+            assert [evaluate(rank, tx=128 + t) for t in range(32)] == list(range(32))
+        assert src.count(f"(((int)threadIdx.x % 32) < {cluster_m}))") == 2
 
 
 @pytest.mark.parametrize(

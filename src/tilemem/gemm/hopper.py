@@ -314,13 +314,17 @@ def _producer(tma_a, tma_b, a, b, full, empty, sched: Schedule, a_rows: int = TI
 
 def _release(empty, stage, size: int) -> None:
     """One arrival per consumer warpgroup on the stage's ``empty`` barrier of every CTA whose
-    producer wrote into it (all ``size`` of the cluster's)."""
-    with T.If(T.all_of(T.warp_id() % 4 == 0, T.ptx.elect_sync())):
-        if size == 1:
+    producer wrote into it (all ``size`` of the cluster's). In a cluster, lane ``r`` of the
+    warpgroup's first warp arrives on CTA ``r``'s barrier, the ``size`` remote arrivals side
+    by side: one elected thread arriving on each CTA in turn made 2x1 clusters 9-12% slower
+    than the same tiles with these arrivals, and slower than CTAs alone (H200, three one-wave
+    bf16 shapes, docs/PERFORMANCE.md "Cluster arrivals in parallel")."""
+    if size == 1:
+        with T.If(T.all_of(T.warp_id() % 4 == 0, T.ptx.elect_sync())):
             T.ptx.mbarrier.arrive((empty, stage))
-        else:
-            for rank in range(size):
-                T.ptx.mbarrier.arrive_cluster((empty, stage), rank)
+    else:
+        with T.If(T.all_of(T.warp_id() % 4 == 0, T.lane_id() < size)):
+            T.ptx.mbarrier.arrive_cluster((empty, stage), T.lane_id())
 
 
 def _mainloop(
