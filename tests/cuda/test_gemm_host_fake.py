@@ -603,20 +603,7 @@ def test_the_64_row_sweep_builds_every_64_row_configuration(drv, monkeypatch):
     """benchmarks/gemm_rows64.py (loaded with a stand-in torch): bf16 has widths 256, 192,
     128, 96 and 64 alone, in pairs from 96 up and as stream-K from 128 up; promoted fp8 the
     widths whose two fragments fit (192, 128, 96, 64), promoted every two K tiles."""
-    import importlib.util
-    import pathlib
-    import sys
-    from types import SimpleNamespace
-
-    from test_gemm_host_inputs import _benchmark_module
-
-    monkeypatch.setitem(sys.modules, "gemm", _benchmark_module(monkeypatch))
-    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace())
-    path = pathlib.Path(__file__).parents[2] / "benchmarks" / "gemm_rows64.py"
-    spec = importlib.util.spec_from_file_location("gemm_rows64", path)
-    assert spec is not None and spec.loader is not None
-    sweep = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sweep)
+    sweep = _load_benchmark(monkeypatch, "gemm_rows64")
     gemms, labels = sweep.kernels("bfloat16")
     assert labels == [
         "r256x1", "r192x1", "r128x1", "r96x1", "r64x1",
@@ -729,3 +716,65 @@ def test_a_staged_stream_k_launch_keeps_both_workspaces(drv):
 def test_launches_programmatically_takes_a_positive_int_cta_count(drv, bad):
     with pytest.raises(GemmShapeError, match=r"launches_programmatically's ctas"):
         HopperGemm(cluster_m=1).launches_programmatically(bad)
+
+
+def _load_benchmark(monkeypatch, name: str):
+    """benchmarks/NAME.py, loaded with a stand-in torch and benchmarks/gemm.py's helpers."""
+    import importlib.util
+    import pathlib
+    import sys
+    from types import SimpleNamespace
+
+    from test_gemm_host_inputs import _benchmark_module
+
+    monkeypatch.setitem(sys.modules, "gemm", _benchmark_module(monkeypatch))
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace())
+    path = pathlib.Path(__file__).parents[2] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_cluster_sweep_builds_pairs_along_m_and_n(drv, monkeypatch):
+    """benchmarks/gemm_clusters.py: 2x1 and 1x2 clusters at every width, 128-row then 64-row
+    tiles; the policy's tiled configurations alone become 2x1 pairs over two or more M tiles,
+    else 1x2 over two or more N tiles, and nothing else changes."""
+    sweep = _load_benchmark(monkeypatch, "gemm_clusters")
+    found = sweep.cluster_variants("bfloat16")
+    labels = [label for label, _ in found]
+    assert labels[:5] == ["m256", "m192", "m128", "m96", "m64"] and len(labels) == 20
+    assert labels[5] == "m256r" and labels[10] == "n256" and labels[-1] == "n64r"
+    names = {label: g.program.name for label, g in found}
+    assert names["m96"] == "hopper_gemm_persistent_cluster2_n96"
+    assert names["n128r"] == "hopper_gemm_persistent_clustern2_n128_a64"
+    assert len(sweep.cluster_variants("float8_e4m3fn")) == 16
+    auto = sweep.hopper.AutoGemm()
+    auto.sms = 132
+    # 256 x 6144 x 4096: 64 x 192 tiles alone (docs/verification device check 8) -> 2x1 pairs
+    assert auto.config(256, 6144, 4096) == (192, 1, 1, 64, False)
+    assert sweep.pairs_for(auto, 256, 6144, 4096) == (192, 64, 2, 1)
+    # one M tile of 64 rows over 96 N tiles: 1x2 pairs
+    assert auto.config(64, 6144, 4096)[1:] == (1, 1, 64, False)
+    assert sweep.pairs_for(auto, 64, 6144, 4096)[2:] == (1, 2)
+    # clusters already (8192^3: 256 x 2), stream-K (256 x 4096 x 14336): unchanged
+    assert auto.config(8192, 8192, 8192)[1] == 2 and sweep.pairs_for(auto, 8192, 8192, 8192) is None
+    assert auto.config(256, 4096, 14336)[4] and sweep.pairs_for(auto, 256, 4096, 14336) is None
+
+
+def test_the_arrivals_benchmark_rebuilds_the_serial_release(drv, monkeypatch):
+    """benchmarks/gemm_clusters.py's releasing_serially(): one elected thread arriving on
+    rank 0's, then rank 1's barrier, as before the arrivals went side by side; and the
+    library's own release again once it ends."""
+    from csource import asm_ops, evaluate
+
+    sweep = _load_benchmark(monkeypatch, "gemm_clusters")
+    hopper = sweep.hopper
+    with sweep.releasing_serially():
+        old = hopper.hopper_gemm_persistent(cluster_m=2).source
+    new = hopper.hopper_gemm_persistent(cluster_m=2).source
+    remote = "{\\n.reg .b32 remote;\\nmapa"
+    assert [evaluate(rank) for _, rank in asm_ops(old, remote)] == [0, 1, 0, 1]
+    assert len(asm_ops(new, remote)) == 2 and "% 32) < 2))" in new
+    assert hopper._release is not sweep.serial_release
