@@ -228,8 +228,10 @@ def _smi(query: str) -> str:
 def name(gemm: Gemm) -> str:
     """Column name: ``tilemem`` for the per-shape policy (``unpromoted``: fp8 without
     promotion, ``promote1`` / ``promote2``: fp8 promoted every K tile / every two where that
-    is not the default, ``plain``: launched without programmatic stream serialization),
-    ``WIDTHxCLUSTER`` for a fixed one."""
+    is not the default, ``plain``: launched without programmatic stream serialization,
+    ``l2=BYTES``: with that TMA L2 promotion), ``WIDTHxCLUSTER`` for a fixed one."""
+    if isinstance(gemm, L2Policy):
+        return f"l2={gemm.l2_promotion}"
     if isinstance(gemm, AutoGemm):
         if gemm.programmatic is False:
             return "plain"
@@ -344,14 +346,25 @@ def accuracy(ks: list[int], m: int, n: int) -> None:
 POLICY_VARIANTS = ("unpromoted", "promote1", "promote2", "plain")
 
 
+class L2Policy(AutoGemm):
+    """The policy with its own TMA L2 promotion (``--variants l2=BYTES``)."""
+
+
 def parse_variants(text: str) -> list[tuple[int, int, bool] | tuple[int, str] | str]:
     """``--variants``: ``WIDTHxCLUSTER`` with an optional trailing ``k`` (split-K) as
     ``(width, cluster, split)``, ``WIDTHs`` (the stream-K kernel, CTAs alone; fp8 promoted
-    where the width allows) as ``(width, "stream-k")``, or a word of :data:`POLICY_VARIANTS`."""
+    where the width allows) as ``(width, "stream-k")``, ``l2=BYTES`` (the policy with that TMA
+    L2 promotion: 0, 64, 128 or 256) as ``(bytes, "l2")``, or a word of
+    :data:`POLICY_VARIANTS`."""
     out: list[tuple[int, int, bool] | tuple[int, str] | str] = []
     for v in text.split(","):
         if v in POLICY_VARIANTS:
             out.append(v)
+        elif v.startswith("l2="):
+            size = int(v.removeprefix("l2="))
+            if size not in (0, 64, 128, 256):
+                raise ValueError(f"l2=BYTES takes 0, 64, 128 or 256, got {size}")
+            out.append((size, "l2"))
         elif v.endswith("s"):
             out.append((int(v.removesuffix("s")), "stream-k"))
         elif v:
@@ -373,6 +386,9 @@ def make_variants(configs, dtype: str, group_m: int, l2_promotion: int) -> list[
                 every = 2 if config == "promote2" else 1
                 promote = config != "unpromoted"
                 fixed.append(AutoGemm(group_m, dtype, l2_promotion, promote, every))
+            continue
+        if len(config) == 2 and config[1] == "l2":  # the policy with another L2 promotion
+            fixed.append(L2Policy(group_m, dtype, config[0]))
             continue
         if len(config) == 2:  # stream-K
             tile_n = config[0]

@@ -123,6 +123,18 @@ def test_benchmark_variants_parse_widths_clusters_split_and_unpromoted(monkeypat
     assert bench.parse_variants("") == []
     with pytest.raises(ValueError):
         bench.parse_variants("fast")
+    with pytest.raises(ValueError, match="0, 64, 128 or 256, got 32"):
+        bench.parse_variants("l2=32")
+
+
+def test_the_l2_variants_are_the_policy_with_another_promotion(monkeypatch):
+    bench = _benchmark_module(monkeypatch)
+    configs = bench.parse_variants("l2=128,l2=256")
+    assert configs == [(128, "l2"), (256, "l2")]
+    policy, l2_128, l2_256 = bench.make_variants(configs, "float8_e4m3fn", 8, 0)
+    assert [bench.name(g) for g in (policy, l2_128, l2_256)] == ["tilemem", "l2=128", "l2=256"]
+    assert [g.l2_promotion for g in (policy, l2_128, l2_256)] == [0, 128, 256]
+    assert l2_256.promote and l2_256.promote_every == policy.promote_every
 
 
 def test_the_plain_variant_is_the_policy_launched_without_programmatic_serialization(
