@@ -316,9 +316,10 @@ def _release(empty, stage, size: int) -> None:
     """One arrival per consumer warpgroup on the stage's ``empty`` barrier of every CTA whose
     producer wrote into it (all ``size`` of the cluster's). In a cluster, lane ``r`` of the
     warpgroup's first warp arrives on CTA ``r``'s barrier, the ``size`` remote arrivals side
-    by side: one elected thread arriving on each CTA in turn made 2x1 clusters 9-12% slower
-    than the same tiles with these arrivals, and slower than CTAs alone (H200, three one-wave
-    bf16 shapes, docs/PERFORMANCE.md "Cluster arrivals in parallel")."""
+    by side. One elected thread arriving on each CTA in turn made 2x1 clusters of 128 x 96
+    tiles 17-24% slower than these arrivals do (and slower than the same tiles alone) on three
+    one-wave bf16 shapes, and the policy's fp8 clusters 3-10% slower (H200,
+    docs/PERFORMANCE.md "Cluster arrivals in parallel")."""
     if size == 1:
         with T.If(T.all_of(T.warp_id() % 4 == 0, T.ptx.elect_sync())):
             T.ptx.mbarrier.arrive((empty, stage))
