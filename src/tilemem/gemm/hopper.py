@@ -8,12 +8,14 @@ tiles of its cluster (``Schedule``):
   thread streams the A and B tiles of every K step into the stage ring with TMA, waiting on
   each stage's ``empty`` mbarrier and arming its ``full`` mbarrier with the byte count.
   In a cluster of ``cluster_m`` CTAs (adjacent M tiles, one N tile) each producer loads
-  ``1 / cluster_m`` of B and multicasts it to all of them.
+  ``1 / cluster_m`` of B and multicasts it to all of them; in one of ``cluster_n`` CTAs
+  (adjacent N tiles, one M tile) ``1 / cluster_n`` of A likewise.
 - warpgroups 1 and 2 are the consumers (``setmaxnreg.inc``). Each owns 64 rows of the
   128 x 256 tile: 128 fp32 accumulators a thread, four ``wgmma m64n256`` per 128-byte K tile
   (k16 for bf16, k32 for fp8). One wgmma group stays in flight (``wait_group 1``): the stage
   of K tile ``k - 1`` is released, to every CTA that wrote into it, once the group of tile
-  ``k`` has been issued and the older one has completed. Promoted fp8 (``promote``) sums
+  ``k`` has been issued and the older one has completed (in a cluster, lane ``r`` of the
+  warpgroup's first warp arrives on CTA ``r``'s barrier). Promoted fp8 (``promote``) sums
   each K tile in a second fragment and adds it into the accumulators (:func:`_promote`).
 - the epilogue rounds to bf16, writes 64-column slices (48 for the 240-wide tile) with
   ``stmatrix`` into the consumer's two staging tiles and TMA-stores them; meanwhile the
