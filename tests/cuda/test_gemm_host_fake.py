@@ -157,6 +157,50 @@ def test_ctas_caps_the_grid_in_whole_clusters(drv, ctas, grid):
     assert launch.grid == (grid, 1, 1)
 
 
+def test_clusters_along_n_share_a_in_boxes_of_a_share_of_its_rows(drv):
+    # 300 x 1000 x 320, 128 x 96 tiles in 1x2 clusters: 3 M tiles x ceil(1000 / 96) = 11 N
+    # tiles, ceil(11 / 2) = 6 N units: 18 units of a pair, 60 pairs fit: grid 36, clusters of 2
+    drv.occupancy = {1: 132, 2: 60, 4: 30}
+    HopperGemm(cluster_m=1, cluster_n=2, tile_n=96).prepare(*operands(300, 1000, 320))()
+    ((_, name, query),) = drv.of("occupancy")
+    assert (name, query.cluster) == ("hopper_gemm_persistent_clustern2_n96", (2, 1, 1))
+    _, launch = only_launch(drv)
+    assert (launch.grid, launch.cluster) == ((36, 1, 1), (2, 1, 1))
+    assert ints(launch.params[3:]) == [3, 11, 5, 8]
+    a, b, _ = (drv.map_of(p) for p in launch.params[:3])
+    # A: a rank loads 128 / 2 = 64 rows and multicasts them; B: each CTA its whole 96 rows
+    assert (a["box"], b["box"]) == ([64, 64], [64, 96])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "box_rows", "grid"),
+    [
+        ({"cluster_n": 4, "tile_n": 128}, 32, 24),  # 3 x ceil(8 / 4) = 6 units of 4 CTAs
+        ({"cluster_n": 2, "tile_n": 128, "a_rows": 64}, 32, 40),  # 5 x 4 = 20 units, 64-row tiles
+        ({"cluster_n": 2, "tile_n": 128, "a_rows": 32}, 16, 8),  # M <= 32: 1 x 4 units
+    ],
+)
+def test_clusters_along_n_launch_whole_clusters_of_their_units(drv, kwargs, box_rows, grid):
+    # C of 300 (or 20, for the 32-row kernel) x 1024: 1024 / 128 = 8 N tiles
+    m = 20 if kwargs.get("a_rows") == 32 else 300
+    HopperGemm(**{"cluster_m": 1, **kwargs}).prepare(*operands(m, 1024, 320))()
+    _, launch = only_launch(drv)
+    size = kwargs["cluster_n"]
+    assert (launch.grid, launch.cluster) == ((grid, 1, 1), (size, 1, 1))
+    assert drv.map_of(launch.params[0])["box"] == [64, box_rows]
+
+
+def test_clusters_along_n_cap_the_grid_in_whole_clusters_and_refuse_less(drv):
+    gemm = HopperGemm(cluster_m=1, cluster_n=4, tile_n=128)
+    gemm.prepare(*operands(2560, 2560, 64), ctas=10)()
+    _, launch = only_launch(drv)
+    assert launch.grid == (8, 1, 1)  # 10 // 4 = 2 clusters of 4
+    with pytest.raises(GemmShapeError, match=r"ctas=3 is below one cluster: .* clusters of 4"):
+        gemm.prepare(*operands(2560, 2560, 64), ctas=3)
+    assert len(drv.kernel_launches()) == 1  # refused before anything was mapped or launched
+    assert len(drv.of("occupancy")) == 1
+
+
 def test_a_machine_of_ten_sms_takes_ten_ctas(drv):
     # CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 10; 144 tiles: grid 10
     drv.sms = 10
