@@ -686,7 +686,7 @@ def _check_cluster_n(cluster_n, cluster_m: int, a_rows, split_k, stream_k) -> No
             f"split-K or stream-K; got cluster_m={cluster_m}, split_k={split_k}, "
             f"stream_k={stream_k}"
         )
-    if a_rows not in gemm_plan.A_ROWS or a_rows // cluster_n not in gemm_plan.A_ROWS:
+    if gemm_plan.check_a_rows(a_rows) // cluster_n not in gemm_plan.A_ROWS:
         raise GemmShapeError(
             f"a_rows={a_rows!r} does not split into {cluster_n} multicast shares of "
             f"{gemm_plan.A_ROWS} rows (a_rows / cluster_n = {a_rows / cluster_n}): use a "
@@ -1029,10 +1029,14 @@ class HopperGemm:
         rows = a_rows // cluster_n
         self.a_box = self.plan.buffer("A") if rows == TILE_M else gemm_plan.a_box(rows, dtype)
         self.sms = _sm_count(self.launcher.device.device_id, self.program.name)
-        self.size = cluster_m * cluster_n  # CTAs in a cluster
         self.max_clusters = (
             self.launcher.max_active_clusters((self.size, 1, 1)) if self.size > 1 else self.sms
         )
+
+    @property
+    def size(self) -> int:
+        """CTAs in a cluster (1 without clusters)."""
+        return self.cluster_m * self.cluster_n
 
     def prepare(
         self, a, b, c, ctas: int | None = None, splits: int | None = None
