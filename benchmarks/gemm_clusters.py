@@ -5,6 +5,7 @@ thread arriving on each CTA in turn.
     PYTHONPATH=src python3 benchmarks/gemm_clusters.py arrivals bfloat16,float8_e4m3fn
 
 ``sweep``: ``diag`` times 128 x 96 tiles alone (``a96``), in 2x1 clusters sharing B (``p96``),
+the same pairs built with the earlier serial release (``p96serial``, :func:`serial_release`),
 launched plainly (``nopdl``), in 1x2 clusters sharing A (``n96``), and 64 x 192 tiles alone and
 in 2x1 clusters (``r192``, ``r192p``) on three one-wave bf16 shapes (``DIAG`` lines); then, for
 each type, every shape of benchmarks/gemm.py's small and inference sets with the policy
@@ -40,6 +41,7 @@ DIAG_SHAPES = [(256, 6144, 4096), (512, 4096, 4096), (256, 10240, 8192)]
 DIAG = [  # label, HopperGemm arguments
     ("a96", dict(cluster_m=1, tile_n=96)),
     ("p96", dict(cluster_m=2, tile_n=96)),
+    ("p96serial", dict(cluster_m=2, tile_n=96)),  # built inside releasing_serially()
     ("a96nopdl", dict(cluster_m=1, tile_n=96, programmatic=False)),
     ("p96nopdl", dict(cluster_m=2, tile_n=96, programmatic=False)),
     ("n96", dict(cluster_m=1, cluster_n=2, tile_n=96)),
@@ -124,9 +126,17 @@ def timed(gemms, labels, m, n, k, rounds):
     return names, [times[-1] / t for t in times[:-1]], times[-1]
 
 
+def diag_gemm(label: str, kwargs: dict) -> hopper.HopperGemm:
+    """The ``DIAG`` kernel of ``label``: built with the serial release for ``*serial``."""
+    if not label.endswith("serial"):
+        return hopper.HopperGemm(**kwargs)
+    with releasing_serially():
+        return hopper.HopperGemm(**kwargs)
+
+
 def sweep(what: list[str], start: float) -> None:
     if "diag" in what:
-        gemms = [hopper.HopperGemm(**kw) for _, kw in DIAG]
+        gemms = [diag_gemm(label, kw) for label, kw in DIAG]
         for m, n, k in DIAG_SHAPES:
             names, ratios, cublas = timed(gemms, [label for label, _ in DIAG], m, n, k, 5)
             text = " ".join(f"{label}={r:.3f}" for label, r in zip(names, ratios))

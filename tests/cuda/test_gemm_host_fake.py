@@ -822,3 +822,8 @@ def test_the_arrivals_benchmark_rebuilds_the_serial_release(drv, monkeypatch):
     assert [evaluate(rank) for _, rank in asm_ops(old, remote)] == [0, 1, 0, 1]
     assert len(asm_ops(new, remote)) == 2 and "% 32) < 2))" in new
     assert hopper._release is not sweep.serial_release
+    # the sweep's DIAG pair with the serial release, beside the library's
+    kwargs = dict(sweep.DIAG)["p96serial"]
+    serial, current = sweep.diag_gemm("p96serial", kwargs), sweep.diag_gemm("p96", kwargs)
+    assert [evaluate(r) for _, r in asm_ops(serial.program.source, remote)] == [0, 1, 0, 1]
+    assert len(asm_ops(current.program.source, remote)) == 2
