@@ -827,3 +827,21 @@ def test_the_arrivals_benchmark_rebuilds_the_serial_release(drv, monkeypatch):
     serial, current = sweep.diag_gemm("p96serial", kwargs), sweep.diag_gemm("p96", kwargs)
     assert [evaluate(r) for _, r in asm_ops(serial.program.source, remote)] == [0, 1, 0, 1]
     assert len(asm_ops(current.program.source, remote)) == 2
+
+
+def test_the_uniform_benchmark_rebuilds_the_earlier_kernels(drv, monkeypatch):
+    """benchmarks/gemm_uniform.py's building_as_before(): the warpgroup index straight from
+    threadIdx and, alone, the elected release; the library's shuffle and thread-0 release
+    again once it ends."""
+    bench = _load_benchmark(monkeypatch, "gemm_uniform")
+    hopper = bench.hopper
+    with bench.building_as_before():
+        old = hopper.hopper_gemm_persistent().source
+    new = hopper.hopper_gemm_persistent().source
+    # the helper's definition, the producer's guard and the consumer's two releases
+    assert "__shfl_sync" not in old and old.count("tm_elect_sync()") == 4
+    assert "int32_t warpgroup = __shfl_sync(0xffffffffu" in new
+    assert new.count("tm_elect_sync()") == 2  # the definition and the producer's guard
+    assert hopper._release is not bench.earlier_release
+    assert hopper._warpgroup is not bench.earlier_warpgroup
+    assert bench.shapes_of("float8_e4m3fn", ["ragged"]) == bench.bench.RAGGED_FP8

@@ -26,6 +26,7 @@ def compile_body(target, body, block=128):
 def sync_ops(x, tmap, smem, a, b, bar):
     T.cuda.syncthreads()
     T.cuda.syncwarp()
+    x[2] = T.cast(T.cuda.shfl_sync(T.thread_id() // 32, 3), "float32")
     T.cuda.named_barrier(1, 64)
     with T.If(T.ptx.elect_sync()):
         x[0] = 1.0

@@ -129,6 +129,19 @@ def test_shared_memory_exchange_is_bit_identical(torch):
     _compare(_from_gpu(torch, out_gpu, out_sim), out_sim, exact=True)
 
 
+@pytest.mark.parametrize("lane", [0, 5, 31])
+def test_warp_shuffle_is_bit_identical(torch, lane):
+    import tilemem.sim as sim
+    from tilemem.cuda.launch import Launcher
+
+    k = _simkernels().shuffle(lane)
+    out_sim = np.full(128, -1, np.int32)
+    assert sim.run(k, out_sim).ok
+    out_gpu = _to_gpu(torch, np.full(128, -1, np.int32))
+    Launcher(k)(out_gpu)
+    _compare(_from_gpu(torch, out_gpu, out_sim), out_sim, exact=True)
+
+
 # --- the Hopper GEMM example ---------------------------------------------------------------
 
 

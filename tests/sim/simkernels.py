@@ -345,3 +345,21 @@ def wgmma_base_offset(rows_in: int = 3):
             out[t, i] = acc[i]
 
     return k
+
+
+def shuffle(lane: int, half_warp: bool = False):
+    """Four warps; thread ``t`` holds ``7 t + 1`` and stores what ``__shfl_sync`` from
+    ``lane`` gives it; ``half_warp`` calls the shuffle from lanes 0..15 only (a misuse: the
+    full mask names all 32)."""
+
+    @T.kernel(target="sm_90a", grid=1, block=128)
+    def k(out: T.Buffer((128,), "int32")):
+        t = T.thread_id()
+        mine = T.let("mine", t * 7 + 1)
+        if half_warp:
+            with T.If(T.lane_id() < 16):
+                out[t] = T.cuda.shfl_sync(mine, lane)  # @half-shuffle
+        else:
+            out[t] = T.cuda.shfl_sync(mine, lane)
+
+    return k

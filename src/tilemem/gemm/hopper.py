@@ -321,13 +321,25 @@ def _release(empty, stage, size: int) -> None:
     by side. One elected thread arriving on each CTA in turn made 2x1 clusters of 128 x 96
     tiles 17-24% slower than these arrivals do (and slower than the same tiles alone) on three
     one-wave bf16 shapes, and the policy's fp8 clusters 3-10% slower (H200,
-    docs/PERFORMANCE.md "Cluster arrivals in parallel")."""
+    docs/PERFORMANCE.md "Cluster arrivals in parallel").
+
+    Alone, the warpgroup's thread 0 arrives: a plain lane test ptxas turns into one predicated
+    arrive, where ``elect.sync`` in the consumer's K loop made it keep the loop's counters and
+    both wgmma descriptors in vector registers, moved into uniform ones (``R2UR``) before
+    every wgmma (docs/PERFORMANCE.md, "A uniform warpgroup index")."""
     if size == 1:
-        with T.If(T.all_of(T.warp_id() % 4 == 0, T.ptx.elect_sync())):
+        with T.If(T.thread_id() % 128 == 0):
             T.ptx.mbarrier.arrive((empty, stage))
     else:
         with T.If(T.all_of(T.warp_id() % 4 == 0, T.lane_id() < size)):
             T.ptx.mbarrier.arrive_cluster((empty, stage), T.lane_id())
+
+
+def _warpgroup():
+    """The thread's warpgroup, through a shuffle from lane 0: warp-uniform to ptxas, which then
+    keeps what the consumer computes from it (wgmma descriptors, barrier and staging
+    addresses) in uniform registers (docs/PERFORMANCE.md, "A uniform warpgroup index")."""
+    return T.let("warpgroup", T.cuda.shfl_sync(T.warp_id() // 4))
 
 
 def _mainloop(
@@ -809,7 +821,7 @@ def hopper_gemm_persistent(
             gemm_plan.tile_rows(a_rows),
             cluster_n,
         )
-        warpgroup = T.let("warpgroup", T.warp_id() // 4)
+        warpgroup = _warpgroup()
         with T.If(warpgroup == 0):
             with T.Then():
                 T.ptx.setmaxnreg.dec(PRODUCER_REGS)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...dtype import float32_to_bits
+from ...errors import SimError
 from ...pool import SMEM, Buffer
 from ..builder import current
 from ..index import layout_index
@@ -109,6 +110,37 @@ def syncthreads():
 )
 def syncwarp(mask: int = 0xFFFFFFFF):
     return (Const(mask, UINT32),), ()
+
+
+def _sim_shfl_sync(ctx: SimContext, call):
+    """Every lane gets the value lane ``lane`` holds; the full mask needs all 32 lanes here."""
+    if not ctx.active.all():
+        raise SimError(
+            f"__shfl_sync with the full mask reached warp {ctx.warp} with only "
+            f"{int(ctx.active.sum())} of 32 lanes active; call it where the whole warp runs "
+            "(outside branches that split the warp)"
+        )
+    return np.full(32, ctx.value(0)[call.attr("lane")], dtype=np.int32)
+
+
+@intrinsic(
+    "cuda.shfl_sync",
+    lower=lambda call, gen: (
+        f"__shfl_sync(0xffffffffu, (int)({gen.expr(call.args[0])}), {call.attr('lane')})"
+    ),
+    value=INT32,
+    sim=_sim_shfl_sync,
+)
+def shfl_sync(value, lane: int = 0):
+    """``__shfl_sync(0xffffffff, value, lane)``: lane ``lane``'s 32-bit integer in every lane of
+    the warp, which must run whole. Its result is warp-uniform *to the compiler*: an index
+    derived from ``threadIdx`` (a warpgroup's, say) passed through it lets ptxas keep what is
+    computed from it (wgmma descriptors, barrier addresses) in uniform registers, where
+    ``threadIdx / 128`` alone, uniform in fact but not provably, costs each wgmma's
+    descriptors vector arithmetic and moves into uniform registers (``R2UR``)."""
+    if type(lane) is not int or not 0 <= lane < 32:
+        raise IRError(f"shfl_sync's lane is an int in [0, 32), got {lane!r}")
+    return (convert(value),), (("lane", lane),)
 
 
 def _lower_named_barrier(call, gen) -> str:
