@@ -304,21 +304,27 @@ def test_a_small_m_kernel_refuses_more_rows_than_it_loads(torch):
 
 
 @pytest.mark.parametrize(
-    ("m", "n", "k", "tile_n", "dtype", "ctas", "a_rows"),
+    ("m", "n", "k", "tile_n", "dtype", "ctas", "a_rows", "cluster_m"),
     [
-        (256, 6144, 4096, 256, "bfloat16", None, 128),  # 48 tiles of 64 K tiles, 132 CTAs
-        (128, 4096, 4096, 128, "bfloat16", None, 128),  # 32 tiles: about 4 CTAs a tile
-        (1000, 1032, 520, 192, "bfloat16", 7, 128),  # ragged M, N, K; 48 tiles over 7 CTAs
-        (64, 104, 320, 128, "bfloat16", 3, 128),  # one tile, 5 K tiles over 3 CTAs
-        (130, 4000, 8192, 256, "bfloat16", None, 128),  # 32 tiles of 128 K tiles
-        (256, 4096, 4096, 192, "float8_e4m3fn", None, 128),  # promoted fp8, 44 tiles
-        (16, 4096, 4096, 64, "bfloat16", None, 16),  # 16 rows of A a stage, 64 tiles
-        (50, 4000, 4100, 64, "bfloat16", 128, 64),  # 64 rows, ragged N and K, 63 tiles
-        (64, 4096, 4096, 64, "float8_e4m3fn", None, 64),  # promoted fp8, 64 rows
+        (256, 6144, 4096, 256, "bfloat16", None, 128, 1),  # 48 tiles of 64 K tiles, 132 CTAs
+        (128, 4096, 4096, 128, "bfloat16", None, 128, 1),  # 32 tiles: about 4 CTAs a tile
+        (1000, 1032, 520, 192, "bfloat16", 7, 128, 1),  # ragged M, N, K; 48 tiles over 7 CTAs
+        (64, 104, 320, 128, "bfloat16", 3, 128, 1),  # one tile, 5 K tiles over 3 CTAs
+        (130, 4000, 8192, 256, "bfloat16", None, 128, 1),  # 32 tiles of 128 K tiles
+        (256, 4096, 4096, 192, "float8_e4m3fn", None, 128, 1),  # promoted fp8, 44 tiles
+        (16, 4096, 4096, 64, "bfloat16", None, 16, 1),  # 16 rows of A a stage, 64 tiles
+        (50, 4000, 4100, 64, "bfloat16", 128, 64, 1),  # 64 rows, ragged N and K, 63 tiles
+        (64, 4096, 4096, 64, "float8_e4m3fn", None, 64, 1),  # promoted fp8, 64 rows
+        # groups as clusters sharing B: pairs over 2 M tiles, pairs over 3 (the second unit's
+        # rank 1 past M), fours of ragged shapes on 6 CTAs, promoted fp8 in pairs
+        (256, 10240, 8192, 192, "bfloat16", None, 128, 2),
+        (300, 4000, 4100, 96, "bfloat16", None, 128, 2),
+        (1000, 1032, 520, 192, "bfloat16", 8, 128, 4),
+        (512, 4096, 14336, 192, "float8_e4m3fn", None, 128, 2),
     ],
 )
 def test_stream_k_gives_the_fp32_product_launch_after_launch(
-    torch, m, n, k, tile_n, dtype, ctas, a_rows
+    torch, m, n, k, tile_n, dtype, ctas, a_rows, cluster_m
 ):
     """The stream-K kernel three times on the same workspace: each launch must leave the
     hand-over flags at zero for the next (a stale flag lets an owner read sums not yet
@@ -327,7 +333,7 @@ def test_stream_k_gives_the_fp32_product_launch_after_launch(
 
     fp8 = dtype == "float8_e4m3fn"
     gemm = HopperGemm(
-        cluster_m=1,
+        cluster_m=cluster_m,
         dtype=dtype,
         tile_n=tile_n,
         promote=fp8,

@@ -561,6 +561,36 @@ def test_stream_k_grid_is_whole_groups_of_the_m_tiles(drv, m, ctas, grid, m_grou
     assert main.grid == (grid, 1, 1) and ints(main.params[7:8]) == [m_group]
 
 
+@pytest.mark.parametrize(
+    ("m", "size", "occupancy", "ctas", "grid"),
+    [
+        (256, 2, 66, None, 132),  # 2 M tiles: 66 pairs, every SM
+        (384, 2, 66, None, 132),  # 3 M tiles in pairs (the second unit's rank 1 past M)
+        (256, 2, 60, None, 120),  # only 60 pairs resident at once: 120 CTAs, not 132
+        (512, 4, 33, None, 132),  # fours
+        (512, 4, 33, 10, 8),  # a cap of 10 CTAs holds 2 fours
+    ],
+)
+def test_stream_k_in_clusters_launches_whole_resident_clusters(drv, m, size, occupancy, ctas, grid):
+    """Stream-K groups as clusters along M: the kernel's m_group parameter is the cluster
+    size, the launch carries the cluster dimensions, and the grid is at most the clusters
+    resident at once (the owners' waits need every CTA running)."""
+    drv.occupancy = {1: 132, 2: 66, 4: 33, size: occupancy}
+    gemm = HopperGemm(cluster_m=size, tile_n=128, stream_k=True)
+    gemm.prepare(*operands(m, 1024, 1024), ctas)()
+    name, main = only_launch(drv)
+    assert name == f"hopper_gemm_persistent_cluster{size}_n128_streamk"
+    assert (main.grid, main.cluster) == ((grid, 1, 1), (size, 1, 1))
+    assert ints(main.params[7:8]) == [size]
+
+
+def test_stream_k_in_clusters_refuses_a_cap_below_one_cluster(drv):
+    gemm = HopperGemm(cluster_m=2, tile_n=128, stream_k=True)
+    with pytest.raises(GemmShapeError, match=r"ctas"):
+        gemm.prepare(*operands(256, 1024, 1024), 1)
+    assert drv.kernel_launches() == []
+
+
 def test_stream_k_splits_spread_each_unit_over_that_many_groups(drv):
     # 256 x 256 x 640 at 128 x 256: 2 M tiles (groups of 2), 1 unit of 10 K tiles; splits 3:
     # 3 groups, grid 6; splits 40: capped by the 10 K steps, 10 groups, grid 20

@@ -29,11 +29,16 @@ from .gemmsim import gemm_maps  # noqa: E402  (needs ml_dtypes)
 
 @functools.lru_cache
 def _program(
-    tile_n: int, dtype: str = "bfloat16", promote: bool = False, every: int = 1, a_rows: int = 128
+    tile_n: int,
+    dtype: str = "bfloat16",
+    promote: bool = False,
+    every: int = 1,
+    a_rows: int = 128,
+    cluster_m: int = 1,
 ):
     print(
         f"building the stream-K GEMM (128 x {tile_n}, {dtype}, promote={promote}, {every}, "
-        f"{a_rows} rows of A)"
+        f"{a_rows} rows of A, clusters of {cluster_m})"
     )
     return hopper_gemm_persistent(
         tile_n=tile_n,
@@ -42,6 +47,7 @@ def _program(
         promote_every=every,
         stream_k=True,
         a_rows=a_rows,
+        cluster_m=cluster_m,
     )
 
 
@@ -57,14 +63,16 @@ def _stream_k(
     m_group=1,
     every=1,
     a_rows=128,
+    cluster_m=1,
 ):
     m, k = a.shape
     n = b.shape[0]
-    maps = gemm_maps(a, b, c, tile_n, a_rows=a_rows)
-    tiles = (ceil_div(m, 128), ceil_div(n, tile_n), ceil_div(k, gemm_plan.tile_k(dtype)))
+    maps = gemm_maps(a, b, c, tile_n, cluster_m=cluster_m, a_rows=a_rows)
+    rows = gemm_plan.tile_rows(a_rows)
+    tiles = (ceil_div(m, rows), ceil_div(n, tile_n), ceil_div(k, gemm_plan.tile_k(dtype)))
     work = np.full((grid * 2 * tile_n // 2, 128), np.nan, np.float32)
     flags = np.zeros(grid * 2, np.uint32)
-    program = _program(tile_n, dtype, promote, every, a_rows)
+    program = _program(tile_n, dtype, promote, every, a_rows, cluster_m)
     result = sim.run(
         program,
         *maps,
@@ -74,6 +82,7 @@ def _stream_k(
         work,
         flags,
         grid=(grid,),
+        cluster=(cluster_m, 1, 1) if cluster_m > 1 else None,
         sms=grid,
         schedule="random",
         seed=seed,
@@ -177,10 +186,67 @@ def test_the_same_bits_whichever_cta_finishes_first():
     assert all((o == outs[0]).all() for o in outs)
 
 
-@pytest.mark.parametrize("kwargs", [dict(cluster_m=2), dict(split_k=True)])
-def test_stream_k_refuses_clusters_and_split_k(kwargs):
-    with pytest.raises(GemmShapeError, match=r"stream-K runs CTAs alone.*use cluster_m=1"):
-        hopper_gemm_persistent(stream_k=True, **kwargs)
+@pytest.mark.parametrize(
+    ("cluster_m", "message"),
+    [(1, r"stream-K runs without split-K.*split_k=False"), (2, r"split-K runs CTAs alone")],
+)
+def test_stream_k_refuses_split_k(cluster_m, message):
+    with pytest.raises(GemmShapeError, match=message):
+        hopper_gemm_persistent(stream_k=True, split_k=True, cluster_m=cluster_m)
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "k", "tile_n", "grid", "handed", "cluster_m", "a_rows", "dtype"),
+    [
+        # pairs (M tiles 0 and 1 of one N tile, B multicast): 2 units of 5 K tiles = 10 steps
+        # over 3 clusters: [0, 3), [3, 6), [6, 10); clusters 1 (CTAs 2, 3) and 2 (CTAs 4, 5)
+        # hand their first segment over to the same rank of the cluster before
+        (256, 136, 320, 128, 6, [2, 3, 4, 5], 2, 128, "bfloat16"),
+        # 3 M tiles in pairs: the second unit's rank 1 computes a tile past M (zeros, clipped
+        # stores); 2 N tiles of 96: 4 units of 3 K tiles = 12 steps over 5 clusters: [0, 2),
+        # [2, 4), [4, 7), [7, 9), [9, 12) against units [0, 3), [3, 6), [6, 9), [9, 12):
+        # clusters 1, 2 and 3 start inside a unit and hand that segment over, 4 starts one
+        (300, 192, 192, 96, 10, [2, 3, 4, 5, 6, 7], 2, 128, "bfloat16"),
+        # fours of 64-row tiles (M = 256), 2 units of 4 K tiles over 2 clusters: [0, 4),
+        # [4, 8): each cluster one whole unit, nothing handed over
+        (256, 128, 256, 64, 8, [], 4, 64, "bfloat16"),
+        # promoted fp8 in pairs: 1 unit of 5 K tiles over 2 clusters, [0, 2), [2, 5)
+        (256, 104, 640, 128, 4, [2, 3], 2, 128, "float8_e4m3fn"),
+    ],
+)
+def test_stream_k_in_clusters_matches_numpy(
+    m, n, k, tile_n, grid, handed, cluster_m, a_rows, dtype
+):
+    """Stream-K groups as clusters along M sharing B by multicast: C against numpy's fp32
+    product, hazard-free, every flag back to zero, and the hand-overs where the even split
+    of the steps puts them."""
+    rng = np.random.default_rng(m + n + k)
+    kind = ml_dtypes.bfloat16 if dtype == "bfloat16" else ml_dtypes.float8_e4m3fn
+    a = rng.standard_normal((m, k)).astype(kind)
+    b = rng.standard_normal((n, k)).astype(kind)
+    c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
+    fp8 = dtype != "bfloat16"
+    work = _stream_k(
+        a,
+        b,
+        c,
+        tile_n,
+        grid,
+        seed=grid,
+        dtype=dtype,
+        promote=fp8,
+        every=2 if fp8 else 1,
+        m_group=cluster_m,
+        a_rows=a_rows,
+        cluster_m=cluster_m,
+    )
+    ref = a.astype(np.float32) @ b.astype(np.float32).T
+    got = c.astype(np.float32)
+    assert np.isfinite(got).all()
+    assert (np.abs(got - ref) <= 2.0**-8 * np.abs(ref) + 1e-3).all()
+    regs = tile_n // 2
+    written = [cta for cta in range(grid) if np.isfinite(work[cta * 2 * regs]).all()]
+    assert written == handed
 
 
 @pytest.mark.parametrize("stream_k", [1, 0, "yes", None])
@@ -255,3 +321,23 @@ def test_generated_source_keeps_what_the_simulator_cannot_see():
         'if ((((int)threadIdx.x % 128) == 0)) {\n      asm volatile("cp.async.bulk.wait_group 0;"'
         in tail
     )
+
+
+@pytest.mark.parametrize(
+    ("tiles", "sms", "cluster_m", "want"),
+    [
+        ((2, 54, 128), 132, 2, (132, 2)),  # 256 x 10240 x 8192 at 128 x 192: 66 pairs
+        ((3, 10, 64), 132, 2, (132, 2)),  # 3 M tiles in pairs: 2 x 10 units, 66 pairs
+        ((8, 4, 32), 132, 4, (132, 4)),  # fours, not the 8 a group of CTAs alone would be
+        ((2, 1, 3), 132, 2, (6, 2)),  # 3 steps: 3 pairs
+        ((2, 48, 64), 120, 2, (120, 2)),  # 60 pairs resident
+    ],
+)
+def test_stream_k_grid_of_clusters(tiles, sms, cluster_m, want):
+    assert stream_k_grid(*tiles, sms, None, cluster_m) == want
+
+
+@pytest.mark.parametrize(("sms", "cluster_m"), [(1, 2), (3, 4), (132, 3), (132, 8)])
+def test_stream_k_grid_refuses_clusters_it_cannot_form(sms, cluster_m):
+    with pytest.raises(GemmShapeError, match=r"stream_k_grid"):
+        stream_k_grid(2, 4, 8, sms, None, cluster_m)

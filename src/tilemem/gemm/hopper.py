@@ -742,12 +742,15 @@ def hopper_gemm_persistent(
     each add, half the adds and waits of 1 (every K tile) for a longer sum in the wgmma's
     reduced-precision accumulator (:func:`_promote_groups`).
 
-    ``stream_k`` (CTAs alone; any ``a_rows``: with 64 or fewer only the first consumer
-    computes and hands sums over) builds the stream-K kernel ``(tma_a, tma_b,
+    ``stream_k`` (any ``a_rows``: with 64 or fewer only the first consumer computes and hands
+    sums over) builds the stream-K kernel ``(tma_a, tma_b,
     tma_c, m_tiles, n_tiles, k_tiles, group_m, m_group, work, flags)``: the K steps of all
     tiles are split evenly over groups of ``m_group`` CTAs (the grid a multiple of it), each
     CTA of a group on its own M tile of the same N tile and K steps
-    (:meth:`Schedule.segments`), so a product of few tiles still fills every SM; the CTA
+    (:meth:`Schedule.segments`), so a product of few tiles still fills every SM. With
+    ``cluster_m`` > 1 a group is a cluster (``m_group`` must be ``cluster_m``; the kernel
+    takes its group from the cluster), whose CTAs walk the same K steps anyway and so share
+    B by multicast as the tiled kernel's clusters do; the CTA
     that starts a tile adds the fp32 sums the CTAs holding the rest of its K steps leave in
     ``work`` (``grid * 2 * tile_n / 2`` rows of 128) and writes C.
     ``flags`` (``grid * 2`` uint32, zero before the first launch) count the hand-overs and
@@ -765,10 +768,10 @@ def hopper_gemm_persistent(
         )
     if type(stream_k) is not bool:
         raise GemmShapeError(f"stream_k is True or False, got {stream_k!r}")
-    if stream_k and (cluster_m != 1 or split_k):
+    if stream_k and split_k:
         raise GemmShapeError(
-            f"stream-K runs CTAs alone, without split-K (its segments already split K); got "
-            f"cluster_m={cluster_m}, split_k={split_k}: use cluster_m=1, split_k=False"
+            "stream-K runs without split-K (its segments already split K); got split_k=True: "
+            "use split_k=False"
         )
     if a_rows < TILE_M // CONSUMERS and cluster_m != 1:
         raise GemmShapeError(
@@ -817,7 +820,7 @@ def hopper_gemm_persistent(
             rank,
             splits,
             stream_k,
-            m_group,
+            m_group if cluster_m == 1 else cluster_m,  # a stream-K group is the cluster
             gemm_plan.tile_rows(a_rows),
             cluster_n,
         )
@@ -1207,8 +1210,10 @@ class HopperGemm:
         """The stream-K launch: :func:`stream_k_grid`'s CTAs and groups, and the hand-over
         workspace (fp32 sums, ``grid * 2 * tile_n / 2`` rows of 128) and flags (``grid * 2``,
         zeroed once here; every launch leaves them zero) that live with the launch."""
-        cap = min(self.sms, ctas or self.sms)
-        grid, m_group = stream_k_grid(tiles[0], tiles[1], tiles[2], cap, splits)
+        size = self.cluster_m
+        cap = min(self.max_clusters * size, ctas or self.sms)  # every CTA resident at once
+        grid, m_group = stream_k_grid(tiles[0], tiles[1], tiles[2], cap, splits, size)
+        cluster = (size, 1, 1) if size > 1 else None
         name = self.program.name
         work = _DeviceMatrix(grid * CONSUMERS * (self.tile_n // 2), 128, "float32", name)
         flags = _DeviceMatrix(1, grid * CONSUMERS, "uint32", name, vector=True)
@@ -1223,6 +1228,7 @@ class HopperGemm:
                 work,
                 flags,
                 grid=(grid,),
+                cluster=cluster,
                 stream=stream,
                 programmatic=programmatic,
             )
@@ -1260,7 +1266,12 @@ MAX_M_GROUP = 8  # CTAs of a stream-K group: the M tiles that share one B tile a
 
 
 def stream_k_grid(
-    m_tiles: int, n_tiles: int, k_tiles: int, sms: int, splits: int | None = None
+    m_tiles: int,
+    n_tiles: int,
+    k_tiles: int,
+    sms: int,
+    splits: int | None = None,
+    cluster_m: int = 1,
 ) -> tuple[int, int]:
     """(grid, m_group) of a stream-K launch. ``m_group``, the CTAs that walk the same N tile
     and K steps on adjacent M tiles, is the largest divisor of ``m_tiles`` up to
@@ -1271,13 +1282,27 @@ def stream_k_grid(
     reduced in the kernel (the ranges are equal where ``splits`` divides ``k_tiles``). The
     kernel's waits need every CTA resident at once, and its step arithmetic (``group *
     steps``) 32-bit ints: GemmShapeError when ``steps * groups`` reaches 2**31 (use the
-    kernel without stream-K)."""
+    kernel without stream-K). With ``cluster_m`` > 1 (the kernel's clusters along M) a group
+    is a cluster: ``m_group`` is ``cluster_m``, and a unit whose M tiles run past M (an odd
+    ``m_tiles`` in pairs) computes zeros there that its stores clip, as the tiled kernel's
+    clusters do; ``sms`` is then the CTAs of the clusters resident at once."""
     m_tiles, n_tiles, k_tiles, sms = (
         check_int(v, f"stream_k_grid's {x}", minimum=1, error=GemmShapeError)
         for x, v in (("m_tiles", m_tiles), ("n_tiles", n_tiles), ("k_tiles", k_tiles), ("sms", sms))
     )
-    m_group = max(g for g in range(1, min(MAX_M_GROUP, sms) + 1) if m_tiles % g == 0)
-    units = m_tiles // m_group * n_tiles
+    if cluster_m not in CLUSTER_SIZES:
+        raise GemmShapeError(
+            f"stream_k_grid's cluster_m is one of {CLUSTER_SIZES}, got {cluster_m!r}"
+        )
+    if cluster_m > 1:
+        if sms < cluster_m:
+            raise GemmShapeError(
+                f"stream_k_grid: {sms} CTAs hold no cluster of {cluster_m}; use cluster_m=1"
+            )
+        m_group = cluster_m
+    else:
+        m_group = max(g for g in range(1, min(MAX_M_GROUP, sms) + 1) if m_tiles % g == 0)
+    units = ceil_div(m_tiles, m_group) * n_tiles
     steps = units * k_tiles
     groups = min(sms // m_group, steps)
     if splits is not None:
