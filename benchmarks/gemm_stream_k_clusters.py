@@ -30,8 +30,8 @@ from tilemem.intmath import ceil_div
 
 def clustered(auto: hopper.AutoGemm, m: int, n: int, k: int) -> list[tuple[str, hopper.HopperGemm]]:
     """The policy's stream-K configuration for the shape in 2x1 (and 4x1) clusters, or []
-    where the policy does not run stream-K of CTAs alone over two or more M tiles (over the
-whole machine: not where it also caps the groups a unit spreads over)."""
+        where the policy does not run stream-K of CTAs alone over two or more M tiles (over the
+    whole machine: not where it also caps the groups a unit spreads over)."""
     tile_n, cluster_m, splits, a_rows, stream_k = auto.config(m, n, k)
     m_tiles = ceil_div(m, tile_rows(a_rows))
     if not stream_k or cluster_m != 1 or splits != 1 or a_rows < 64 or m_tiles < 2:
