@@ -6,10 +6,10 @@ registers, with no ``R2UR`` (a move from vector to uniform registers) between on
 The property comes from two choices in :mod:`tilemem.gemm.hopper` that the kernel source alone
 does not show to matter: the warpgroup index passes through ``__shfl_sync`` (warp-uniform to
 ptxas) and a CTA alone frees a stage from thread 0 rather than from an ``elect.sync`` branch.
-Built without them (:func:`_built_as_before`), the same kernels carry the moves; that build is
-checked too, so these tests can fail. On the H200 the change measured 1.5% (bf16) and 1.9%
-(fp8) faster over the benchmark's 65 shapes each, up to 11% (docs/PERFORMANCE.md, "A uniform
-warpgroup index")."""
+Built without them (benchmarks/gemm_uniform.py's ``building_as_before``), the same kernels
+carry the moves; that build is checked too, so these tests can fail. On the H200 the change
+measured 1.5% (bf16) and 1.9% (fp8) faster over the benchmark's 65 shapes each, up to 11%
+(docs/PERFORMANCE.md, "A uniform warpgroup index")."""
 
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ import subprocess
 
 import pytest
 
-from tilemem import T
 from tilemem.gemm import hopper
 
 pytestmark = pytest.mark.nvrtc
@@ -77,24 +76,12 @@ def moves_before_wgmmas(instructions: list[str]) -> list[int]:
     return counts
 
 
-def _earlier_warpgroup():
-    return T.let("warpgroup", T.warp_id() // 4)
-
-
-def _earlier_release(empty, stage, size):
-    if size == 1:
-        with T.If(T.all_of(T.warp_id() % 4 == 0, T.ptx.elect_sync())):
-            T.ptx.mbarrier.arrive((empty, stage))
-    else:
-        with T.If(T.all_of(T.warp_id() % 4 == 0, T.lane_id() < size)):
-            T.ptx.mbarrier.arrive_cluster((empty, stage), T.lane_id())
-
-
 @contextlib.contextmanager
 def _built_as_before(monkeypatch):
-    with monkeypatch.context() as m:
-        m.setattr(hopper, "_warpgroup", _earlier_warpgroup)
-        m.setattr(hopper, "_release", _earlier_release)
+    """benchmarks/gemm_uniform.py's rebuild of the earlier kernels (its building_as_before)."""
+    from test_gemm_host_fake import _load_benchmark
+
+    with _load_benchmark(monkeypatch, "gemm_uniform").building_as_before():
         yield
 
 
