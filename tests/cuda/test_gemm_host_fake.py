@@ -637,6 +637,9 @@ def test_a_device_that_holds_no_cluster_is_refused_before_the_launch(drv):
     ):
         gemm.prepare(*operands(256, 256, 64))
     assert not drv.kernel_launches()
+    with pytest.raises(GemmShapeError, match=r"holds no cluster of 2 CTAs at once"):
+        HopperGemm(cluster_m=2, stream_k=True).prepare(*operands(256, 256, 64))
+    assert not drv.kernel_launches()
     HopperGemm(cluster_m=1).prepare(*operands(256, 256, 64))()  # CTAs alone run
     assert only_launch(drv)[1].grid == (1, 1, 1)
 

@@ -1177,8 +1177,6 @@ class HopperGemm:
             ceil_div(stage.np_, self.tile_n),
             ceil_div(stage.kp, tk),
         )
-        if self.stream_k:
-            return self._launch_stream_k(maps, tiles, ctas, splits)
         size = self.size
         if self.max_clusters < 1:
             raise GemmShapeError(
@@ -1186,6 +1184,8 @@ class HopperGemm:
                 f"(cuOccupancyMaxActiveClusters gave {self.max_clusters}; {self.sms} SMs): "
                 "use cluster_m=1 and cluster_n=1"
             )
+        if self.stream_k:
+            return self._launch_stream_k(maps, tiles, ctas, splits)
         units = ceil_div(tiles[0], self.cluster_m) * ceil_div(tiles[1], self.cluster_n)
         clusters = min(self.max_clusters, units, max(1, (ctas or self.sms) // size))
         grid, cluster = (clusters * size,), ((size, 1, 1) if size > 1 else None)
