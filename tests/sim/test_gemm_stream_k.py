@@ -337,7 +337,9 @@ def test_stream_k_grid_of_clusters(tiles, sms, cluster_m, want):
     assert stream_k_grid(*tiles, sms, None, cluster_m) == want
 
 
-@pytest.mark.parametrize(("sms", "cluster_m"), [(1, 2), (3, 4), (132, 3), (132, 8)])
+@pytest.mark.parametrize(
+    ("sms", "cluster_m"), [(1, 2), (3, 4), (132, 3), (132, 8), (132, 2.0), (132, True)]
+)
 def test_stream_k_grid_refuses_clusters_it_cannot_form(sms, cluster_m):
     with pytest.raises(GemmShapeError, match=r"stream_k_grid"):
         stream_k_grid(2, 4, 8, sms, None, cluster_m)

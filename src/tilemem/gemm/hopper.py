@@ -1290,7 +1290,7 @@ def stream_k_grid(
         check_int(v, f"stream_k_grid's {x}", minimum=1, error=GemmShapeError)
         for x, v in (("m_tiles", m_tiles), ("n_tiles", n_tiles), ("k_tiles", k_tiles), ("sms", sms))
     )
-    if cluster_m not in CLUSTER_SIZES:
+    if type(cluster_m) is not int or cluster_m not in CLUSTER_SIZES:
         raise GemmShapeError(
             f"stream_k_grid's cluster_m is one of {CLUSTER_SIZES}, got {cluster_m!r}"
         )
