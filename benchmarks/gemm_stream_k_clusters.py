@@ -30,7 +30,7 @@ from tilemem.intmath import ceil_div
 
 def clustered(auto: hopper.AutoGemm, m: int, n: int, k: int) -> list[tuple[str, hopper.HopperGemm]]:
     """The policy's stream-K configuration for the shape in 2x1 (and 4x1) clusters, or []
-        where the policy does not run stream-K of CTAs alone over two or more M tiles (over the
+    where the policy does not run stream-K of CTAs alone over two or more M tiles (over the
     whole machine: not where it also caps the groups a unit spreads over)."""
     tile_n, cluster_m, splits, a_rows, stream_k = auto.config(m, n, k)
     m_tiles = ceil_div(m, tile_rows(a_rows))
@@ -41,17 +41,16 @@ def clustered(auto: hopper.AutoGemm, m: int, n: int, k: int) -> list[tuple[str, 
         (
             "pairs" if size == 2 else "fours",
             hopper.HopperGemm(
-                auto.group_m,
-                size,
-                auto.dtype,
-                auto.l2_promotion,
-                tile_n,
-                False,
-                a_rows,
-                auto.promote,
-                auto.promote_every,
-                True,
-                auto.programmatic,
+                group_m=auto.group_m,
+                cluster_m=size,
+                dtype=auto.dtype,
+                l2_promotion=auto.l2_promotion,
+                tile_n=tile_n,
+                a_rows=a_rows,
+                promote=auto.promote,
+                promote_every=auto.promote_every,
+                stream_k=True,
+                programmatic=auto.programmatic,
             ),
         )
         for size in sizes
