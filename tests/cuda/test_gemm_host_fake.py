@@ -878,3 +878,20 @@ def test_the_uniform_benchmark_rebuilds_the_earlier_kernels(drv, monkeypatch):
     assert hopper._release is not bench.earlier_release
     assert hopper._warpgroup is not bench.earlier_warpgroup
     assert bench.shapes_of("float8_e4m3fn", ["ragged"]) == bench.bench.RAGGED_FP8
+
+
+def test_the_stream_k_cluster_benchmark_pairs_the_policys_stream_k(drv, monkeypatch):
+    """benchmarks/gemm_stream_k_clusters.py: the policy's stream-K configuration in 2x1 (over
+    two or three M tiles) and also 4x1 clusters (over four or more); nothing where the policy
+    runs the tiled kernel or stream-K over one M tile."""
+    bench = _load_benchmark(monkeypatch, "gemm_stream_k_clusters")
+    auto = bench.hopper.AutoGemm()
+    auto.sms = 132
+    assert auto.config(256, 10240, 8192) == (192, 1, 1, 128, True)
+    pairs = bench.clustered(auto, 256, 10240, 8192)
+    assert [(label, g.cluster_m, g.tile_n, g.stream_k) for label, g in pairs] == [
+        ("pairs", 2, 192, True)
+    ]
+    assert [label for label, _ in bench.clustered(auto, 512, 10240, 8192)] == ["pairs", "fours"]
+    assert bench.clustered(auto, 8192, 8192, 8192) == []  # the tiled kernel
+    assert auto.config(128, 4096, 4096)[4] and bench.clustered(auto, 128, 4096, 4096) == []
