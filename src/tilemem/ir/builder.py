@@ -112,7 +112,8 @@ class GlobalBuffer:
         self.dtype = var.dtype
         self.name = var.name
 
-    def _index(self, index) -> Expr:
+    def flat_index(self, index) -> Expr:
+        """The row-major element offset of ``index`` (one int or expression per dimension)."""
         index = index if isinstance(index, tuple) else (index,)
         if len(index) != len(self.shape):
             raise IRError(
@@ -124,10 +125,10 @@ class GlobalBuffer:
         return flat
 
     def __getitem__(self, index) -> Expr:
-        return Load(self.var, self._index(index), self.dtype)
+        return Load(self.var, self.flat_index(index), self.dtype)
 
     def __setitem__(self, index, value) -> None:
-        current().emit(Store(self.var, self._index(index), _as_value(value, self.dtype)))
+        current().emit(Store(self.var, self.flat_index(index), _as_value(value, self.dtype)))
 
 
 class LocalArray(GlobalBuffer):

@@ -84,7 +84,7 @@ def _counter_operands(buffer, index, value, op: str):
     indices = index if isinstance(index, tuple) else (index,)
     for i in indices:
         _integer(i, "index", op)
-    return (buffer.var, buffer._index(index), convert(_integer(value, "value", op), UINT32)), ()
+    return (buffer.var, buffer.flat_index(index), convert(_integer(value, "value", op), UINT32)), ()
 
 
 def _integer(x, what: str, op: str = "atom.add"):
