@@ -30,7 +30,7 @@ from tilemem.gemm.hopper import PROMOTED_TILE_NS, AutoGemm, HopperGemm
 def kernels(dtype: str) -> tuple[list[HopperGemm], list[str]]:
     """The 64-row configurations for ``dtype`` and their labels."""
     fp8 = dtype != "bfloat16"
-    widths = PROMOTED_TILE_NS if fp8 else (256, 192, 128, 96, 64)
+    widths = PROMOTED_TILE_NS if fp8 else bench.SWEEP_WIDTHS
     configs = [(w, 1, False) for w in widths]
     configs += [(w, 2, False) for w in widths if w >= 96]
     configs += [(w, 1, True) for w in widths if w >= 128]
