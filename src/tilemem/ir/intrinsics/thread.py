@@ -140,7 +140,13 @@ def shfl_sync(value, lane: int = 0):
     descriptors vector arithmetic and moves into uniform registers (``R2UR``)."""
     if type(lane) is not int or not 0 <= lane < 32:
         raise IRError(f"shfl_sync's lane is an int in [0, 32), got {lane!r}")
-    return (convert(value),), (("lane", lane),)
+    operand = convert(value)
+    if operand.dtype not in (INT32, UINT32):
+        raise IRError(
+            f"shfl_sync moves a 32-bit integer (int32 or uint32), got a {operand.dtype} value "
+            f"({value!r}); cast it first (T.cast(x, 'int32')) or shuffle its bits"
+        )
+    return (operand,), (("lane", lane),)
 
 
 def _lower_named_barrier(call, gen) -> str:
