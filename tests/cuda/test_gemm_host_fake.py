@@ -221,15 +221,15 @@ def test_ctas_below_one_is_refused(drv):
         HopperGemm(cluster_m=1).prepare(*operands(128, 256, 64), ctas=0)
 
 
-def test_a_rows_kernel_refuses_more_rows_than_it_loads(drv):
+def test_a_rows_kernel_splits_m_into_tiles_of_its_rows(drv):
     gemm = HopperGemm(cluster_m=1, a_rows=32)
-    with pytest.raises(GemmShapeError, match=r"M = 33: this kernel loads 32 rows of A a tile"):
-        gemm.prepare(*operands(33, 256, 64))
-    gemm.prepare(*operands(32, 256, 64))()  # 32 rows: taken
-    # the A box is the kernel's 32 rows of A: a 64 x 32 box
+    gemm.prepare(*operands(33, 256, 64))()  # 33 rows: two M tiles of 32
+    # the A box is the kernel's 32 rows of A (64 x 32, innermost first), and so is C's: a
+    # 64-row store of the first tile would write zeros over the second tile's rows
     _, launch = only_launch(drv)
     assert drv.map_of(launch.params[0])["box"] == [64, 32]
-    assert ints(launch.params[3:]) == [1, 1, 1, 8]
+    assert drv.map_of(launch.params[2])["box"] == [64, 32]
+    assert ints(launch.params[3:]) == [2, 1, 1, 8]
 
 
 def test_64_row_tiles_take_any_m(drv):

@@ -90,8 +90,8 @@ def test_a_share_box_is_the_rank_s_rows():
         (dict(cluster_n=2, cluster_m=2), r"cluster_n=2 .* runs with cluster_m=1"),
         (dict(cluster_n=2, split_k=True), r"without split-K or stream-K"),
         (dict(cluster_n=2, stream_k=True), r"without split-K or stream-K"),
-        (dict(cluster_n=2, a_rows=16), r"a_rows=16 does not split into 2 .* = 8.0"),
-        (dict(cluster_n=4, a_rows=32), r"a_rows=32 does not split into 4"),
+        (dict(cluster_n=2, a_rows=8), r"a_rows=8 does not split into 2 .* = 4.0"),
+        (dict(cluster_n=4, a_rows=16), r"a_rows=16 does not split into 4"),
     ],
 )
 def test_clusters_along_n_refuse_what_they_cannot_run(kwargs, match):

@@ -508,17 +508,22 @@ def _epilogue(acc, c, tma_c, consumer, m0, n0, tile) -> None:
             T.ptx.tma.wait_group_read(EPILOGUE_BUFFERS - 1)
 
 
-def _store_partial(acc, work, m_rows, consumer, m0, n0, split) -> None:
+def _store_partial(acc, work, m_rows, consumer, m0, n0, split, tile_m: int = TILE_M) -> None:
     """Split-K: this K range's fp32 sums of the consumer's 64 rows into ``work`` (``splits x
     m_rows`` rows, whole tiles of columns): row ``split * m_rows + r`` for C's row ``r``, rows
-    ``r >= m_rows`` skipped. Fragment layout as in :func:`_epilogue`: ``acc[4 j + 2 h + e]`` is
-    row ``16 w + lane / 4 + 8 h``, column ``8 j + 2 (lane % 4) + e``. Plain stores, read by
-    :func:`splitk_reduce` after the kernel."""
+    ``r >= m_rows`` skipped, and, in a tile of fewer than 64 rows (``tile_m``), the fragment's
+    rows past the tile (the next M tile's rows of C). Fragment layout as in :func:`_epilogue`:
+    ``acc[4 j + 2 h + e]`` is row ``16 w + lane / 4 + 8 h``, column ``8 j + 2 (lane % 4) + e``.
+    Plain stores, read by :func:`splitk_reduce` after the kernel."""
     lane, warp = T.lane_id(), T.warp_id() % 4
-    row = T.let("p_row", m0 + consumer * (TILE_M // CONSUMERS) + warp * 16 + lane // 4)
+    local = T.let("p_local", warp * 16 + lane // 4)  # the row in the consumer's 64
+    row = T.let("p_row", m0 + consumer * (TILE_M // CONSUMERS) + local)
     col = T.let("p_col", n0 + lane % 4 * 2)
     for half in range(2):
-        with T.If(row + 8 * half < m_rows):
+        inside = row + 8 * half < m_rows
+        if tile_m < TILE_M // CONSUMERS:
+            inside = T.all_of(inside, local + 8 * half < tile_m)
+        with T.If(inside):
             out = T.let(f"p_out{half}", split * m_rows + row + 8 * half)
             for j in range(acc.shape[0] // 4):
                 for e in range(2):
@@ -595,7 +600,9 @@ def _compute(
             else:
                 work, m_rows = partial
                 m0 = m_tile * sched.tile_m
-                _store_partial(acc, work, m_rows, consumer, m0, n_tile * tile_n, split)
+                _store_partial(
+                    acc, work, m_rows, consumer, m0, n_tile * tile_n, split, sched.tile_m
+                )
     if partial is None:
         with T.If(T.thread_id() % 128 == 0):
             T.ptx.tma.wait_group(0)  # C fully written before the CTA retires
@@ -730,11 +737,14 @@ def hopper_gemm_persistent(
     m_rows`` rows) and :func:`splitk_reduce` adds them into C.
 
     ``a_rows`` < 128 (:data:`~.plan.A_ROWS`) loads only that many rows of A a stage and the
-    second consumer exits (after zeroing A's rows past ``a_rows``): 64 makes the CTA tile
-    ``64 x tile_n`` (:func:`~.plan.tile_rows`; M tiles of 64 rows, any M, clusters allowed),
-    so a product of few rows fills more SMs and the ring, with 64-row A stages, is deeper; 32
-    and 16 (CTAs alone) are for M <= ``a_rows``: the stage's bytes shrink to what the product
-    needs (a 16-token step reads 2 KiB of A a K tile, not 16).
+    second consumer exits (after zeroing A's rows past ``a_rows``): the CTA tile is ``a_rows x
+    tile_n`` (:func:`~.plan.tile_rows`; any M, clusters allowed), so a product of few rows
+    fills more SMs and the ring, with 64-row A stages, is deeper. Tiles of 32, 16 or 8 rows
+    shrink the stage's bytes to what the product needs (a 16-token step reads 2 KiB of A a K
+    tile, not 16), and in clusters along M they let a few rows of M split into M tiles that
+    share B (64 rows as two 32-row tiles of a pair): the wgmma still computes 64 rows, the
+    rows past the tile are zeros never stored (C's tensor map stores the top ``a_rows`` rows
+    of each slice, :func:`~.plan.c_box`).
 
     ``promote`` (fp8 only, widths of :data:`PROMOTED_TILE_NS`) sums each K tile's wgmmas in
     a second fragment and adds it into the fp32 accumulators (:func:`_promote`);
@@ -772,12 +782,6 @@ def hopper_gemm_persistent(
         raise GemmShapeError(
             "stream-K runs without split-K (its segments already split K); got split_k=True: "
             "use split_k=False"
-        )
-    if a_rows < TILE_M // CONSUMERS and cluster_m != 1:
-        raise GemmShapeError(
-            f"a_rows={a_rows} (one tile of M <= {a_rows} rows) runs CTAs alone: a pair's second "
-            f"CTA would compute rows past M; got cluster_m={cluster_m}: use cluster_m=1 (or "
-            "a_rows=64, whose 64-row M tiles pair up)"
         )
     gemm_plan.check_input_type(dtype)
     _check_promote(promote, dtype, tile_n, promote_every)
@@ -994,8 +998,8 @@ class HopperGemm:
     ``dtype`` the type of A and B (C is bfloat16), ``l2_promotion`` the TMA L2 fetch size for
     A and B, ``tile_n`` the CTA tile's width (:data:`~.plan.TILE_NS`), ``split_k`` builds the
     split-K kernel and its reduction (CTAs alone; ``prepare`` then takes ``splits``),
-    ``a_rows`` the rows of A a stage loads (128; 64: tiles of 64 rows, any M; 32/16 for M up
-    to that, CTAs alone),
+    ``a_rows`` the rows of A a stage loads and of C a tile covers (128; 64, 32, 16, 8: one
+    consumer computes, any M, clusters allowed),
     ``promote`` the fp32 promotion of fp8 sums every K tile (:func:`_promote`; widths of
     :data:`PROMOTED_TILE_NS`), or every ``promote_every`` K tiles (:data:`PROMOTE_EVERY`).
     ``cluster_n`` (with ``cluster_m=1``) the CTAs per cluster along N sharing A, each loading
@@ -1043,6 +1047,9 @@ class HopperGemm:
         # A's TMA box: the plan's A stage, its top a_rows rows, or this rank's share of them
         rows = a_rows // cluster_n
         self.a_box = self.plan.buffer("A") if rows == TILE_M else gemm_plan.a_box(rows, dtype)
+        # C's TMA box: the staging tile, or its top a_rows rows for tiles of fewer than 64
+        small = a_rows < TILE_M // CONSUMERS
+        self.c_box = gemm_plan.c_box(a_rows, tile_n) if small else self.plan.buffer("C_stage")
         self.sms = _sm_count(self.launcher.device.device_id, self.program.name)
         self.max_clusters = (
             self.launcher.max_active_clusters((self.size, 1, 1)) if self.size > 1 else self.sms
@@ -1065,11 +1072,6 @@ class HopperGemm:
         machine, :func:`stream_k_grid`)."""
         _check_ctas(ctas, self.size)
         m, k, n = _check_layout(a, b, c, self.dtype)
-        if self.a_rows < TILE_M // CONSUMERS and m > self.a_rows:
-            raise GemmShapeError(
-                f"M = {m}: this kernel loads {self.a_rows} rows of A a tile (a_rows), so it "
-                f"computes M <= {self.a_rows} only; use a_rows=64 or 128 (or AutoGemm)"
-            )
         stage = shapes.staging(m, n, k, self.dtype, self.tile_n, self.a_rows)
         if self.split_k:
             return self._prepare_split(a, b, c, stage, ctas, splits)
@@ -1169,7 +1171,7 @@ class HopperGemm:
         maps = (
             tile_map(a, self.a_box, self.l2_promotion),
             tile_map(b, self.b_share, self.l2_promotion),
-            tile_map(c, self.plan.buffer("C_stage")),
+            tile_map(c, self.c_box),
         )
         tk = tile_k(self.dtype)
         tiles = (
@@ -1387,7 +1389,7 @@ def split_count(
     m: int, n: int, k: int, tile_n: int, sms: int, dtype: str = "bfloat16", rows: int = TILE_M
 ) -> int:
     """K ranges per tile (split-K) for an ``m x n x k`` product on ``rows x tile_n`` tiles
-    (``rows`` 128, or 64 for the 64-row tiles of :func:`~.plan.tile_rows`).
+    (``rows``: :func:`~.plan.tile_rows`, 128 down to 8).
 
     With ``tiles = ceil(m / rows) * ceil(n / tile_n)`` and ``k_tiles = ceil(k / tile_k)``, the
     largest ``s <= MAX_SPLITS`` that divides ``k_tiles``, keeps ``k_tiles / s >=
@@ -1585,9 +1587,10 @@ def _rows64_width(m, n, k, sms, dtype, widths, promoted, tiled_config) -> int | 
 
 def a_rows_for(m: int) -> int:
     """Rows of A a stage loads for ``m`` rows of C: the fewest of :data:`~.plan.A_ROWS` that
-    hold them (16, 32, 64), 128 for ``m > 64``."""
+    hold them (16, 32, 64; 16 also for ``m <= 8``: 8-row tiles are for M tiles in clusters,
+    and the policy's M <= 16 kernels were measured with 16), 128 for ``m > 64``."""
     m = check_int(m, "a_rows_for's m (rows of C)", minimum=1, error=GemmShapeError)
-    return min(r for r in gemm_plan.A_ROWS if r >= min(m, TILE_M))
+    return min(r for r in gemm_plan.A_ROWS if r >= min(max(m, 16), TILE_M))
 
 
 class AutoGemm:

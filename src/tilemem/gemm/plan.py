@@ -30,7 +30,7 @@ EPILOGUE_COLS = 64  # columns of C per staging tile: one 128-byte swizzle row of
 NARROW_EPILOGUE_COLS = 48  # for widths that 64 does not divide (240 = 5 x 48): unswizzled
 EPILOGUE_BUFFERS = 2  # per consumer: fill one while the TMA store of the other drains
 PHASES = ("mainloop", "epilogue")
-A_ROWS = (128, 64, 32, 16)  # rows of A a stage loads: all of the tile, or fewer for small M
+A_ROWS = (128, 64, 32, 16, 8)  # rows of A a stage loads: all of the tile, or fewer for small M
 
 
 def tile_k(dtype: str = "bfloat16") -> int:
@@ -71,16 +71,23 @@ def epilogue_cols(tile_n: int = TILE_N) -> int:
 
 
 def tile_rows(a_rows: int = TILE_M) -> int:
-    """Rows of C a CTA tile covers: :data:`TILE_M` (two consumer warpgroups of 64 rows) when a
-    stage loads 128 rows of A, else 64 (one consumer computes; M tiles of 64 rows, or one tile
-    of ``a_rows`` rows of A for M up to 32)."""
+    """Rows of C a CTA tile covers: ``a_rows`` itself. 128 rows are two consumer warpgroups of
+    64; with 64 or fewer one consumer computes (:func:`computing_consumers`) a ``wgmma m64``
+    fragment whose rows past ``a_rows`` come from A's zeroed rows and are never stored, so M
+    splits into tiles of 64, 32, 16 or 8 rows (M tiles that pair up in clusters sharing B)."""
+    return check_a_rows(a_rows)
+
+
+def stage_rows(a_rows: int = TILE_M) -> int:
+    """Rows of an A stage: :data:`TILE_M` for two computing consumers, else 64, the rows one
+    ``wgmma m64`` reads (the producer fills the top ``a_rows`` of them)."""
     return TILE_M if check_a_rows(a_rows) == TILE_M else TILE_M // CONSUMERS
 
 
 def computing_consumers(a_rows: int = TILE_M) -> int:
     """Consumer warpgroups that compute: :data:`CONSUMERS` over a 128-row tile, 1 over a
     64-row one (:func:`tile_rows`; the other zeroes A's unloaded rows and exits)."""
-    return CONSUMERS if tile_rows(a_rows) == TILE_M else 1
+    return CONSUMERS if check_a_rows(a_rows) == TILE_M else 1
 
 
 def requests(
@@ -92,14 +99,15 @@ def requests(
     128-byte swizzle: 16 KiB + ``tile_n / 8`` KiB for either input type. ``C_stage`` is
     ``CONSUMERS x EPILOGUE_BUFFERS`` tiles of ``TILE_M / CONSUMERS x epilogue_cols(tile_n)``
     bf16 (8 KiB each with 128-byte swizzle; 6 KiB unswizzled for 240), written with
-    ``stmatrix`` and stored with TMA. With ``a_rows`` of 64 or fewer (:func:`tile_rows`) one
+    ``stmatrix`` and stored with TMA (the top :func:`tile_rows` of them for tiles of fewer than
+    64 rows, :func:`c_box`). With ``a_rows`` of 64 or fewer (:func:`stage_rows`) one
     consumer computes: A is 64 rows a stage and C_stage one consumer's tiles, so the ring
     gets the bytes (8 KiB a stage fewer, 16 KiB of C staging fewer: deeper rings).
     """
     rows, k, cols = TILE_M // CONSUMERS, tile_k(dtype), epilogue_cols(tile_n)
     computing = computing_consumers(a_rows)
     return [
-        BufferRequest("A", (tile_rows(a_rows), k), dtype, swizzle="128B", per_stage=True),
+        BufferRequest("A", (stage_rows(a_rows), k), dtype, swizzle="128B", per_stage=True),
         BufferRequest("B", (check_tile_n(tile_n), k), dtype, swizzle="128B", per_stage=True),
         BufferRequest(
             "C_stage",
@@ -171,3 +179,23 @@ def a_box(a_rows: int, dtype: str = "bfloat16", target: str = "sm_90a") -> Buffe
     check_a_rows(a_rows)
     smem = SMEMPool(name="a_box", target=target)
     return smem.alloc_mma((a_rows, tile_k(dtype)), dtype, "128B", name="A_box")
+
+
+def c_box(a_rows: int, tile_n: int = TILE_N, target: str = "sm_90a") -> Buffer:
+    """The rows of a C staging tile that the epilogue's TMA store writes, for tiles of fewer
+    than 64 rows (:func:`tile_rows`): ``a_rows x epilogue_cols(tile_n)`` bf16 at the top of the
+    staging tile, laid out like its rows (a plan-only buffer from which C's tensor map takes
+    its box). A store of all 64 rows would write the fragment's rows past the tile, zeros
+    from A's zeroed rows, over the next M tile's rows of C; tiles of 64 or 128 rows store the
+    staging tile whole (the plan's ``C_stage``)."""
+    rows = check_a_rows(a_rows)
+    if rows >= TILE_M // CONSUMERS:
+        raise GemmShapeError(
+            f"c_box is for tiles of fewer than {TILE_M // CONSUMERS} rows, got a_rows={rows}: "
+            "tiles of 64 or 128 rows store the plan's C_stage tile whole"
+        )
+    cols = epilogue_cols(tile_n)
+    smem = SMEMPool(name="c_box", target=target)
+    if cols == EPILOGUE_COLS:
+        return smem.alloc_mma((rows, cols), "bfloat16", "128B", name="C_box")
+    return smem.alloc((rows, cols), "bfloat16", name="C_box")
