@@ -293,14 +293,38 @@ def test_clusters_along_n_give_the_fp32_product(torch, m, n, kwargs):
         assert bool(torch.isfinite(c).all()) and err < 1e-2, (ctas, err)
 
 
-def test_a_small_m_kernel_refuses_more_rows_than_it_loads(torch):
+FP8 = {"dtype": "float8_e4m3fn", "promote": True, "promote_every": 2}
+
+
+@pytest.mark.parametrize(
+    ("m", "kwargs"),
+    [
+        (80, {"a_rows": 32, "cluster_m": 2}),  # 3 M tiles of 32 in pairs sharing B
+        (16, {"a_rows": 8, "cluster_m": 2}),  # M = 16 as two 8-row tiles of a pair
+        (72, {"a_rows": 16, "cluster_m": 4, "tile_n": 128}),  # 5 tiles of 16 in fours
+        (70, {"a_rows": 16}),  # 5 tiles of 16, CTAs alone
+        (70, {"a_rows": 16, "split_k": True}),  # split-K: each range stores its tile's rows
+        (40, {"a_rows": 16, "stream_k": True}),  # stream-K groups of 3 M tiles of 16
+        (200, {"a_rows": 32, "cluster_m": 2, "stream_k": True}),  # stream-K pairs of 32 rows
+        (100, {"a_rows": 32, "cluster_m": 2, **FP8}),  # promoted fp8 in pairs of 32 rows
+        (24, {"a_rows": 8, "cluster_m": 2, "tile_n": 128, **FP8}),
+    ],
+)
+def test_tiles_of_fewer_than_64_rows_give_the_fp32_product_for_any_m(torch, m, kwargs):
     from tilemem.gemm.hopper import HopperGemm
 
-    a = torch.zeros(17, 256, device="cuda", dtype=torch.bfloat16)
-    b = torch.zeros(256, 256, device="cuda", dtype=torch.bfloat16)
-    c = torch.zeros(17, 256, device="cuda", dtype=torch.bfloat16)
-    with pytest.raises(GemmShapeError, match=r"M = 17: this kernel loads 16 rows of A"):
-        HopperGemm(cluster_m=1, a_rows=16).prepare(a, b, c)
+    gemm = HopperGemm(**{"tile_n": 64, "cluster_m": 1, **kwargs})
+    kind = torch.float8_e4m3fn if gemm.dtype == "float8_e4m3fn" else torch.bfloat16
+    gen = torch.Generator(device="cuda").manual_seed(m + gemm.a_rows)
+    a = torch.randn(m, 1000, device="cuda", generator=gen).to(kind)
+    b = torch.randn(1032, 1000, device="cuda", generator=gen).to(kind)
+    ref = a.float() @ b.float().T
+    for ctas in (None, 2 * gemm.size):  # every unit at once, or many a cluster in turn
+        c = torch.full((m, 1032), float("nan"), device="cuda", dtype=torch.bfloat16)
+        gemm.prepare(a, b, c, ctas=ctas)()
+        torch.cuda.synchronize()
+        err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
+        assert bool(torch.isfinite(c).all()) and err < 1e-2, (ctas, err)
 
 
 @pytest.mark.parametrize(

@@ -161,3 +161,20 @@ def test_small_tiles_in_clusters_along_n_share_8_row_slices_of_a():
     program = _program(16, tile_n, cluster_n=2)
     _simulate(program, *maps, 2, 4, 2, 8, grid=(4,), cluster=(2, 1, 1), sms=2)
     _check(a, b, c)
+
+
+def test_stream_k_pairs_of_32_row_tiles_match_numpy():
+    # 80 rows: 3 M tiles of 32 in 2x1 clusters (a group is the pair; the second pair's second
+    # tile past M), 2 M units x 2 N tiles x 5 K tiles = 20 steps over 4 pairs of 5 each
+    m, n, k, tile_n = 80, 128, 320, 64
+    grid, m_group = stream_k_grid(3, 2, 5, 8, None, 2)
+    assert (grid, m_group) == (8, 2)
+    a, b, c = _operands(m, n, k, seed=23)
+    work = np.full((grid * 2 * tile_n // 2, 128), np.nan, np.float32)
+    flags = np.zeros(grid * 2, np.uint32)
+    maps = gemm_maps(a, b, c, tile_n, cluster_m=2, a_rows=32)
+    program = _program(32, tile_n, 2, stream_k=True)
+    run = dict(grid=(grid,), cluster=(2, 1, 1), sms=4)
+    _simulate(program, *maps, 3, 2, 5, 8, m_group, work, flags, **run)
+    assert not flags.any(), flags
+    _check(a, b, c)
