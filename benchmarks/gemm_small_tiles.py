@@ -2,6 +2,7 @@
 small-M shapes.
 
     PYTHONPATH=src python3 benchmarks/gemm_small_tiles.py bfloat16,float8_e4m3fn [M,...]
+    PYTHONPATH=src python3 benchmarks/gemm_small_tiles.py ab bfloat16,float8_e4m3fn
 
 For each type and every shape of benchmarks/gemm.py's small and inference sets with M up to 256
 (or the M given): the policy (``policy:CONFIG``) and, for every tile of ``r`` rows (8, 16, 32,
@@ -12,11 +13,14 @@ half and twice the SMs (one round of tiles, or nearly). This is the structure cu
 64 x 4096 x 4096 (two 32-row tiles of a pair sharing B, 64 wide, all of K each: docs/verification
 /2026-12-03-h200-gemm-ncu-weak-shapes.txt). Ratios are cuBLAS time / tilemem time with
 benchmarks/gemm.py's method (fresh inputs, NaN-poisoned C checked first, rotating order, median
-of 3 rounds). Needs an sm_90 GPU and torch.
+of 3 rounds). ``ab``: on every shape of benchmarks/gemm.py's sets where the policy's tiles of
+half the rows (``hopper.finer_rows``) replace a 2-way split, the policy beside the same policy
+with the split (:class:`SplitAuto`), median of 5 rounds. Needs an sm_90 GPU and torch.
 """
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
 import sys
 import time
@@ -50,9 +54,51 @@ def variants(m: int, n: int, widths, sms: int) -> list[tuple[int, int, int]]:
     return out
 
 
+@contextlib.contextmanager
+def splitting():
+    """The policy as before :func:`hopper.finer_rows`: a short 2-way split stays a split."""
+    current = hopper.finer_rows
+    hopper.finer_rows = lambda *args: None
+    try:
+        yield
+    finally:
+        hopper.finer_rows = current
+
+
+class SplitAuto(hopper.AutoGemm):
+    """AutoGemm whose configurations are chosen as in :func:`splitting`."""
+
+    def config(self, m, n, k=None):
+        with splitting():
+            return super().config(m, n, k)
+
+
+def ab(dtypes: list[str]) -> None:
+    for dtype in dtypes:
+        auto, split = hopper.AutoGemm(dtype=dtype), SplitAuto(dtype=dtype)
+        ragged = bench.RAGGED if dtype == "bfloat16" else bench.RAGGED_FP8
+        shapes = bench.SQUARE + bench.LLM + ragged + bench.SMALL + bench.INFERENCE
+        for m, n, k in shapes:
+            if auto.config(m, n, k) == split.config(m, n, k):
+                continue
+            _, ratios, cublas = timed([auto, split], ["finer", "split"], m, n, k, 5)
+            if len(ratios) == 2:
+                print(
+                    f"AB {dtype} {m}x{n}x{k} cublas={cublas * 1e6:.1f}us "
+                    f"finer:{bench.policy(auto, m, n, k)}={ratios[0]:.3f} "
+                    f"split:{bench.policy(split, m, n, k)}={ratios[1]:.3f} "
+                    f"speedup={ratios[0] / ratios[1]:.3f}",
+                    flush=True,
+                )
+
+
 def main() -> None:
     torch.zeros(1, device="cuda")
     start = time.time()
+    if sys.argv[1] == "ab":
+        ab(sys.argv[2].split(","))
+        print(f"elapsed {time.time() - start:.0f} s")
+        return
     dtypes = sys.argv[1].split(",")
     only = [int(x) for x in sys.argv[2].split(",")] if len(sys.argv) > 2 else None
     for dtype in dtypes:

@@ -469,9 +469,11 @@ def test_auto_gemm_builds_one_kernel_per_configuration(drv):
     # 64 x 128, one round, 128 x 0.9 = 115.2 < 121.6 (64 x 256: 174, 64 x 64: 121.6): they run.
     # split_count(128, 128, k, 64): 2 tiles; K = 64 (1 K tile): no split; K = 2048 (32 K
     # tiles): 8 s 128 128 <= (256 k 2) / 4 = 262,144 gives s <= 2: 2 ranges; K = 4096 (64 K
-    # tiles): s <= 4: 4 ranges. These run as stream-K with the same ranges: groups of 1 (one
-    # M tile), units * splits groups: 2 * 2 = 4, then 2 * 4 = 8 CTAs (the split's cost, 32 / 2
-    # x 121.6 = 1945.6, is below the 64-row tiles' 32 x 115.2).
+    # tiles): s <= 4: 4 ranges. (The split's cost, 32 / 2 x 121.6 = 1945.6, is below the
+    # 64-row tiles' 32 x 115.2.) Two ranges of 16 K tiles, fewer than FINER_M_MAX_STEPS = 48:
+    # finer_rows gives tiles of half the rows instead, 64 x 64 over all of K, 2 x 2 = 4 CTAs
+    # as the split had. Four ranges run as stream-K with the same ranges: groups of 1 (one
+    # M tile), units * splits groups: 2 * 4 = 8 CTAs.
     # M = 16 (16 rows of A a stage): K = 2048: 8 s 16 128 <= (144 k 2) / 4 = 147,456 gives
     # s <= 9, s divides the 32 K tiles and leaves at least 4 a range: 8 ranges of 4, as
     # stream-K too (2 * 8 = 16 CTAs), with no reduction kernel
@@ -483,18 +485,18 @@ def test_auto_gemm_builds_one_kernel_per_configuration(drv):
     names = [name for name, _ in drv.kernel_launches()]
     assert names == [
         "hopper_gemm_persistent_n128_a64",
-        "hopper_gemm_persistent_n64_streamk",
+        "hopper_gemm_persistent_n64_a64",
         "hopper_gemm_persistent_n64_streamk",
         "hopper_gemm_persistent_n64_a16_streamk",
     ]
     launches = [launch for _, launch in drv.kernel_launches()]
     assert ints(launches[0].params[3:]) == [2, 1, 1, 8] and launches[0].grid == (2, 1, 1)
-    assert ints(launches[1].params[3:8]) == [1, 2, 32, 8, 1] and launches[1].grid == (4, 1, 1)
+    assert ints(launches[1].params[3:]) == [2, 2, 32, 8] and launches[1].grid == (4, 1, 1)
     assert ints(launches[2].params[3:8]) == [1, 2, 64, 8, 1] and launches[2].grid == (8, 1, 1)
     assert ints(launches[3].params[3:8]) == [1, 2, 32, 8, 1] and launches[3].grid == (16, 1, 1)
-    assert len(auto.gemms) == 3
+    assert len(auto.gemms) == 4
     assert auto.config(128, 128, 64) == (128, 1, 1, 64, False)
-    assert auto.config(128, 128, 2048) == (64, 1, 2, 128, True)
+    assert auto.config(128, 128, 2048) == (64, 1, 1, 64, False)
     assert auto.config(16, 128, 2048) == (64, 1, 8, 16, True)
     assert auto.gemm_for(128, 128, 64) is auto.gemm_for(128, 128)
 
@@ -894,4 +896,4 @@ def test_the_stream_k_cluster_benchmark_pairs_the_policys_stream_k(drv, monkeypa
     ]
     assert [label for label, _ in bench.clustered(auto, 512, 10240, 8192)] == ["pairs", "fours"]
     assert bench.clustered(auto, 8192, 8192, 8192) == []  # the tiled kernel
-    assert auto.config(128, 4096, 4096)[4] and bench.clustered(auto, 128, 4096, 4096) == []
+    assert auto.config(128, 4096, 14336)[4] and bench.clustered(auto, 128, 4096, 14336) == []

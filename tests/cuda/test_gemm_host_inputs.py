@@ -32,8 +32,8 @@ GOOD = {"m": 128, "n": 128, "k": 4096, "tile_n": 128, "sms": 132, "dtype": "bflo
         ("tile_n", 100, "one of"),
         ("dtype", "int8", "the GEMM takes A and B as one of"),
         ("dtype", "nonsense", "got 'nonsense'"),
-        ("rows", 32, "split_count's rows (of a tile) is 128 or 64, got 32"),
-        ("rows", 64.0, "split_count's rows (of a tile) is 128 or 64, got 64.0"),
+        ("rows", 48, "split_count's rows (of a tile) is one of (128, 64, 32, 16, 8), got 48"),
+        ("rows", 64.0, "split_count's rows (of a tile) is one of (128, 64, 32, 16, 8), got 64.0"),
     ],
 )
 def test_split_count_refuses_bad_inputs(key, value, words):
@@ -151,3 +151,37 @@ def test_the_plain_variant_is_the_policy_launched_without_programmatic_serializa
             policy.promote,
             policy.promote_every,
         )
+
+
+def test_finer_rows_replace_a_short_two_way_split():
+    from tilemem.gemm.hopper import FINER_M_MAX_STEPS, finer_rows
+
+    assert FINER_M_MAX_STEPS == 48
+    # K = 4096: 64 bf16 K tiles (32 a range) or 32 fp8 (16): half of a_rows_for's rows
+    assert [finer_rows(m, 4096, 2) for m in (9, 16, 33, 64, 65, 128)] == [8, 8, 32, 32, 64, 64]
+    assert finer_rows(16, 4096, 2, "float8_e4m3fn") == 8
+    # 95 K tiles (47 a range) still; 96 (48) not
+    assert finer_rows(64, 95 * 64, 2) == 32 and finer_rows(64, 96 * 64, 2) is None
+    assert finer_rows(64, 95 * 128, 2, "float8_e4m3fn") == 32  # fp8: 128 elements a K tile
+    assert finer_rows(64, 96 * 128, 2, "float8_e4m3fn") is None
+    # M within one tile of half the rows (M <= 8 takes 16-row tiles: 8 holds it), no split,
+    # other splits, and M > 128 (whose 128-row tiles have other rules): unchanged
+    assert [finer_rows(m, 4096, 2) for m in (1, 8)] == [None, None]
+    assert finer_rows(64, 4096, 1) is None and finer_rows(64, 4096, 4) is None
+    assert finer_rows(129, 4096, 2) == 64  # 3 tiles of 64 where 2 of 128 were split
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        ((0, 4096, 2), "finer_rows's m"),
+        ((16.0, 4096, 2), "finer_rows's m"),
+        ((16, True, 2), "finer_rows's k"),
+        ((16, 4096, 0), "finer_rows's splits"),
+    ],
+)
+def test_finer_rows_refuses_what_is_no_shape(args, words):
+    from tilemem.gemm.hopper import finer_rows
+
+    with pytest.raises(GemmShapeError, match=words):
+        finer_rows(*args)

@@ -1407,8 +1407,10 @@ def split_count(
     )
     gemm_plan.check_tile_n(tile_n)
     gemm_plan.check_input_type(dtype)
-    if rows not in (TILE_M, TILE_M // CONSUMERS) or type(rows) is not int:
-        raise GemmShapeError(f"split_count's rows (of a tile) is 128 or 64, got {rows!r}")
+    if type(rows) is not int or rows not in gemm_plan.A_ROWS:
+        raise GemmShapeError(
+            f"split_count's rows (of a tile) is one of {gemm_plan.A_ROWS}, got {rows!r}"
+        )
     tiles = ceil_div(m, rows) * ceil_div(n, tile_n)
     k_tiles = ceil_div(k, tile_k(dtype))
     operand_bytes = (m + n) * k * as_dtype(dtype).bits // 8
@@ -1585,6 +1587,34 @@ def _rows64_width(m, n, k, sms, dtype, widths, promoted, tiled_config) -> int | 
     return best[1] if best is not None and best[0] < current else None
 
 
+# K tiles a range of a 2-way split below which tiles of half the rows (M split in two, all of
+# K each, the same grid) replace it. Measured on the H200 (docs/PERFORMANCE.md, "Tiles of fewer
+# rows than the product's M"; benchmarks/gemm_small_tiles.py): with 32 K tiles a range (bf16
+# K = 4096) 8-row tiles gave 1.036 of cuBLAS at 16 x 4096 x 4096 against 0.918 for the split,
+# 32-row 0.847 against 0.822 at M = 64, 64-row 0.961 against 0.893 at M = 128; with 16 (fp8
+# K = 4096) 0.864 against 0.788 and 0.916 against 0.839 at M = 16 and 64. With 112 K tiles a
+# range (bf16 K = 14336) and 56 (fp8) the split was as fast or faster on all six shapes
+# (16, 64, 128 x 4096 x 14336: e.g. 0.967 against 0.930, 1.048 against 0.981): each of the
+# finer tiles reads all of B's tile, the split reads half of it a CTA, and a long range
+# amortises the hand-over of its sums.
+FINER_M_MAX_STEPS = 48
+
+
+def finer_rows(m: int, k: int, splits: int, dtype: str = "bfloat16") -> int | None:
+    """Rows of the tiles that replace a 2-way split-K of an ``m x n x k`` product (``splits``,
+    :func:`policy`'s), or None where the split runs: half of :func:`a_rows_for`'s rows (64,
+    32 or 8 for 128, 64 or 16) where a range would have fewer than :data:`FINER_M_MAX_STEPS`
+    K tiles and M spans more than one tile of half the rows. The grid is the same (twice the
+    M tiles, one K range each); what goes is the hand-over of fp32 sums."""
+    m = check_int(m, "finer_rows's m (rows of C)", minimum=1, error=GemmShapeError)
+    k = check_int(k, "finer_rows's k", minimum=1, error=GemmShapeError)
+    splits = check_int(splits, "finer_rows's splits", minimum=1, error=GemmShapeError)
+    rows = a_rows_for(m) // 2
+    if splits != 2 or ceil_div(k, tile_k(dtype)) >= 2 * FINER_M_MAX_STEPS or m <= rows:
+        return None
+    return rows if rows in gemm_plan.A_ROWS else None
+
+
 def a_rows_for(m: int) -> int:
     """Rows of A a stage loads for ``m`` rows of C: the fewest of :data:`~.plan.A_ROWS` that
     hold them (16, 32, 64; 16 also for ``m <= 8``: 8-row tiles are for M tiles in clusters,
@@ -1629,7 +1659,8 @@ class AutoGemm:
         """(tile_n, cluster_m, splits, a_rows, stream_k) for an ``m x n`` C over ``k`` (no
         split and no stream-K without k: as for one K tile): 64-row tiles where
         :func:`rows64_width` says so, else :func:`stream_k_policy` or :func:`policy`
-        (:func:`a_rows_for` M)."""
+        (:func:`a_rows_for` M), whose short 2-way split gives way to tiles of half the rows
+        (:func:`finer_rows`)."""
         if self.sms is None:
             from cuda.core import Device  # the launcher's device: the current one
 
@@ -1644,6 +1675,9 @@ class AutoGemm:
         if width is not None:
             return width, 1, 1, TILE_M, True
         tile_n, cluster_m, splits = tiled
+        rows = finer_rows(m, k, splits, self.dtype)
+        if rows is not None:  # M in twice the tiles instead of K in two ranges
+            return tile_n, 1, 1, rows, False
         # split-K runs as stream-K with the same ranges, each tile's sums added by its first
         # range's CTA (no reduction kernel; measured on the H200 on every such shape of the
         # benchmark: 6-21% faster on the 128-row A box, docs/PERFORMANCE.md "Stream-K"; 0-18%
