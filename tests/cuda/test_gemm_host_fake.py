@@ -750,6 +750,35 @@ def test_by_default_small_grids_launch_plainly(drv):
     )
 
 
+@pytest.mark.parametrize(
+    ("m", "n", "k", "a_rows", "programmatic"),
+    [
+        # 64-row tiles 128 wide: 4 x 32 = 128 CTAs; 64 K tiles (K = 4096) over 4 M tiles:
+        # plain; 32 K tiles: programmatic
+        (256, 4096, 4096, 64, False),
+        (256, 4096, 2048, 64, True),
+        (256, 4096, 4032, 64, True),  # 63 K tiles
+        # one M tile of 64 rows (64 x 16384 on 128 CTAs): programmatic whatever K
+        (64, 16384, 8192, 64, True),
+        # 32-row tiles: 2 M tiles at M = 64, x 64 N tiles of 128 = 128 CTAs: plain
+        (64, 8192, 4096, 32, False),
+        # two consumers (128-row tiles): 4 x 32 = 128 CTAs, programmatic
+        (512, 4096, 4096, 128, True),
+    ],
+)
+def test_one_consumer_tiles_over_several_m_tiles_with_a_long_k_launch_plainly(
+    drv, m, n, k, a_rows, programmatic
+):
+    gemm = HopperGemm(cluster_m=1, tile_n=128, a_rows=a_rows)
+    gemm.prepare(*operands(m, n, k))()
+    _, launch = only_launch(drv)
+    assert launch.grid == (128, 1, 1)
+    assert launch.programmatic is programmatic
+    # asked for, the launch is programmatic all the same
+    asked = HopperGemm(cluster_m=1, tile_n=128, a_rows=a_rows, programmatic=True)
+    assert asked.launches_programmatically(128, 4, 64)
+
+
 def test_split_k_launches_its_gemm_programmatically_and_its_reduction_plainly(drv):
     # the reduction kernel has no griddepcontrol.wait: it must start after the GEMM completes
     gemm = HopperGemm(cluster_m=1, tile_n=128, split_k=True, programmatic=True)
@@ -795,6 +824,10 @@ def test_a_staged_stream_k_launch_keeps_both_workspaces(drv):
 def test_launches_programmatically_takes_a_positive_int_cta_count(drv, bad):
     with pytest.raises(GemmShapeError, match=r"launches_programmatically's ctas"):
         HopperGemm(cluster_m=1).launches_programmatically(bad)
+    with pytest.raises(GemmShapeError, match=r"launches_programmatically's m_tiles"):
+        HopperGemm(cluster_m=1).launches_programmatically(128, bad)
+    with pytest.raises(GemmShapeError, match=r"launches_programmatically's k_tiles"):
+        HopperGemm(cluster_m=1).launches_programmatically(128, 2, bad)
 
 
 def _load_benchmark(monkeypatch, name: str):

@@ -1191,7 +1191,7 @@ class HopperGemm:
         units = ceil_div(tiles[0], self.cluster_m) * ceil_div(tiles[1], self.cluster_n)
         clusters = min(self.max_clusters, units, max(1, (ctas or self.sms) // size))
         grid, cluster = (clusters * size,), ((size, 1, 1) if size > 1 else None)
-        programmatic = self.launches_programmatically(grid[0])
+        programmatic = self.launches_programmatically(grid[0], tiles[0], tiles[2])
 
         def launch(stream=None) -> None:
             self.launcher(
@@ -1238,13 +1238,23 @@ class HopperGemm:
         launch.workspace = {"work": work, "flags": flags}  # type: ignore[attr-defined]
         return launch
 
-    def launches_programmatically(self, ctas: int) -> bool:
+    def launches_programmatically(self, ctas: int, m_tiles: int = 1, k_tiles: int = 1) -> bool:
         """Whether a launch of ``ctas`` CTAs uses programmatic stream serialization: as
         ``programmatic`` says, or with None where the grid leaves at most
-        :data:`PDL_MAX_IDLE` of the SMs idle. ``ctas`` is a positive int (GemmShapeError)."""
+        :data:`PDL_MAX_IDLE` of the SMs idle, except for tiles that one consumer computes
+        (``a_rows`` of 64 or fewer) over two or more M tiles (``m_tiles``) with at least
+        :data:`PDL_PLAIN_K_TILES` K tiles (``k_tiles``), which launch plainly. The three are
+        positive ints (GemmShapeError)."""
         ctas = check_int(ctas, "launches_programmatically's ctas", minimum=1, error=GemmShapeError)
+        m_tiles, k_tiles = (
+            check_int(v, f"launches_programmatically's {x}", minimum=1, error=GemmShapeError)
+            for x, v in (("m_tiles", m_tiles), ("k_tiles", k_tiles))
+        )
         if self.programmatic is not None:
             return self.programmatic
+        one_consumer = gemm_plan.computing_consumers(self.a_rows) == 1
+        if one_consumer and m_tiles >= 2 and k_tiles >= PDL_PLAIN_K_TILES:
+            return False
         return self.sms - ctas <= PDL_MAX_IDLE * self.sms
 
     def __call__(self, a, b, c, stream=None) -> None:
@@ -1262,6 +1272,18 @@ class HopperGemm:
 # spreads them (our reading, not measured). So the default launches programmatically only
 # where at most this share of the SMs is idle.
 PDL_MAX_IDLE = 0.05
+# K tiles from which one consumer's tiles (a_rows <= 64) over two or more M tiles launch
+# plainly. Measured on the H200 (docs/PERFORMANCE.md, "Tiles of fewer rows than the product's
+# M"; the benchmark's "ratio plain" column, the same kernels launched plainly in the same run,
+# three device checks): such 128-CTA grids with 64 K tiles ran 5-8% slower launched
+# programmatically (bf16 256 x 4096 x 4096 0.916 of the plain launch's speed in all three runs,
+# 128 x 4096 x 4096 0.919, 64 x 4096 x 4096 0.922, 256 x 6144 x 4096 0.946, fp8 128 x 8192 x 8192
+# 0.918) and with 128 (bf16 256 x 8192 x 8192 0.948, 128 x 8192 x 8192 0.972), where with 8
+# to 32 K tiles they ran 2-12% faster (1024^3: 1.06 bf16, 1.12 fp8) and with one M tile as
+# fast or faster (16 x 8192 x 8192 1.004 bf16, 1.032 fp8). Our reading, not measured: the
+# dependents' CTAs start as the previous grid's CTAs end, out of step, so the CTAs of two M
+# tiles that read the same B tile no longer read it from DRAM together.
+PDL_PLAIN_K_TILES = 64
 
 
 MAX_M_GROUP = 8  # CTAs of a stream-K group: the M tiles that share one B tile at a time
