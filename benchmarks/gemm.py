@@ -101,6 +101,7 @@ INFERENCE = [(m, n, k) for m in (16, 64, 128, 256, 512, 1024) for n, k in LLAMA3
 # the bf16 widths the configuration sweeps (gemm_rows64.py, gemm_clusters.py) try; 240 only
 # where the policy picks it
 SWEEP_WIDTHS = (256, 192, 128, 96, 64)
+SWEEP_WIDTHS_FP8 = (192, 128, 96, 64)  # the promoted fp8 widths the sweeps try
 SANITIZE = (304, 528, 208)  # ragged for every width: 2.4 x 128, 2.1 x 256, 2.2 x 240, 2.75 x 192
 SANITIZE_ANY = [  # staged operands (M < 128, K or N not a multiple of 8), split-K, stream-K
     (1, 9, 7),

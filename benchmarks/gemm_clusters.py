@@ -93,7 +93,7 @@ class PairsAuto(hopper.AutoGemm):
 def cluster_variants(dtype: str) -> list[tuple[str, hopper.HopperGemm]]:
     """2x1 and 1x2 clusters at every width, 128-row and 64-row tiles, and their labels."""
     fp8 = dtype != "bfloat16"
-    widths = hopper.PROMOTED_TILE_NS if fp8 else bench.SWEEP_WIDTHS
+    widths = bench.SWEEP_WIDTHS_FP8 if fp8 else bench.SWEEP_WIDTHS
     out = []
     for cm, cn, tag in ((2, 1, "m"), (1, 2, "n")):
         for rows in (128, 64):

@@ -24,13 +24,13 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import gemm as bench  # benchmarks/gemm.py: its shapes, check and timing
 import torch
 
-from tilemem.gemm.hopper import PROMOTED_TILE_NS, AutoGemm, HopperGemm
+from tilemem.gemm.hopper import AutoGemm, HopperGemm
 
 
 def kernels(dtype: str) -> tuple[list[HopperGemm], list[str]]:
     """The 64-row configurations for ``dtype`` and their labels."""
     fp8 = dtype != "bfloat16"
-    widths = PROMOTED_TILE_NS if fp8 else bench.SWEEP_WIDTHS
+    widths = bench.SWEEP_WIDTHS_FP8 if fp8 else bench.SWEEP_WIDTHS
     configs = [(w, 1, False) for w in widths]
     configs += [(w, 2, False) for w in widths if w >= 96]
     configs += [(w, 1, True) for w in widths if w >= 128]

@@ -103,7 +103,7 @@ def main() -> None:
     only = [int(x) for x in sys.argv[2].split(",")] if len(sys.argv) > 2 else None
     for dtype in dtypes:
         fp8 = dtype != "bfloat16"
-        widths = hopper.PROMOTED_TILE_NS if fp8 else bench.SWEEP_WIDTHS
+        widths = bench.SWEEP_WIDTHS_FP8 if fp8 else bench.SWEEP_WIDTHS
         auto = hopper.AutoGemm(dtype=dtype)
         built: dict[tuple[int, int, int], hopper.HopperGemm] = {}
         for m, n, k in bench.SMALL + bench.INFERENCE:

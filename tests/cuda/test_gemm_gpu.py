@@ -8,7 +8,9 @@ pytestmark = pytest.mark.gpu
 
 
 # 240 / 4 = 60 rows of B is no whole swizzle atom: 240 runs alone or in pairs only
-CONFIGS = [(t, cm) for t in (256, 240, 192, 128, 96, 64) for cm in (1, 2, 4) if (t, cm) != (240, 4)]
+CONFIGS = [
+    (t, cm) for t in (256, 240, 192, 160, 128, 96, 64) for cm in (1, 2, 4) if (t, cm) != (240, 4)
+]
 
 
 @pytest.fixture(scope="module", params=CONFIGS, ids=[f"n{t}-cluster{c}x1" for t, c in CONFIGS])

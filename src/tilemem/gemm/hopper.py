@@ -1360,7 +1360,12 @@ def stream_k_grid(
 # each run one round, time(96) / time(128) = 96 c / (128 x 1.40) gave c = 1.74 and 1.76 (bf16
 # 256 x 6144 x 4096, 128 x 10240 x 8192) and 1.66 and 1.73 (fp8); any c from 1.5 to 1.85 makes
 # the same choices on the benchmark's 130 shapes (8 move to 96: 7 faster by 3-13%, one 1% slower).
-WIDTH_COST = {256: 1.0, 240: 1.01, 192: 1.03, 128: 1.40, 96: 1.75, 64: 1.9}
+# 128 x 160 (cuBLAS runs 168-wide tiles on 256 x 10240 x 8192, 122 CTAs where our 192 give
+# 108 and 160 give 128): streams (2 * 64 + 2 * 160) / 160 = 2.8 rows of 32 bytes per column
+# against 2.67 for 192 and 3.0 for 128, and stages C in two unswizzled 80-column slices;
+# WIDTH_COST_160 below.
+WIDTH_COST_160 = 1.215
+WIDTH_COST = {256: 1.0, 240: 1.01, 192: 1.03, 160: WIDTH_COST_160, 128: 1.40, 96: 1.75, 64: 1.9}
 
 
 def launch_config(

@@ -21,13 +21,15 @@ from ..validate import is_int
 
 TILE_M, TILE_N = 128, 256
 # CTA tile widths: wgmma m64nN takes N up to 256 in steps of 8
-TILE_NS = (256, 240, 192, 128, 96, 64)
+TILE_NS = (256, 240, 192, 160, 128, 96, 64)
 SWIZZLE_ROW_BYTES = 128  # a K tile is one 128-byte swizzle row of A and B
 SWIZZLE_ATOM_ROWS = 8  # the 128-byte swizzle repeats every 8 rows (1024 bytes)
 INPUT_TYPES = ("bfloat16", "float8_e4m3fn")  # A and B; C is bfloat16, accumulation float32
 CONSUMERS = 2  # consumer warpgroups, TILE_M / CONSUMERS rows each
 EPILOGUE_COLS = 64  # columns of C per staging tile: one 128-byte swizzle row of bf16
-NARROW_EPILOGUE_COLS = 48  # for widths that 64 does not divide (240 = 5 x 48): unswizzled
+# for widths that 64 does not divide, the first of these that does (240 = 5 x 48, 160 = 2 x 80):
+# unswizzled, a 128-byte swizzle needs 128-byte rows
+NARROW_EPILOGUE_COLS = (48, 80)
 EPILOGUE_BUFFERS = 2  # per consumer: fill one while the TMA store of the other drains
 PHASES = ("mainloop", "epilogue")
 A_ROWS = (128, 64, 32, 16, 8)  # rows of A a stage loads: all of the tile, or fewer for small M
@@ -63,11 +65,12 @@ def check_input_type(dtype: str) -> str:
 
 def epilogue_cols(tile_n: int = TILE_N) -> int:
     """Columns of C per staging tile: :data:`EPILOGUE_COLS` (a 128-byte swizzle row) when they
-    divide ``tile_n``, else :data:`NARROW_EPILOGUE_COLS` (96-byte rows, no swizzle: a 128-byte
-    swizzle needs 128-byte rows), so a slice never reaches into the next tile's columns."""
+    divide ``tile_n``, else the first of :data:`NARROW_EPILOGUE_COLS` that does (48 for 240:
+    96-byte rows; 80 for 160: 160-byte rows; no swizzle, which needs 128-byte rows), so a slice
+    never reaches into the next tile's columns."""
     if check_tile_n(tile_n) % EPILOGUE_COLS == 0:
         return EPILOGUE_COLS
-    return NARROW_EPILOGUE_COLS
+    return next(c for c in NARROW_EPILOGUE_COLS if tile_n % c == 0)
 
 
 def tile_rows(a_rows: int = TILE_M) -> int:
