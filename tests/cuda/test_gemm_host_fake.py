@@ -922,11 +922,12 @@ def test_the_stream_k_cluster_benchmark_pairs_the_policys_stream_k(drv, monkeypa
     bench = _load_benchmark(monkeypatch, "gemm_stream_k_clusters")
     auto = bench.hopper.AutoGemm()
     auto.sms = 132
-    assert auto.config(256, 10240, 8192) == (192, 1, 1, 128, True)
-    pairs = bench.clustered(auto, 256, 10240, 8192)
+    assert auto.config(256, 4096, 14336) == (192, 1, 1, 128, True)
+    pairs = bench.clustered(auto, 256, 4096, 14336)
     assert [(label, g.cluster_m, g.tile_n, g.stream_k) for label, g in pairs] == [
         ("pairs", 2, 192, True)
     ]
-    assert [label for label, _ in bench.clustered(auto, 512, 10240, 8192)] == ["pairs", "fours"]
+    assert auto.config(512, 28672, 4096) == (256, 1, 1, 128, True)
+    assert [label for label, _ in bench.clustered(auto, 512, 28672, 4096)] == ["pairs", "fours"]
     assert bench.clustered(auto, 8192, 8192, 8192) == []  # the tiled kernel
     assert auto.config(128, 4096, 14336)[4] and bench.clustered(auto, 128, 4096, 14336) == []

@@ -185,3 +185,29 @@ def test_finer_rows_refuses_what_is_no_shape(args, words):
 
     with pytest.raises(GemmShapeError, match=words):
         finer_rows(*args)
+
+
+def test_the_160_wide_tile_runs_tiled_where_it_fills_the_sms():
+    from tilemem.gemm.hopper import (
+        FP8_ALONE_WIDTHS,
+        PROMOTED_TILE_NS,
+        STREAM_K_NEVER_REPLACES,
+        launch_config,
+        policy,
+        stream_k_policy,
+    )
+
+    assert STREAM_K_NEVER_REPLACES == (160,) and FP8_ALONE_WIDTHS == (160,)
+    # 256 x 10240 on 132 SMs, rounds x tile_n x WIDTH_COST: 256: 2 x 40 = 80 tiles, one
+    # round, 256; 240: 2 x 43 = 86, 242.4; 192: 2 x 54 = 108, 197.76; 160: 2 x 64 = 128,
+    # 160 x 1.215 = 194.4; 128: 160 tiles, two rounds, 358.4. 160 wins, alone (one round)
+    assert launch_config(256, 10240, 132) == (160, 1)
+    assert policy(256, 10240, 8192, 132) == (160, 1, 1)
+    assert stream_k_policy(256, 10240, 8192, 132) is None  # its model would take 192
+    # 512 x 10240: 256 tiles of 160 in two rounds: pairs in bf16, alone in fp8
+    assert policy(512, 10240, 8192, 132) == (160, 2, 1)
+    fp8 = ("float8_e4m3fn", PROMOTED_TILE_NS)
+    assert policy(512, 10240, 8192, 132, *fp8) == (160, 1, 1)
+    assert stream_k_policy(512, 10240, 8192, 132, *fp8) is None
+    # other tiled widths still give way to stream-K where its model says so
+    assert stream_k_policy(256, 4096, 14336, 132) == 192

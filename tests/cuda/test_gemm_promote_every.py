@@ -84,13 +84,13 @@ def test_kernel_name_ends_in_p2(kwargs, name):
 
 @pytest.mark.nvrtc
 @pytest.mark.parametrize("split_k", [False, True])
-@pytest.mark.parametrize("tile_n", [192, 128, 96, 64])
+@pytest.mark.parametrize("tile_n", [192, 160, 128, 96, 64])
 def test_promoted_every_two_fits_the_registers_and_keeps_wgmmas_asynchronous(tile_n, split_k):
     # as for promote_every=1 (test_gemm_kernel.py): no spills, setmaxnreg honoured (C7508),
     # and no serialised wgmmas (C7514: registers of a group in flight read; C7518: a
     # compiler-inserted wait in a divergent path, which a pair left in flight across the
     # loop's back edge and completed in a branch gets)
-    assert hopper.PROMOTED_TILE_NS == (192, 128, 96, 64)
+    assert hopper.PROMOTED_TILE_NS == (192, 160, 128, 96, 64)
     pytest.importorskip("cuda.core")
     program = hopper_gemm_persistent(
         dtype=FP8, tile_n=tile_n, split_k=split_k, promote=True, promote_every=2

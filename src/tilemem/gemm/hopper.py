@@ -1458,6 +1458,12 @@ def split_count(
 # fewer operand bytes per MAC; the partial sums and their reduction cost a fixed share of
 # the product, which a long K range amortises and a short one does not.
 LONG_K_TILES = 200
+# Widths whose fp8 tiles run alone where launch_config pairs them: 160. The 128 x 160 tile
+# alone ran faster than in 2x1 clusters on 39 of the 40 fp8 shapes with two or more M tiles
+# of 256 rows or more (geometric mean 1.048; up to 1.14 at 1024 x 10240 x 8192; H200, one
+# run of benchmarks/gemm_width160.py, docs/PERFORMANCE.md "the 160-wide tile"); bf16 pairs
+# were as fast or faster (0.987).
+FP8_ALONE_WIDTHS = (160,)
 
 
 def policy(
@@ -1474,8 +1480,10 @@ def policy(
     that width; then where that is an unsplit 128 x 64 or 128 x 128 tile over M > 64 rows
     (the 128-row A box) and K has at least :data:`LONG_K_TILES` K tiles, the tile twice as
     wide with split-K replaces it when :func:`split_count` splits that at all (the measured
-    gain: :data:`LONG_K_TILES`)."""
+    gain: :data:`LONG_K_TILES`). fp8 tiles of :data:`FP8_ALONE_WIDTHS` run alone."""
     tile_n, cluster_m = launch_config(m, n, sms, widths)
+    if dtype == "float8_e4m3fn" and tile_n in FP8_ALONE_WIDTHS:
+        cluster_m = 1
     splits = split_count(m, n, k, tile_n, sms, dtype)
     long_k = ceil_div(k, tile_k(dtype)) >= LONG_K_TILES
     wider = 2 * tile_n
@@ -1498,6 +1506,13 @@ def policy(
 # (128 x 8192 x 28672, fp8 128 x 57344 x 8192).
 STREAM_K_MIN_STEPS = 64  # K tiles a CTA, below which the hand-over is not amortised
 STREAM_K_GAIN = 0.95  # modelled time against the tiled kernel's, at or below which it runs
+# Tiled widths stream-K does not replace: 160. Wherever the policy picks the 160-wide tile and
+# stream-K's model would replace it (bf16 256 and 512 x 10240 x 8192, fp8 256 x 28672 x 4096,
+# 512 and 1024 x 10240 x 8192), the tiled kernel ran 3-21% faster on the H200 (docs/PERFORMANCE
+# .md, "Tiles of fewer rows than the product's M, the 160-wide tile"; bf16 256 x 10240 x 8192:
+# 1.125 of cuBLAS against 0.90-0.96), its tiles filling the SMs to 91-97% a round; stream-K's
+# model, fitted against the other widths, costs none of its hand-over.
+STREAM_K_NEVER_REPLACES = (160,)
 
 
 def stream_k_policy(
@@ -1514,7 +1529,8 @@ def stream_k_policy(
     Both are costed in the unit of :func:`launch_config` (a K step of a ``128 x w`` tile
     costs ``w * WIDTH_COST[w]``): the tiled kernel ``rounds * k_tiles / splits`` steps of its
     width, stream-K ``units * k_tiles / groups`` steps a CTA (:func:`stream_k_grid`). Stream-K
-    runs where M has at least two M tiles, a CTA gets at least :data:`STREAM_K_MIN_STEPS`
+    runs where M has at least two M tiles, the tiled width is not one of
+    :data:`STREAM_K_NEVER_REPLACES`, a CTA gets at least :data:`STREAM_K_MIN_STEPS`
     steps and its cost is at most :data:`STREAM_K_GAIN` of the tiled kernel's. Its width is
     256 where there are at least as many units as groups, else 192 (measured: with fewer
     units each is shared by more CTAs and 128 x 256 lost, 256 x 4096 x 14336: 0.83 against
@@ -1534,7 +1550,7 @@ def _tiled_cost(m, n, k, sms, dtype, tiled_config) -> float:
 def _stream_k_width(m, n, k, sms, dtype, widths, tiled_config) -> int | None:
     """:func:`stream_k_policy` given :func:`policy`'s answer ``tiled_config`` for the shape."""
     m_tiles, k_tiles = ceil_div(m, TILE_M), ceil_div(k, tile_k(dtype))
-    if m_tiles < 2:
+    if m_tiles < 2 or tiled_config[0] in STREAM_K_NEVER_REPLACES:
         return None
     tiled = _tiled_cost(m, n, k, sms, dtype, tiled_config)
     for width in (w for w in (256, 192) if w in widths):
