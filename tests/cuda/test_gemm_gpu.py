@@ -153,7 +153,7 @@ def test_split_k_gives_the_fp32_product(torch, m, n, k, splits):
         assert bool(torch.isfinite(c).all()) and err < 1e-2, (name, err)
 
 
-def test_auto_gemm_splits_k_for_a_decode_step(torch):
+def test_auto_gemm_fills_the_sms_for_a_decode_step(torch):
     from tilemem.gemm.hopper import AutoGemm
 
     m, n, k = 16, 4096, 4096
@@ -167,10 +167,10 @@ def test_auto_gemm_splits_k_for_a_decode_step(torch):
     ref = a.float() @ b.float().T
     err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
     assert bool(torch.isfinite(c).all()) and err < 1e-2, err
-    # 64 tiles of 128 x 64 x 2 K ranges on 132 SMs, 16 rows of A a stage, the two ranges of
-    # a tile added in the kernel (stream-K with those ranges)
-    assert gemm.config(m, n, k) == (64, 1, 2, 16, True)
-    assert list(gemm.gemms) == [(64, 1, False, 16, True)]  # the one kernel it built and ran
+    # 64 tiles of 128 x 64 would split K into 2 ranges of 32 K tiles: fewer than 48
+    # (finer_rows), so M splits instead: 2 tiles of 8 rows x 64 N tiles = 128 CTAs, all of K
+    assert gemm.config(m, n, k) == (64, 1, 1, 8, False)
+    assert list(gemm.gemms) == [(64, 1, False, 8, False)]  # the one kernel it built and ran
 
 
 def test_fp8_promotion_keeps_the_error_of_a_long_k_at_bf16_rounding(torch):
