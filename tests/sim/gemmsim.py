@@ -31,6 +31,24 @@ def gemm_maps(
     return maps + ([tile_map(c, c_box)] if c is not None else [])
 
 
+def bf16_operands(m: int, n: int, k: int, seed: int):
+    """Random bf16 A (``m x k``) and B (``n x k``), and a NaN-poisoned bf16 C (``m x n``)."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
+    return a, b, np.full((m, n), np.nan, ml_dtypes.bfloat16)
+
+
+def check_product(a, b, c) -> None:
+    """C is finite everywhere (no tile left unwritten) and ``A @ B^T`` within C's bf16 rounding
+    (2^-8 relative) plus fp32 reordering."""
+    ref = a.astype(np.float32) @ b.astype(np.float32).T
+    got = c.astype(np.float32)
+    assert np.isfinite(got).all()
+    err = np.abs(got - ref)
+    assert (err <= 2.0**-8 * np.abs(ref) + 1e-3).all(), err.max()
+
+
 def tiled_gemm_matches_numpy(program, a, b, tile_n: int, cluster_m: int = 1, grid: int = 2, **run):
     """``C = A @ B^T`` by ``program`` (:func:`~tilemem.gemm.hopper.hopper_gemm_persistent`,
     not split, not stream-K, 128 rows of A) on ``grid`` CTAs in clusters of ``cluster_m``;
@@ -45,7 +63,4 @@ def tiled_gemm_matches_numpy(program, a, b, tile_n: int, cluster_m: int = 1, gri
     cluster = (cluster_m, 1, 1) if cluster_m > 1 else None
     result = sim.run(program, *maps, *tiles, 8, grid=(grid,), cluster=cluster, **run)
     assert result.ok, result.hazards
-    ref = a.astype(np.float32) @ b.astype(np.float32).T
-    err = np.abs(c.astype(np.float32) - ref)
-    assert np.isfinite(c.astype(np.float32)).all()
-    assert (err <= 2.0**-8 * np.abs(ref) + 1e-3).all(), err.max()
+    check_product(a, b, c)

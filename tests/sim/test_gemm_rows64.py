@@ -23,7 +23,7 @@ from tilemem.intmath import ceil_div
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
-from .gemmsim import gemm_maps  # noqa: E402  (needs ml_dtypes)
+from .gemmsim import bf16_operands, check_product, gemm_maps  # noqa: E402  (needs ml_dtypes)
 
 
 def test_64_row_tiles_get_the_bytes_of_the_unused_rows_as_stages():
@@ -60,21 +60,6 @@ def _program(tile_n: int, cluster_m: int = 1, split_k: bool = False, stream_k: b
     )
 
 
-def _operands(m: int, n: int, k: int, seed: int):
-    rng = np.random.default_rng(seed)
-    a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
-    b = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
-    return a, b, np.full((m, n), np.nan, ml_dtypes.bfloat16)
-
-
-def _check(a, b, c) -> None:
-    ref = a.astype(np.float32) @ b.astype(np.float32).T
-    got = c.astype(np.float32)
-    assert np.isfinite(got).all()
-    err = np.abs(got - ref)
-    assert (err <= 2.0**-8 * np.abs(ref) + 1e-3).all(), err.max()
-
-
 @pytest.mark.parametrize(
     ("m", "n", "k", "tile_n", "cluster_m", "grid"),
     [
@@ -89,12 +74,12 @@ def _check(a, b, c) -> None:
     ],
 )
 def test_tiled_64_row_tiles_match_numpy(m, n, k, tile_n, cluster_m, grid):
-    a, b, c = _operands(m, n, k, seed=m + n + k)
+    a, b, c = bf16_operands(m, n, k, seed=m + n + k)
     tiles = (ceil_div(m, 64), ceil_div(n, tile_n), ceil_div(k, 64))
     cluster = (cluster_m, 1, 1) if cluster_m > 1 else None
     maps = gemm_maps(a, b, c, tile_n, cluster_m, a_rows=64)
     _simulate(_program(tile_n, cluster_m), *maps, *tiles, 8, grid=(grid,), cluster=cluster)
-    _check(a, b, c)
+    check_product(a, b, c)
 
 
 def _simulate(program, *args, **kwargs) -> None:
@@ -108,7 +93,7 @@ def test_stream_k_groups_of_64_row_tiles_match_numpy():
     # = 15 steps over 2 groups: [0, 7), [7, 15): group 1 hands tile 1's steps 2-4 over
     m, n, k, tile_n = 200, 136, 320, 64
     assert stream_k_grid(4, 3, 5, 8) == (8, 4)
-    a, b, c = _operands(m, n, k, seed=7)
+    a, b, c = bf16_operands(m, n, k, seed=7)
     work = np.full((8 * 2 * tile_n // 2, 128), np.nan, np.float32)
     flags = np.zeros(8 * 2, np.uint32)
     maps = gemm_maps(a, b, c, tile_n, a_rows=64)
@@ -118,17 +103,17 @@ def test_stream_k_groups_of_64_row_tiles_match_numpy():
     # register of the 64 x 64 fragment) at row (2 * cta + 0) * 32; nothing else is written
     handed = [row for row in range(0, 512, 32) if np.isfinite(work[row : row + 32]).any()]
     assert handed == [256, 320, 384, 448]
-    _check(a, b, c)
+    check_product(a, b, c)
 
 
 def test_split_k_of_64_row_tiles_matches_numpy():
     # 130 rows: 3 M tiles of 64; N = 72 -> 2 tiles of 64; 4 K tiles in 2 ranges; 12 units on 5
     # CTAs, each range's fp32 sums to its rows of the workspace, then the reduction
     m, n, k, tile_n, splits = 130, 72, 256, 64, 2
-    a, b, c = _operands(m, n, k, seed=11)
+    a, b, c = bf16_operands(m, n, k, seed=11)
     partial = np.full((splits * m, 2 * tile_n), np.nan, np.float32)
     maps = gemm_maps(a, b, None, tile_n, a_rows=64)
     _simulate(_program(tile_n, split_k=True), *maps, 3, 2, 2, 8, splits, m, partial, grid=(5,))
     done = sim.run(splitk_reduce(), partial, c, splits, grid=(ceil_div(m * n, 256),))
     assert done.ok, done.hazards
-    _check(a, b, c)
+    check_product(a, b, c)

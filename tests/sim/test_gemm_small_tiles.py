@@ -24,7 +24,7 @@ from tilemem.intmath import ceil_div
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
-from .gemmsim import gemm_maps  # noqa: E402  (needs ml_dtypes)
+from .gemmsim import bf16_operands, check_product, gemm_maps  # noqa: E402  (needs ml_dtypes)
 
 
 def test_small_tiles_cover_their_rows_of_c_and_store_only_those():
@@ -45,21 +45,6 @@ def test_small_tiles_cover_their_rows_of_c_and_store_only_those():
 def _program(a_rows: int, tile_n: int, cluster_m: int = 1, **kw):
     print(f"building the GEMM with {a_rows}-row tiles (x {tile_n}, cluster {cluster_m}, {kw})")
     return hopper_gemm_persistent(cluster_m=cluster_m, tile_n=tile_n, a_rows=a_rows, **kw)
-
-
-def _operands(m: int, n: int, k: int, seed: int):
-    rng = np.random.default_rng(seed)
-    a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
-    b = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
-    return a, b, np.full((m, n), np.nan, ml_dtypes.bfloat16)
-
-
-def _check(a, b, c) -> None:
-    ref = a.astype(np.float32) @ b.astype(np.float32).T
-    got = c.astype(np.float32)
-    assert np.isfinite(got).all()
-    err = np.abs(got - ref)
-    assert (err <= 2.0**-8 * np.abs(ref) + 1e-3).all(), err.max()
 
 
 def _simulate(program, *args, seed: int = 3, **kwargs) -> None:
@@ -85,13 +70,13 @@ def _simulate(program, *args, seed: int = 3, **kwargs) -> None:
     ],
 )
 def test_small_tiles_alone_and_in_clusters_match_numpy(m, n, k, a_rows, tile_n, cluster_m, grid):
-    a, b, c = _operands(m, n, k, seed=m + n + k)
+    a, b, c = bf16_operands(m, n, k, seed=m + n + k)
     tiles = (ceil_div(m, a_rows), ceil_div(n, tile_n), ceil_div(k, 64))
     cluster = (cluster_m, 1, 1) if cluster_m > 1 else None
     maps = gemm_maps(a, b, c, tile_n, cluster_m, a_rows=a_rows)
     program = _program(a_rows, tile_n, cluster_m)
     _simulate(program, *maps, *tiles, 8, grid=(grid,), cluster=cluster, sms=grid // cluster_m)
-    _check(a, b, c)
+    check_product(a, b, c)
 
 
 def test_a_64_row_store_of_a_small_tile_writes_over_the_next_tile():
@@ -101,7 +86,7 @@ def test_a_64_row_store_of_a_small_tile_writes_over_the_next_tile():
     # the two TMA stores of rows 32-63 (elements 2048..4095) as a race on every schedule, and
     # on some the zeros land last. With c_box, no race and the product.
     m, n, k = 64, 64, 64
-    a, b, _ = _operands(m, n, k, seed=5)
+    a, b, _ = bf16_operands(m, n, k, seed=5)
     plan = gemm_plan.hopper_gemm_persistent_plan("bfloat16", "sm_90a", 64, 32)
     zeroed = 0
     for seed in range(4):
@@ -118,7 +103,7 @@ def test_a_64_row_store_of_a_small_tile_writes_over_the_next_tile():
         c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
         maps = gemm_maps(a, b, c, 64, a_rows=32)
         _simulate(_program(32, 64), *maps, 2, 1, 1, 8, grid=(2,), sms=2, seed=seed)
-        _check(a, b, c)
+        check_product(a, b, c)
 
 
 def test_split_k_of_32_row_tiles_stores_only_the_tiles_rows():
@@ -126,14 +111,14 @@ def test_split_k_of_32_row_tiles_stores_only_the_tiles_rows():
     # sums go to rows split * M + r of the workspace for the tile's own 32 rows only (rows
     # 32-63 of the fragment are the next tile's rows of C)
     m, n, k, tile_n, splits = 70, 72, 256, 64, 2
-    a, b, c = _operands(m, n, k, seed=13)
+    a, b, c = bf16_operands(m, n, k, seed=13)
     partial = np.full((splits * m, 2 * tile_n), np.nan, np.float32)
     maps = gemm_maps(a, b, None, tile_n, a_rows=32)
     program = _program(32, tile_n, split_k=True)
     _simulate(program, *maps, 3, 2, 2, 8, splits, m, partial, grid=(5,), sms=5)
     done = sim.run(splitk_reduce(), partial, c, splits, grid=(ceil_div(m * n, 256),))
     assert done.ok, done.hazards
-    _check(a, b, c)
+    check_product(a, b, c)
 
 
 def test_stream_k_of_16_row_tiles_matches_numpy():
@@ -142,25 +127,25 @@ def test_stream_k_of_16_row_tiles_matches_numpy():
     m, n, k, tile_n = 40, 128, 320, 64
     grid, m_group = stream_k_grid(3, 2, 5, 6)
     assert (grid, m_group) == (6, 3)
-    a, b, c = _operands(m, n, k, seed=17)
+    a, b, c = bf16_operands(m, n, k, seed=17)
     work = np.full((grid * 2 * tile_n // 2, 128), np.nan, np.float32)
     flags = np.zeros(grid * 2, np.uint32)
     maps = gemm_maps(a, b, c, tile_n, a_rows=16)
     program = _program(16, tile_n, stream_k=True)
     _simulate(program, *maps, 3, 2, 5, 8, m_group, work, flags, grid=(grid,), sms=grid)
     assert not flags.any(), flags
-    _check(a, b, c)
+    check_product(a, b, c)
 
 
 def test_small_tiles_in_clusters_along_n_share_8_row_slices_of_a():
     # 16-row tiles in 1x2 clusters: each CTA loads 8 of the tile's 16 rows of A and multicasts
     # them; 2 M tiles x 4 N tiles of 64 on 4 CTAs
     m, n, k, tile_n = 24, 256, 128, 64
-    a, b, c = _operands(m, n, k, seed=19)
+    a, b, c = bf16_operands(m, n, k, seed=19)
     maps = gemm_maps(a, b, c, tile_n, a_rows=16, cluster_n=2)
     program = _program(16, tile_n, cluster_n=2)
     _simulate(program, *maps, 2, 4, 2, 8, grid=(4,), cluster=(2, 1, 1), sms=2)
-    _check(a, b, c)
+    check_product(a, b, c)
 
 
 def test_stream_k_pairs_of_32_row_tiles_match_numpy():
@@ -169,7 +154,7 @@ def test_stream_k_pairs_of_32_row_tiles_match_numpy():
     m, n, k, tile_n = 80, 128, 320, 64
     grid, m_group = stream_k_grid(3, 2, 5, 8, None, 2)
     assert (grid, m_group) == (8, 2)
-    a, b, c = _operands(m, n, k, seed=23)
+    a, b, c = bf16_operands(m, n, k, seed=23)
     work = np.full((grid * 2 * tile_n // 2, 128), np.nan, np.float32)
     flags = np.zeros(grid * 2, np.uint32)
     maps = gemm_maps(a, b, c, tile_n, cluster_m=2, a_rows=32)
@@ -177,4 +162,4 @@ def test_stream_k_pairs_of_32_row_tiles_match_numpy():
     run = dict(grid=(grid,), cluster=(2, 1, 1), sms=4)
     _simulate(program, *maps, 3, 2, 5, 8, m_group, work, flags, **run)
     assert not flags.any(), flags
-    _check(a, b, c)
+    check_product(a, b, c)

@@ -1,0 +1,79 @@
+"""The 128 x 96 and 128 x 160 CTA tiles in the simulator against numpy's fp32 product: wgmma
+m64n96k16 and m64n160k16 (PTX ISA 9.0, "Asynchronous Warpgroup Level Matrix Multiply-
+Accumulate": N a multiple of 8 up to 256 for .bf16 and .e4m3), B boxes of 96 and 160 rows
+(twelve and twenty 8-row 128-byte swizzle atoms; a pair's or a four's share of them) and C
+epilogues in unswizzled slices where 64 does not divide the width: two of 48 columns for 96,
+two of 80 for 160. C starts as NaN, so a column nobody writes fails (the check: gemmsim.py)."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+from tilemem.gemm import plan as gemm_plan
+from tilemem.gemm.hopper import PROMOTED_TILE_NS, hopper_gemm_persistent
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+
+from .gemmsim import tiled_gemm_matches_numpy  # noqa: E402  (needs ml_dtypes)
+
+
+@functools.lru_cache
+def _program(tile_n: int, cluster_m: int, dtype: str):
+    print(f"building the 128 x {tile_n} GEMM (cluster {cluster_m}, {dtype})")
+    fp8 = dtype == "float8_e4m3fn"
+    every = 2 if fp8 else 1
+    return hopper_gemm_persistent(cluster_m, dtype, tile_n, promote=fp8, promote_every=every)
+
+
+@pytest.mark.parametrize(
+    ("tile_n", "m", "n", "k", "cluster_m", "grid", "dtype"),
+    [
+        # 2 x 3 tiles (N = 200: 96 + 96 + 8 columns), 3 K tiles, over 4 CTAs: the ring wraps
+        (96, 130, 200, 192, 1, 4, "bfloat16"),
+        # pairs sharing B: each CTA loads 48 of the 96 rows and multicasts them
+        (96, 256, 192, 128, 2, 2, "bfloat16"),
+        # fp8 promoted every two K tiles: 3 K tiles of 128
+        (96, 128, 104, 384, 1, 2, "float8_e4m3fn"),
+        # 2 x 3 tiles of 160 (N = 328: 160 + 160 + 8 columns), 3 K tiles, over 4 CTAs
+        (160, 130, 328, 192, 1, 4, "bfloat16"),
+        # fours sharing B: each CTA loads 40 of the 160 rows; the second N tile is 96 wide
+        # (its second 80-column slice partly past N)
+        (160, 512, 256, 128, 4, 4, "bfloat16"),
+        # fp8 promoted every two K tiles, in pairs (80 rows of B each)
+        (160, 256, 168, 384, 2, 2, "float8_e4m3fn"),
+    ],
+)
+def test_the_narrow_tiles_match_numpy(tile_n, m, n, k, cluster_m, grid, dtype):
+    rng = np.random.default_rng(m + n + k)
+    kind = ml_dtypes.bfloat16 if dtype == "bfloat16" else ml_dtypes.float8_e4m3fn
+    a = rng.standard_normal((m, k)).astype(kind)
+    b = rng.standard_normal((n, k)).astype(kind)
+    program = _program(tile_n, cluster_m, dtype)
+    tiled_gemm_matches_numpy(program, a, b, tile_n, cluster_m, grid=grid, seed=1)
+
+
+def test_96_columns_stage_seven_times_beside_two_48_column_c_slices():
+    # A 128 x 64 bf16 = 16 KiB, B 96 x 64 = 12 KiB a stage; C: 2 consumers x 2 buffers of
+    # 64 x 48 bf16 (6 KiB each, 24 KiB); 7 x 28 KiB + 24 KiB = 220 KiB of the 227 KiB opt-in
+    # (HARDWARE: sm_90 227 KiB a block), an 8th stage would need 248 KiB
+    assert gemm_plan.epilogue_cols(96) == 48
+    assert gemm_plan.stages("sm_90a", "bfloat16", 96).stages == 7
+
+
+def test_160_columns_stage_five_times_beside_two_80_column_c_slices():
+    # A 128 x 64 bf16 = 16 KiB, B 160 x 64 = 20 KiB a stage (+ two 8-byte barriers); C: 2
+    # consumers x 2 buffers of 64 x 80 bf16 (10 KiB each, 40 KiB); 5 x 36,880 + 40,960 =
+    # 225,360 bytes of the 232,448 a block may opt into (227 KiB, sm_90), a 6th stage would
+    # need 262,240
+    assert gemm_plan.epilogue_cols(160) == 80
+    solution = gemm_plan.stages("sm_90a", "bfloat16", 160)
+    assert (solution.stages, solution.bytes_used) == (5, 225_360)
+    # two fp32 fragments of 80 registers a thread + 40 others fit the consumer's 232
+    assert 160 in PROMOTED_TILE_NS
+    source = hopper_gemm_persistent(cluster_m=2, tile_n=160).source
+    assert source.count("wgmma.mma_async.sync.aligned.m64n160k16.f32.bf16.bf16") == 4
+    assert "float acc[80]" in source and "(st_row * 80)" in source
+    assert "(cta_rank * 80u)" in source  # each CTA of a pair multicasts 80 of B's rows
