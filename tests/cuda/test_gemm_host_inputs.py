@@ -178,6 +178,7 @@ def test_finer_rows_replace_a_short_two_way_split():
         ((16.0, 4096, 2), "finer_rows's m"),
         ((16, True, 2), "finer_rows's k"),
         ((16, 4096, 0), "finer_rows's splits"),
+        ((16, 4096, 2, "int8"), "the GEMM takes A and B as one of"),
     ],
 )
 def test_finer_rows_refuses_what_is_no_shape(args, words):

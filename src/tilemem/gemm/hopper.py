@@ -1644,14 +1644,16 @@ FINER_M_MAX_STEPS = 48
 
 
 def finer_rows(m: int, k: int, splits: int, dtype: str = "bfloat16") -> int | None:
-    """Rows of the tiles that replace a 2-way split-K of an ``m x n x k`` product (``splits``,
-    :func:`policy`'s), or None where the split runs: half of :func:`a_rows_for`'s rows (64,
-    32 or 8 for 128, 64 or 16) where a range would have fewer than :data:`FINER_M_MAX_STEPS`
-    K tiles and M spans more than one tile of half the rows. The grid is the same (twice the
-    M tiles, one K range each); what goes is the hand-over of fp32 sums."""
+    """Rows of the tiles that replace :func:`policy`'s 2-way split-K (``splits``) of a product
+    of ``m`` rows over ``k`` (``dtype`` inputs), or None where the split runs: half of
+    :func:`a_rows_for`'s rows (64, 32 or 8 for 128, 64 or 16) where a range would have fewer
+    than :data:`FINER_M_MAX_STEPS` K tiles and M spans more than one tile of half the rows.
+    The grid is the same or nearly (twice the M tiles, or one fewer where M's last 128-row
+    tile is half empty, one K range each); what goes is the hand-over of fp32 sums."""
     m = check_int(m, "finer_rows's m (rows of C)", minimum=1, error=GemmShapeError)
     k = check_int(k, "finer_rows's k", minimum=1, error=GemmShapeError)
     splits = check_int(splits, "finer_rows's splits", minimum=1, error=GemmShapeError)
+    gemm_plan.check_input_type(dtype)
     rows = a_rows_for(m) // 2
     if splits != 2 or ceil_div(k, tile_k(dtype)) >= 2 * FINER_M_MAX_STEPS or m <= rows:
         return None
@@ -1660,8 +1662,9 @@ def finer_rows(m: int, k: int, splits: int, dtype: str = "bfloat16") -> int | No
 
 def a_rows_for(m: int) -> int:
     """Rows of A a stage loads for ``m`` rows of C: the fewest of :data:`~.plan.A_ROWS` that
-    hold them (16, 32, 64; 16 also for ``m <= 8``: 8-row tiles are for M tiles in clusters,
-    and the policy's M <= 16 kernels were measured with 16), 128 for ``m > 64``."""
+    hold them (16, 32, 64; 16 also for ``m <= 8``: the policy's kernels for M <= 16 were
+    measured with 16, 8-row tiles serve M of 9 to 16 as two tiles, :func:`finer_rows`), 128
+    for ``m > 64``."""
     m = check_int(m, "a_rows_for's m (rows of C)", minimum=1, error=GemmShapeError)
     return min(r for r in gemm_plan.A_ROWS if r >= min(max(m, 16), TILE_M))
 
