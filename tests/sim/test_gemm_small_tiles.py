@@ -62,8 +62,7 @@ def _simulate(program, *args, seed: int = 3, **kwargs) -> None:
         # M = 16 as two 8-row tiles of a pair: 2 units of 64 columns, one per cluster
         (16, 128, 128, 8, 64, 2, 4),
         # 16-row tiles in clusters of four (32 of B's 128 rows each), 5 M tiles (the second
-        # cluster's last three past M). Not fp8: the idle consumer zeroes A's rows with fp8
-        # stores, and the simulator computes no fp8 values in registers
+        # cluster's last three past M)
         (72, 128, 256, 16, 128, 4, 8),
         # CTAs alone: 5 M tiles of 16 rows x 2 N tiles on 3 CTAs, 3 or 4 tiles each
         (70, 96, 64, 16, 64, 1, 3),
@@ -162,4 +161,25 @@ def test_stream_k_pairs_of_32_row_tiles_match_numpy():
     run = dict(grid=(grid,), cluster=(2, 1, 1), sms=4)
     _simulate(program, *maps, 3, 2, 5, 8, m_group, work, flags, **run)
     assert not flags.any(), flags
+    check_product(a, b, c)
+
+
+def test_fp8_pairs_of_8_row_tiles_match_numpy():
+    # promoted fp8 (every two K tiles), 3 M tiles of 8 rows in pairs, 3 K tiles of 128: the
+    # idle consumer zeroes A's rows 8-63 of every stage with fp8 zeros (raw bytes)
+    m, n, k, tile_n = 20, 128, 384, 64
+    rng = np.random.default_rng(29)
+    a = rng.standard_normal((m, k)).astype(ml_dtypes.float8_e4m3fn)
+    b = rng.standard_normal((n, k)).astype(ml_dtypes.float8_e4m3fn)
+    c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
+    maps = gemm_maps(a, b, c, tile_n, cluster_m=2, a_rows=8)
+    program = hopper_gemm_persistent(
+        cluster_m=2,
+        dtype="float8_e4m3fn",
+        tile_n=tile_n,
+        a_rows=8,
+        promote=True,
+        promote_every=2,
+    )
+    _simulate(program, *maps, 3, 2, 3, 8, grid=(4,), cluster=(2, 1, 1), sms=2)
     check_product(a, b, c)

@@ -47,6 +47,7 @@ from .nodes import (
     Store,
     Var,
     binop,
+    check_byte_float_cast,
     convert,
 )
 
@@ -137,7 +138,10 @@ class LocalArray(GlobalBuffer):
 
 def _as_value(value, dtype: DataType) -> Expr:
     value = convert(value, dtype)
-    return value if value.dtype == dtype else Cast(value, dtype)
+    if value.dtype == dtype:
+        return value
+    check_byte_float_cast(value, dtype)
+    return Cast(value, dtype)
 
 
 # -- the builder ------------------------------------------------------------------------
@@ -441,7 +445,9 @@ def alloc_local(shape, dtype="float32", name: str = "reg") -> LocalArray:
 
 
 def cast(value, dtype) -> Expr:
-    return Cast(convert(value), as_dtype(dtype))
+    value, dtype = convert(value), as_dtype(dtype)
+    check_byte_float_cast(value, dtype)
+    return Cast(value, dtype)
 
 
 def select(cond, a, b) -> Expr:

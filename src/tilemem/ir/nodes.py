@@ -52,9 +52,46 @@ def _result_type(a: DataType, b: DataType) -> DataType:
 _COMPARE = {"<", "<=", ">", ">=", "==", "!="}
 
 
+def byte_float(dtype: DataType) -> bool:
+    """Whether ``dtype`` is a float of 8 bits or fewer (fp8, e8m0, fp6, fp4): generated C++
+    holds it as raw bytes (``tm_fp8_e4m3`` is an ``unsigned char``), so a kernel may load,
+    store and copy it but not compute with it (:func:`check_byte_float_cast`)."""
+    return dtype.cuda_type.startswith("tm_fp")
+
+
+def _refuse_byte_float_arithmetic(op: str, a: Expr, b: Expr) -> None:
+    for x in (a, b):
+        if byte_float(x.dtype):
+            raise IRError(
+                f"{x.dtype.name} operand of {op!r}: kernel code holds {x.dtype.name} as raw "
+                "bytes (C++ would compute with the byte's integer value, not the number it "
+                "encodes); compute in float32 from data that is float32 or bfloat16, or move "
+                "the bytes through a uint8 buffer"
+            )
+
+
+def check_byte_float_cast(value: Expr, dtype: DataType) -> None:
+    """IRError unless a cast that involves a byte float (:func:`byte_float`) is exact in the
+    generated C++: the constant 0 to one (all bits zero in every such format), or nothing
+    else. A C++ cast to ``unsigned char`` truncates a float as an integer, which is no fp8
+    rounding; the simulator would round it, so the two would disagree."""
+    zero = isinstance(value, Const) and value.value == 0
+    if value.dtype == dtype or not (byte_float(dtype) or byte_float(value.dtype)):
+        return
+    if byte_float(dtype) and zero and not byte_float(value.dtype):
+        return
+    raise IRError(
+        f"cast of a {value.dtype.name} value to {dtype.name}: kernel code holds byte floats "
+        "(fp8, e8m0, fp6, fp4) as raw bytes, so a C++ cast would convert the byte's integer "
+        "value, not the number; only the constant 0 casts to one (all bits zero). Write "
+        "their bits through a uint8 buffer, or load and store them without converting"
+    )
+
+
 def binop(op: str, a, b) -> Expr:
     a = convert(a, getattr(b, "dtype", None))
     b = convert(b, a.dtype)
+    _refuse_byte_float_arithmetic(op, a, b)
     folded = _fold(op, a, b)
     if folded is not None:
         return folded

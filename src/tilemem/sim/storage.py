@@ -21,9 +21,15 @@ def _native(dtype: DataType) -> bool:
     return dtype.name in ("float32", "float64") or dtype.name.startswith(("int", "uint", "bool"))
 
 
+def _raw_byte(dtype: DataType) -> bool:
+    """8-bit floats: raw bytes in registers (``numpy_type`` uint8), their bits moved as they
+    are between memory and registers."""
+    return dtype.bits == 8 and dtype.name.startswith("float8")
+
+
 def bits_to_values(bits: np.ndarray, dtype: DataType) -> np.ndarray:
     """Register values (``numpy_type(dtype)``) of raw element bits."""
-    if _native(dtype):
+    if _native(dtype) or _raw_byte(dtype):
         return bits.astype(_UINT[dtype.bits]).view(numpy_type(dtype))
     if dtype.name == "bfloat16":  # the top half of a float32: exact, and the hot path
         return (bits.astype(np.uint32) << 16).view(np.float32)
@@ -32,7 +38,7 @@ def bits_to_values(bits: np.ndarray, dtype: DataType) -> np.ndarray:
 
 def values_to_bits(values: np.ndarray, dtype: DataType) -> np.ndarray:
     """Raw element bits (unsigned, ``dtype.bits`` wide) of register values."""
-    if _native(dtype):
+    if _native(dtype) or _raw_byte(dtype):
         return np.asarray(values).astype(numpy_type(dtype)).view(_UINT[dtype.bits])
     return float32_to_bits(np.asarray(values, np.float32), dtype)
 
@@ -44,6 +50,8 @@ def decode(raw: np.ndarray, dtype: DataType) -> np.ndarray:
         return bits_to_values(bits, dtype)
     if _native(dtype):
         return raw.astype(numpy_type(dtype))
+    if _raw_byte(dtype):
+        return as_bits(raw, dtype).astype(np.uint8)
     return bits_to_float32(as_bits(raw, dtype), dtype)
 
 

@@ -3,7 +3,7 @@
 A warp evaluates an expression once for its 32 lanes: every value is a numpy array of
 shape (32,). Integer arithmetic wraps as in C (numpy fixed-width types); ``/`` and ``%``
 truncate toward zero as C's do. 16-bit floats are computed as float32 and rounded to
-their type where the kernel casts or stores them.
+their type where the kernel casts or stores them; 8-bit floats stay raw bytes.
 """
 
 from __future__ import annotations
@@ -33,6 +33,12 @@ _NUMPY = {
     "float64": np.float64,
     "float16": np.float32,
     "bfloat16": np.float32,
+    # 8-bit floats are raw bytes in registers, as in the generated C++ (unsigned char): the
+    # builder refuses to convert or compute with them (ir.nodes.check_byte_float_cast), so a
+    # kernel only loads, stores, copies them and writes the constant 0
+    "float8_e4m3fn": np.uint8,
+    "float8_e5m2": np.uint8,
+    "float8_e8m0fnu": np.uint8,
 }
 
 
