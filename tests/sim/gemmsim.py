@@ -52,9 +52,12 @@ def check_product(a, b, c) -> None:
 def tiled_gemm_matches_numpy(program, a, b, tile_n: int, cluster_m: int = 1, grid: int = 2, **run):
     """``C = A @ B^T`` by ``program`` (:func:`~tilemem.gemm.hopper.hopper_gemm_persistent`,
     not split, not stream-K, 128 rows of A) on ``grid`` CTAs in clusters of ``cluster_m``;
-    ``run`` goes to :func:`tilemem.sim.run` (schedule, seed). C starts as NaN, so a tile
-    nobody writes fails; the tolerance is C's bf16 rounding (2^-8 relative) plus fp32
-    reordering. A and B are both bf16 or both fp8 e4m3 (ml_dtypes arrays)."""
+    ``run`` goes to :func:`tilemem.sim.run` (schedule, seed; ``sms`` defaults to every
+    cluster of the grid at once, so the CTAs' writes to C can race where tiles overlap).
+    C starts as NaN, so a tile nobody writes fails; the tolerance is C's bf16 rounding
+    (2^-8 relative) plus fp32 reordering. A and B are both bf16 or both fp8 e4m3 (ml_dtypes
+    arrays)."""
+    run.setdefault("sms", max(1, grid // cluster_m))
     dtype = "bfloat16" if a.dtype == ml_dtypes.bfloat16 else "float8_e4m3fn"
     (m, k), n = a.shape, b.shape[0]
     c = np.full((m, n), np.nan, ml_dtypes.bfloat16)

@@ -78,7 +78,8 @@ def test_tiled_64_row_tiles_match_numpy(m, n, k, tile_n, cluster_m, grid):
     tiles = (ceil_div(m, 64), ceil_div(n, tile_n), ceil_div(k, 64))
     cluster = (cluster_m, 1, 1) if cluster_m > 1 else None
     maps = gemm_maps(a, b, c, tile_n, cluster_m, a_rows=64)
-    _simulate(_program(tile_n, cluster_m), *maps, *tiles, 8, grid=(grid,), cluster=cluster)
+    run = dict(grid=(grid,), cluster=cluster, sms=grid // cluster_m)  # every CTA at once
+    _simulate(_program(tile_n, cluster_m), *maps, *tiles, 8, **run)
     check_product(a, b, c)
 
 
