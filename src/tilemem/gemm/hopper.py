@@ -1646,8 +1646,9 @@ FINER_M_MAX_STEPS = 48
 def finer_rows(m: int, k: int, splits: int, dtype: str = "bfloat16") -> int | None:
     """Rows of the tiles that replace :func:`policy`'s 2-way split-K (``splits``) of a product
     of ``m`` rows over ``k`` (``dtype`` inputs), or None where the split runs: half of
-    :func:`a_rows_for`'s rows (64, 32 or 8 for 128, 64 or 16) where a range would have fewer
-    than :data:`FINER_M_MAX_STEPS` K tiles and M spans more than one tile of half the rows.
+    :func:`a_rows_for`'s rows (64, 32, 16 or 8 for 128, 64, 32 or 16) where a range would have
+    fewer than :data:`FINER_M_MAX_STEPS` K tiles and M spans more than one tile of half the
+    rows.
     The grid is the same or nearly (twice the M tiles, or one fewer where M's last 128-row
     tile is half empty, one K range each); what goes is the hand-over of fp32 sums."""
     m = check_int(m, "finer_rows's m (rows of C)", minimum=1, error=GemmShapeError)
@@ -1657,7 +1658,7 @@ def finer_rows(m: int, k: int, splits: int, dtype: str = "bfloat16") -> int | No
     rows = a_rows_for(m) // 2
     if splits != 2 or ceil_div(k, tile_k(dtype)) >= 2 * FINER_M_MAX_STEPS or m <= rows:
         return None
-    return rows if rows in gemm_plan.A_ROWS else None
+    return rows  # a_rows_for gives 16 at least, so half of it is one of A_ROWS
 
 
 def a_rows_for(m: int) -> int:

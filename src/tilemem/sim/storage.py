@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..dtype import DataType, as_bits, bits_to_float32, float32_to_bits
-from .values import numpy_type
+from .values import RAW_BYTE_FLOATS, numpy_type
 
 _UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
@@ -22,9 +22,9 @@ def _native(dtype: DataType) -> bool:
 
 
 def _raw_byte(dtype: DataType) -> bool:
-    """8-bit floats: raw bytes in registers (``numpy_type`` uint8), their bits moved as they
-    are between memory and registers."""
-    return dtype.bits == 8 and dtype.name.startswith("float8")
+    """8-bit floats (:data:`~.values.RAW_BYTE_FLOATS`): raw bytes in registers, their bits
+    moved as they are between memory and registers."""
+    return dtype.name in RAW_BYTE_FLOATS
 
 
 def bits_to_values(bits: np.ndarray, dtype: DataType) -> np.ndarray:

@@ -33,13 +33,12 @@ _NUMPY = {
     "float64": np.float64,
     "float16": np.float32,
     "bfloat16": np.float32,
-    # 8-bit floats are raw bytes in registers, as in the generated C++ (unsigned char): the
-    # builder refuses to convert or compute with them (ir.nodes.check_byte_float_cast), so a
-    # kernel only loads, stores, copies them and writes the constant 0
-    "float8_e4m3fn": np.uint8,
-    "float8_e5m2": np.uint8,
-    "float8_e8m0fnu": np.uint8,
 }
+# 8-bit floats are raw bytes in registers, as in the generated C++ (unsigned char): the
+# builder refuses to convert or compute with them (ir.nodes.check_byte_float_cast), so a
+# kernel only loads, stores, copies them and writes the constant 0
+RAW_BYTE_FLOATS = ("float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu")
+_NUMPY.update(dict.fromkeys(RAW_BYTE_FLOATS, np.uint8))
 
 
 def numpy_type(dtype: DataType) -> type:
