@@ -31,11 +31,12 @@ def gemm_maps(
     return maps + ([tile_map(c, c_box)] if c is not None else [])
 
 
-def bf16_operands(m: int, n: int, k: int, seed: int):
-    """Random bf16 A (``m x k``) and B (``n x k``), and a NaN-poisoned bf16 C (``m x n``)."""
+def random_operands(m: int, n: int, k: int, seed: int, element=ml_dtypes.bfloat16):
+    """Random A (``m x k``) and B (``n x k``) of ``element`` (an ml_dtypes type: bf16 or fp8
+    e4m3), and a NaN-poisoned bf16 C (``m x n``)."""
     rng = np.random.default_rng(seed)
-    a = rng.standard_normal((m, k)).astype(ml_dtypes.bfloat16)
-    b = rng.standard_normal((n, k)).astype(ml_dtypes.bfloat16)
+    a = rng.standard_normal((m, k)).astype(element)
+    b = rng.standard_normal((n, k)).astype(element)
     return a, b, np.full((m, n), np.nan, ml_dtypes.bfloat16)
 
 

@@ -23,7 +23,7 @@ from tilemem.intmath import ceil_div
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
-from .gemmsim import bf16_operands, check_product, gemm_maps  # noqa: E402  (needs ml_dtypes)
+from .gemmsim import check_product, gemm_maps, random_operands  # noqa: E402  (needs ml_dtypes)
 
 
 def test_64_row_tiles_get_the_bytes_of_the_unused_rows_as_stages():
@@ -74,7 +74,7 @@ def _program(tile_n: int, cluster_m: int = 1, split_k: bool = False, stream_k: b
     ],
 )
 def test_tiled_64_row_tiles_match_numpy(m, n, k, tile_n, cluster_m, grid):
-    a, b, c = bf16_operands(m, n, k, seed=m + n + k)
+    a, b, c = random_operands(m, n, k, seed=m + n + k)
     tiles = (ceil_div(m, 64), ceil_div(n, tile_n), ceil_div(k, 64))
     cluster = (cluster_m, 1, 1) if cluster_m > 1 else None
     maps = gemm_maps(a, b, c, tile_n, cluster_m, a_rows=64)
@@ -94,7 +94,7 @@ def test_stream_k_groups_of_64_row_tiles_match_numpy():
     # = 15 steps over 2 groups: [0, 7), [7, 15): group 1 hands tile 1's steps 2-4 over
     m, n, k, tile_n = 200, 136, 320, 64
     assert stream_k_grid(4, 3, 5, 8) == (8, 4)
-    a, b, c = bf16_operands(m, n, k, seed=7)
+    a, b, c = random_operands(m, n, k, seed=7)
     work = np.full((8 * 2 * tile_n // 2, 128), np.nan, np.float32)
     flags = np.zeros(8 * 2, np.uint32)
     maps = gemm_maps(a, b, c, tile_n, a_rows=64)
@@ -111,7 +111,7 @@ def test_split_k_of_64_row_tiles_matches_numpy():
     # 130 rows: 3 M tiles of 64; N = 72 -> 2 tiles of 64; 4 K tiles in 2 ranges; 12 units on 5
     # CTAs, each range's fp32 sums to its rows of the workspace, then the reduction
     m, n, k, tile_n, splits = 130, 72, 256, 64, 2
-    a, b, c = bf16_operands(m, n, k, seed=11)
+    a, b, c = random_operands(m, n, k, seed=11)
     partial = np.full((splits * m, 2 * tile_n), np.nan, np.float32)
     maps = gemm_maps(a, b, None, tile_n, a_rows=64)
     _simulate(_program(tile_n, split_k=True), *maps, 3, 2, 2, 8, splits, m, partial, grid=(5,))

@@ -32,7 +32,7 @@ from tilemem.intmath import ceil_div
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
-from .gemmsim import tiled_gemm_matches_numpy  # noqa: E402  (needs ml_dtypes)
+from .gemmsim import random_operands, tiled_gemm_matches_numpy  # noqa: E402  (needs ml_dtypes)
 
 
 @pytest.fixture
@@ -358,14 +358,11 @@ def test_fp8_with_promotion_matches_numpy_in_the_simulator(m, n, k, tile_n, clus
 
 def test_fp8_with_promotion_split_k_and_a_small_m_box_matches_numpy_in_the_simulator():
     # 40 x 136 x 512 fp8: 64 rows of A a stage (the first consumer computes, the second only
-    # frees stages; fewer rows would have it store fp8 zeros, which the simulator does not
-    # compute), 128 x 128 tiles (2 across N, the second 8 wide), 4 K tiles of 128 in 2
+    # frees stages; with fewer it would also store fp8 zeros, which test_gemm_small_tiles.py
+    # covers), 128 x 128 tiles (2 across N, the second 8 wide), 4 K tiles of 128 in 2
     # ranges of 2, each K tile promoted; the reduction adds the ranges' fp32 sums into C
     m, n, k, splits = 40, 136, 512, 2
-    rng = np.random.default_rng(512)
-    a = rng.standard_normal((m, k)).astype(ml_dtypes.float8_e4m3fn)
-    b = rng.standard_normal((n, k)).astype(ml_dtypes.float8_e4m3fn)
-    c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
+    a, b, c = random_operands(m, n, k, seed=512, element=ml_dtypes.float8_e4m3fn)
     print("building the promoted fp8 split-K GEMM (128 x 128, 64 rows of A) and its reduction")
     kernel = hopper_gemm_persistent(
         dtype="float8_e4m3fn", tile_n=128, split_k=True, a_rows=64, promote=True

@@ -24,7 +24,7 @@ from tilemem.intmath import ceil_div
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
-from .gemmsim import bf16_operands, check_product, gemm_maps  # noqa: E402  (needs ml_dtypes)
+from .gemmsim import check_product, gemm_maps, random_operands  # noqa: E402  (needs ml_dtypes)
 
 
 def test_small_tiles_cover_their_rows_of_c_and_store_only_those():
@@ -69,7 +69,7 @@ def _simulate(program, *args, seed: int = 3, **kwargs) -> None:
     ],
 )
 def test_small_tiles_alone_and_in_clusters_match_numpy(m, n, k, a_rows, tile_n, cluster_m, grid):
-    a, b, c = bf16_operands(m, n, k, seed=m + n + k)
+    a, b, c = random_operands(m, n, k, seed=m + n + k)
     tiles = (ceil_div(m, a_rows), ceil_div(n, tile_n), ceil_div(k, 64))
     cluster = (cluster_m, 1, 1) if cluster_m > 1 else None
     maps = gemm_maps(a, b, c, tile_n, cluster_m, a_rows=a_rows)
@@ -85,7 +85,7 @@ def test_a_64_row_store_of_a_small_tile_writes_over_the_next_tile():
     # the two TMA stores of rows 32-63 (elements 2048..4095) as a race on every schedule, and
     # on some the zeros land last. With c_box, no race and the product.
     m, n, k = 64, 64, 64
-    a, b, _ = bf16_operands(m, n, k, seed=5)
+    a, b, _ = random_operands(m, n, k, seed=5)
     plan = gemm_plan.hopper_gemm_persistent_plan("bfloat16", "sm_90a", 64, 32)
     zeroed = 0
     for seed in range(4):
@@ -110,7 +110,7 @@ def test_split_k_of_32_row_tiles_stores_only_the_tiles_rows():
     # sums go to rows split * M + r of the workspace for the tile's own 32 rows only (rows
     # 32-63 of the fragment are the next tile's rows of C)
     m, n, k, tile_n, splits = 70, 72, 256, 64, 2
-    a, b, c = bf16_operands(m, n, k, seed=13)
+    a, b, c = random_operands(m, n, k, seed=13)
     partial = np.full((splits * m, 2 * tile_n), np.nan, np.float32)
     maps = gemm_maps(a, b, None, tile_n, a_rows=32)
     program = _program(32, tile_n, split_k=True)
@@ -126,7 +126,7 @@ def test_stream_k_of_16_row_tiles_matches_numpy():
     m, n, k, tile_n = 40, 128, 320, 64
     grid, m_group = stream_k_grid(3, 2, 5, 6)
     assert (grid, m_group) == (6, 3)
-    a, b, c = bf16_operands(m, n, k, seed=17)
+    a, b, c = random_operands(m, n, k, seed=17)
     work = np.full((grid * 2 * tile_n // 2, 128), np.nan, np.float32)
     flags = np.zeros(grid * 2, np.uint32)
     maps = gemm_maps(a, b, c, tile_n, a_rows=16)
@@ -140,7 +140,7 @@ def test_small_tiles_in_clusters_along_n_share_8_row_slices_of_a():
     # 16-row tiles in 1x2 clusters: each CTA loads 8 of the tile's 16 rows of A and multicasts
     # them; 2 M tiles x 4 N tiles of 64 on 4 CTAs
     m, n, k, tile_n = 24, 256, 128, 64
-    a, b, c = bf16_operands(m, n, k, seed=19)
+    a, b, c = random_operands(m, n, k, seed=19)
     maps = gemm_maps(a, b, c, tile_n, a_rows=16, cluster_n=2)
     program = _program(16, tile_n, cluster_n=2)
     _simulate(program, *maps, 2, 4, 2, 8, grid=(4,), cluster=(2, 1, 1), sms=2)
@@ -153,7 +153,7 @@ def test_stream_k_pairs_of_32_row_tiles_match_numpy():
     m, n, k, tile_n = 80, 128, 320, 64
     grid, m_group = stream_k_grid(3, 2, 5, 8, None, 2)
     assert (grid, m_group) == (8, 2)
-    a, b, c = bf16_operands(m, n, k, seed=23)
+    a, b, c = random_operands(m, n, k, seed=23)
     work = np.full((grid * 2 * tile_n // 2, 128), np.nan, np.float32)
     flags = np.zeros(grid * 2, np.uint32)
     maps = gemm_maps(a, b, c, tile_n, cluster_m=2, a_rows=32)
@@ -168,10 +168,7 @@ def test_fp8_pairs_of_8_row_tiles_match_numpy():
     # promoted fp8 (every two K tiles), 3 M tiles of 8 rows in pairs, 3 K tiles of 128: the
     # idle consumer zeroes A's rows 8-63 of every stage with fp8 zeros (raw bytes)
     m, n, k, tile_n = 20, 128, 384, 64
-    rng = np.random.default_rng(29)
-    a = rng.standard_normal((m, k)).astype(ml_dtypes.float8_e4m3fn)
-    b = rng.standard_normal((n, k)).astype(ml_dtypes.float8_e4m3fn)
-    c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
+    a, b, c = random_operands(m, n, k, seed=29, element=ml_dtypes.float8_e4m3fn)
     maps = gemm_maps(a, b, c, tile_n, cluster_m=2, a_rows=8)
     program = hopper_gemm_persistent(
         cluster_m=2,
