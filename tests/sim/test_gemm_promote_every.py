@@ -130,7 +130,21 @@ def test_the_second_k_tile_of_a_pair_overwriting_part_is_wrong(monkeypatch):
 
 
 def test_a_dropped_leftover_k_tile_is_wrong(monkeypatch):
-    # no group for the k_tiles % 2 K tiles after the pairs: K = 112 (one K tile) sums nothing
+    # no group for the K tiles left over after the whole runs: K = 112 (one K tile) on the
+    # 64-wide tile (two fragments, hopper._promote_run) sums nothing
+    assert PLAIN["one"][3] in hopper.OVERLAPPED_TILE_NS
+    original = hopper._promote_run
+    monkeypatch.setattr(
+        hopper, "_promote_run", lambda *args: None if args[-1] == 1 else original(*args)
+    )
+    result, c, ref = _run(*PLAIN["one"])
+    assert not (result.ok and _close(c, ref))
+
+
+def test_a_dropped_leftover_k_tile_of_one_fragment_is_wrong(monkeypatch):
+    # the same with one fragment (hopper._promote_groups' leftover group): the 64-wide tile
+    # built as the widths past OVERLAPPED_TILE_NS are
+    monkeypatch.setattr(hopper, "OVERLAPPED_TILE_NS", ())
     original = hopper._promote_group
     monkeypatch.setattr(
         hopper, "_promote_group", lambda *args: None if args[-2] == 1 else original(*args)

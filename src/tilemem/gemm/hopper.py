@@ -369,6 +369,11 @@ def _mainloop(
     if part is not None:
         for i in range(acc.shape[0]):
             acc[i] = T.cast(0, "float32")
+        if isinstance(part, tuple):  # two fragments: promotion under the next group's wgmmas
+            _promote_overlapped(
+                acc, part, a, b, full, empty, consumer, first_step, sched, every, k_tiles
+            )
+            return
         if every > 1:
             _promote_groups(
                 acc, part, a, b, full, empty, consumer, first_step, sched, every, k_tiles
@@ -427,6 +432,69 @@ def _promote_groups(
             _promote_group(acc, part, a, b, full, empty, consumer, step, rest, sched)
 
 
+def _promote_overlapped(
+    acc, parts, a, b, full, empty, consumer, first_step, sched, every, k_tiles
+) -> None:
+    """Promotion with two fragments (``parts``; widths of :data:`OVERLAPPED_TILE_NS`): runs
+    of :data:`OVERLAP_GROUPS` groups of ``every`` K tiles (:func:`_promote_run`), each group's
+    sum added into ``acc`` under the next group's wgmmas; the ``k_tiles`` K tiles left over
+    past the whole runs are one shorter run in a branch of their own.
+
+    A run ends with every group complete: ptxas serialises every wgmma (C7514) when a group
+    in flight crosses the loop's back edge and its fragment is read in the next iteration,
+    even after a ``wait_group`` that completes it (seen with a group in flight across the
+    edge: ``ptxas -v``, tests/cuda/test_gemm_promote_every.py), and when a group in flight
+    enters a branch (C7518)."""
+    run = OVERLAP_GROUPS * every
+    runs = k_tiles // run
+    for g in T.serial(runs, name="kr"):
+        _promote_run(
+            acc, parts, a, b, full, empty, consumer, first_step + g * run, sched, every, run
+        )
+    for rest in range(1, run):
+        with T.If(k_tiles % run == rest):
+            step = first_step + runs * run
+            _promote_run(acc, parts, a, b, full, empty, consumer, step, sched, every, rest)
+
+
+def _promote_run(acc, parts, a, b, full, empty, consumer, step, sched, every, tiles) -> None:
+    """``tiles`` K tiles from the CTA's K step ``step`` in groups of ``every`` (the last may
+    be shorter), alternately into ``parts[0]`` and ``parts[1]``, in straight-line code.
+
+    Once a group's first K tile is issued, ``wait_group 1`` completes the group before it
+    (only the newest commit group may still run), whose stages are freed and whose fragment
+    is added into ``acc`` while the tensor cores work on the new group; the new group's other
+    K tiles follow. The last group is waited for (``wait_group 0``) and added at the end.
+    With one fragment (:func:`_promote_groups`) every add waits for the fragment's last
+    wgmma with nothing queued behind it: both consumers, in step on the same stages, leave
+    the tensor cores idle for the drain and the adds."""
+    stages = a.shape[0]
+    starts = list(range(0, tiles, every))
+
+    def release(first: int, count: int) -> None:
+        for j in range(count):
+            _release(empty, (step + first + j) % stages, sched.size)
+
+    for g, first in enumerate(starts):
+        frag, count = parts[g % 2], min(every, tiles - first)
+        for j in range(count):
+            s, phase = _stage_and_phase(step + first + j, stages)
+            _k_tile(frag, a, b, full, s, phase, consumer, 1 if j else 0)
+            if j == 0 and g > 0:
+                T.ptx.wgmma.wait_group(1)  # all but this K tile: the group before is done
+                release(starts[g - 1], every)
+                _add_into(acc, parts[(g - 1) % 2])
+    T.ptx.wgmma.wait_group(0)
+    release(starts[-1], tiles - starts[-1])
+    _add_into(acc, parts[(len(starts) - 1) % 2])
+
+
+def _add_into(acc, part) -> None:
+    """``acc += part``: the consumer's fp32 adds of a promotion."""
+    for i in range(acc.shape[0]):
+        acc[i] = acc[i] + part[i]
+
+
 def _promote_group(acc, part, a, b, full, empty, consumer, step, count: int, sched) -> None:
     """``count`` K tiles from the CTA's K step ``step`` summed in ``part``, then added into
     ``acc``. Each stage is released once ``wait_group`` has seen its group complete: the
@@ -461,8 +529,7 @@ def _promote(acc, part, empty, stage, size: int) -> None:
     in the wgmma's accumulator."""
     T.ptx.wgmma.wait_group(0)  # the K tile's wgmmas are done: part holds its sum
     _release(empty, stage, size)
-    for i in range(acc.shape[0]):
-        acc[i] = acc[i] + part[i]
+    _add_into(acc, part)
 
 
 def _epilogue(acc, c, tma_c, consumer, m0, n0, tile) -> None:
@@ -583,6 +650,8 @@ def _compute(
     tile_n = b.shape[1]
     acc = T.alloc_local(tile_n // 2, "float32", name="acc")
     part = T.alloc_local(tile_n // 2, "float32", name="part") if promote else None
+    if promote and tile_n in OVERLAPPED_TILE_NS:
+        part = (part, T.alloc_local(tile_n // 2, "float32", name="part_next"))
     if sched.stream_k:
         _compute_stream_k(
             acc, part, tma_c, a, b, c, full, empty, consumer, sched, partial, promote_every
@@ -915,6 +984,14 @@ CONSUMER_OTHER_REGS = 40
 PROMOTED_TILE_NS = tuple(
     n for n in gemm_plan.TILE_NS if 2 * (n // 2) + CONSUMER_OTHER_REGS <= CONSUMER_REGS
 )
+# Promoted widths whose consumers keep a third fragment, so that a group's promotion runs
+# under the next group's wgmmas (_promote_overlapped): 128, 96 and 64 (3 * 64 + 40 = 232).
+OVERLAPPED_TILE_NS = tuple(
+    n for n in PROMOTED_TILE_NS if 3 * (n // 2) + CONSUMER_OTHER_REGS <= CONSUMER_REGS
+)
+# Groups of promote_every K tiles a run of _promote_overlapped: the tensor cores drain once a
+# run, not once a group.
+OVERLAP_GROUPS = 2
 
 
 # Promotion intervals in K tiles (promote_every): 1, every 128 fp8 elements of K (the

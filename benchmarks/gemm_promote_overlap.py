@@ -1,0 +1,118 @@
+"""fp8 promotion under the next group's wgmmas (two fragments a consumer) beside the promotion
+with one fragment, which drains the tensor cores before every add.
+
+    PYTHONPATH=src python3 benchmarks/gemm_promote_overlap.py [SET,...] [ROUNDS]
+
+For every fp8 shape of benchmarks/gemm.py's sets (``square``, ``llm``, ``ragged``, ``small``,
+``inference``; all by default), with benchmarks/gemm.py's method (every product checked first
+against a float64 reference, fresh inputs, NaN-poisoned C, rotating order, median of ROUNDS
+rounds, 5 by default), the kernels promoted every two K tiles:
+
+- ``policy``: AutoGemm as it is (two fragments where its width is one of
+  ``hopper.OVERLAPPED_TILE_NS``);
+- ``single``: the policy's configuration built with one fragment (``same`` where the policy's
+  width keeps one anyway);
+- ``t128c2`` / ``t128c1``: 128 x 128 tiles in 2x1 clusters sharing B / alone, two fragments
+  (``t128c2`` only with two M tiles or more); ``t128c1s``: alone, one fragment;
+- ``sk128``: stream-K on 128 x 128 tiles, two fragments (two M tiles or more).
+
+Ratios are cuBLASLt time / tilemem time. One line per shape, ``OVERLAP dtype MxNxK ...``,
+and the geometric means. Needs an sm_90 GPU and torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import pathlib
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+
+import gemm as bench  # benchmarks/gemm.py: its shapes, check and timing
+import torch
+from gemm_clusters import timed
+from gemm_uniform import shapes_of
+
+from tilemem.gemm import hopper
+
+FP8 = "float8_e4m3fn"
+
+
+@contextlib.contextmanager
+def one_fragment():
+    """Kernels built inside promote with one fragment on every width."""
+    saved = hopper.OVERLAPPED_TILE_NS
+    hopper.OVERLAPPED_TILE_NS = ()
+    try:
+        yield
+    finally:
+        hopper.OVERLAPPED_TILE_NS = saved
+
+
+class SingleAuto(hopper.AutoGemm):
+    """The policy, its kernels built with one fragment."""
+
+    def _gemm(self, config):
+        with one_fragment():
+            return super()._gemm(config)
+
+
+class FixedAuto(hopper.AutoGemm):
+    """One configuration ``(tile_n, cluster_m, stream_k)`` on every shape, 128 rows of A
+    (the rows :func:`hopper.a_rows_for` gives where M <= 64), built with one fragment where
+    ``single``."""
+
+    def __init__(self, tile_n: int, cluster_m: int, stream_k: bool, single: bool = False):
+        super().__init__(dtype=FP8)
+        self.fixed, self.single = (tile_n, cluster_m, stream_k), single
+
+    def config(self, m, n, k=None):
+        tile_n, cluster_m, stream_k = self.fixed
+        return tile_n, cluster_m, 1, hopper.a_rows_for(m), stream_k
+
+    def _gemm(self, config):
+        with one_fragment() if self.single else contextlib.nullcontext():
+            return super()._gemm(config)
+
+
+def main() -> None:
+    sets = sys.argv[1].split(",") if len(sys.argv) > 1 else list(bench_sets())
+    rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+    torch.zeros(1, device="cuda")
+    start = time.time()
+    auto, single = hopper.AutoGemm(dtype=FP8), SingleAuto(dtype=FP8)
+    fixed = {
+        "t128c2": FixedAuto(128, 2, False),
+        "t128c1": FixedAuto(128, 1, False),
+        "t128c1s": FixedAuto(128, 1, False, single=True),
+        "sk128": FixedAuto(128, 1, True),
+    }
+    print(f"overlapped widths {hopper.OVERLAPPED_TILE_NS}, groups a run {hopper.OVERLAP_GROUPS}")
+    logs: dict[str, list[float]] = {}
+    for m, n, k in shapes_of(FP8, sets):
+        overlapped = auto.config(m, n, k)[0] in hopper.OVERLAPPED_TILE_NS
+        labels = ["policy:" + bench.policy(auto, m, n, k)] + (["single"] if overlapped else [])
+        gemms = [auto] + ([single] if overlapped else [])
+        for label, gemm in fixed.items():
+            if m > hopper.TILE_M or label in ("t128c1", "t128c1s"):
+                labels.append(label)
+                gemms.append(gemm)
+        names, ratios, cublas = timed(gemms, labels, m, n, k, rounds)
+        for label, ratio in zip(names, ratios):
+            logs.setdefault(label.split(":")[0], []).append(math.log(ratio))
+        text = " ".join(f"{label}={r:.3f}" for label, r in zip(names, ratios))
+        print(f"OVERLAP {FP8} {m}x{n}x{k} cublas={cublas * 1e6:.1f}us {text}", flush=True)
+    for label, values in logs.items():
+        geo = math.exp(sum(values) / len(values))
+        print(f"{label}: geometric mean {geo:.3f} over {len(values)} shapes")
+    print(f"elapsed {time.time() - start:.0f} s")
+
+
+def bench_sets():
+    return ("square", "llm", "ragged", "small", "inference")
+
+
+if __name__ == "__main__":
+    main()
