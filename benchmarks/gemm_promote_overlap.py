@@ -1,7 +1,7 @@
 """fp8 promotion under the next group's wgmmas (two fragments a consumer) beside the promotion
 with one fragment, which drains the tensor cores before every add.
 
-    PYTHONPATH=src python3 benchmarks/gemm_promote_overlap.py [SET,...] [ROUNDS]
+    PYTHONPATH=src python3 benchmarks/gemm_promote_overlap.py [SET,...] [ROUNDS] [policy]
 
 For every fp8 shape of benchmarks/gemm.py's sets (``square``, ``llm``, ``ragged``, ``small``,
 ``inference``; all by default), with benchmarks/gemm.py's method (every product checked first
@@ -15,6 +15,10 @@ rounds, 5 by default), the kernels promoted every two K tiles:
 - ``t128c2`` / ``t128c1``: 128 x 128 tiles in 2x1 clusters sharing B / alone, two fragments
   (``t128c2`` only with two M tiles or more); ``t128c1s``: alone, one fragment;
 - ``sk128``: stream-K on 128 x 128 tiles, two fragments (two M tiles or more).
+
+With ``policy``: ``POLICY`` lines instead, the policy beside the previous one
+(:class:`PreviousAuto`: one fragment everywhere, 128-wide tiles paired and replaced by stream-K
+as before) on every shape where they differ, with ``speedup`` = policy / previous.
 
 Ratios are cuBLASLt time / tilemem time. One line per shape, ``OVERLAP dtype MxNxK ...``,
 and the geometric means. Needs an sm_90 GPU and torch.
@@ -59,6 +63,26 @@ class SingleAuto(hopper.AutoGemm):
             return super()._gemm(config)
 
 
+@contextlib.contextmanager
+def previous_policy():
+    """The fp8 policy before two fragments: 128-wide tiles in pairs where launch_config pairs
+    them, and replaced by stream-K where its model says so."""
+    saved = hopper.FP8_ALONE_WIDTHS, hopper.STREAM_K_NEVER_REPLACES_PROMOTED
+    hopper.FP8_ALONE_WIDTHS = hopper.STREAM_K_NEVER_REPLACES_PROMOTED = (160,)
+    try:
+        yield
+    finally:
+        hopper.FP8_ALONE_WIDTHS, hopper.STREAM_K_NEVER_REPLACES_PROMOTED = saved
+
+
+class PreviousAuto(SingleAuto):
+    """The policy and its kernels as they were before two fragments."""
+
+    def config(self, m, n, k=None):
+        with previous_policy():
+            return super().config(m, n, k)
+
+
 class FixedAuto(hopper.AutoGemm):
     """One configuration ``(tile_n, cluster_m, stream_k)`` on every shape, 128 rows of A
     (the rows :func:`hopper.a_rows_for` gives where M <= 64), built with one fragment where
@@ -77,11 +101,40 @@ class FixedAuto(hopper.AutoGemm):
             return super()._gemm(config)
 
 
+def policies(sets: list[str], rounds: int) -> None:
+    """``POLICY`` lines: the policy beside the previous one (:class:`PreviousAuto`) on every
+    shape where their configurations or kernels differ."""
+    auto, previous = hopper.AutoGemm(dtype=FP8), PreviousAuto(dtype=FP8)
+    logs = []
+    for m, n, k in shapes_of(FP8, sets):
+        now, before = auto.config(m, n, k), previous.config(m, n, k)
+        two = now[0] in hopper.OVERLAPPED_TILE_NS and now[3] <= 64
+        if now == before and not two:
+            continue
+        labels = [
+            "policy:" + bench.policy(auto, m, n, k),
+            "previous:" + bench.policy(previous, m, n, k),
+        ]
+        names, ratios, cublas = timed([auto, previous], labels, m, n, k, rounds)
+        text = " ".join(f"{label}={r:.3f}" for label, r in zip(names, ratios))
+        if len(ratios) == 2:
+            logs.append(math.log(ratios[0] / ratios[1]))
+            text += f" speedup={ratios[0] / ratios[1]:.3f}"
+        print(f"POLICY {FP8} {m}x{n}x{k} cublas={cublas * 1e6:.1f}us {text}", flush=True)
+    if logs:
+        geo = math.exp(sum(logs) / len(logs))
+        print(f"policy / previous: geometric mean {geo:.3f} over {len(logs)} shapes")
+
+
 def main() -> None:
     sets = sys.argv[1].split(",") if len(sys.argv) > 1 else list(bench_sets())
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     torch.zeros(1, device="cuda")
     start = time.time()
+    if len(sys.argv) > 3 and sys.argv[3] == "policy":
+        policies(sets, rounds)
+        print(f"elapsed {time.time() - start:.0f} s")
+        return
     auto, single = hopper.AutoGemm(dtype=FP8), SingleAuto(dtype=FP8)
     fixed = {
         "t128c2": FixedAuto(128, 2, False),

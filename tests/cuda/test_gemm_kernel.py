@@ -450,15 +450,40 @@ def test_float8_tensors_are_addressed_through_data_ptr():
         (256, 8192, 28672, "bfloat16", None),
         # one M tile: never
         (128, 57344, 8192, "float8_e4m3fn", None),
-        # promoted fp8: 192 only. Policy (128, 2, 1): 4 x 64 tiles in pairs, 128 units over
-        # 66: 2 rounds of 64 K tiles of 128 bytes: 2 * 64 * 179.2 = 22937.6. Stream-K: groups
-        # of 4, 33 groups, 43 units * 64 / 33 = 83.4 steps, 83.4 * 197.76 = 16492 <= 21790.7
+        # fp8 on the promoted widths: 192 only. Policy (128, 1, 1): 4 x 64 tiles alone
+        # (FP8_ALONE_WIDTHS), 256 over 132: 2 rounds of 64 K tiles of 128 bytes: 2 * 64 *
+        # 179.2 = 22937.6. Stream-K: groups of 4, 33 groups, 43 units * 64 / 33 = 83.4 steps,
+        # 83.4 * 197.76 = 16492 <= 21790.7
         (512, 8192, 8192, "float8_e4m3fn", 192),
     ],
 )
 def test_stream_k_policy_weighs_rounds_against_steps_a_cta(m, n, k, dtype, width):
     widths = hopper.PROMOTED_TILE_NS if dtype == "float8_e4m3fn" else gemm_plan.TILE_NS
     assert hopper.stream_k_policy(m, n, k, 132, dtype, widths) == width
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "k", "tiled", "promoted", "width"),
+    [
+        # the five shapes where the model replaced promoted 128 x 128 tiles and the tiles ran
+        # faster on the H200 (STREAM_K_NEVER_REPLACES_PROMOTED); unpromoted, the model's 192
+        (512, 8192, 8192, (128, 1, 1), True, None),
+        (512, 8192, 8192, (128, 1, 1), False, 192),
+        (256, 8192, 28672, (128, 1, 1), True, None),
+        (512, 4096, 14336, (128, 1, 1), True, None),
+        (512, 8192, 28672, (128, 1, 1), True, None),
+        (1024, 4096, 14336, (128, 1, 1), True, None),
+        # a 192-wide tiled kernel: stream-K replaces it, promoted or not (1024 x 8192 x 28672:
+        # 3.9 rounds of 128 x 192 pairs; ran 0.986 of cuBLASLt against 0.933 for 128 x 128)
+        (1024, 8192, 28672, (192, 2, 1), True, 192),
+    ],
+)
+def test_promoted_fp8_keeps_its_128_wide_tiles_from_stream_k(m, n, k, tiled, promoted, width):
+    fp8, widths = "float8_e4m3fn", hopper.PROMOTED_TILE_NS
+    assert hopper.policy(m, n, k, 132, fp8, widths) == tiled
+    assert hopper.stream_k_policy(m, n, k, 132, fp8, widths, promoted) == width
+    with pytest.raises(GemmShapeError, match=r"promoted is True or False, got 1"):
+        hopper.stream_k_policy(m, n, k, 132, fp8, widths, 1)
 
 
 @pytest.mark.parametrize(

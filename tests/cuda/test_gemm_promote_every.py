@@ -83,18 +83,26 @@ def test_kernel_name_ends_in_p2(kwargs, name):
 
 
 @pytest.mark.nvrtc
-@pytest.mark.parametrize("split_k", [False, True])
+@pytest.mark.parametrize(
+    ("split_k", "a_rows"), [(False, 128), (True, 128), (False, 64), (True, 16)]
+)
 @pytest.mark.parametrize("tile_n", [192, 160, 128, 96, 64])
-def test_promoted_every_two_fits_the_registers_and_keeps_wgmmas_asynchronous(tile_n, split_k):
+def test_promoted_every_two_fits_the_registers_and_keeps_wgmmas_asynchronous(
+    tile_n, split_k, a_rows
+):
     # as for promote_every=1 (test_gemm_kernel.py): no spills, setmaxnreg honoured (C7508),
     # and no serialised wgmmas (C7514: registers of a group in flight read; C7518: a
     # compiler-inserted wait in a divergent path, which a pair left in flight across the
-    # loop's back edge and completed in a branch gets)
+    # loop's back edge and completed in a branch gets). With 64 or fewer rows of A the
+    # computing consumer keeps three fragments on 128, 96 and 64 (_promote_overlapped)
     assert hopper.PROMOTED_TILE_NS == (192, 160, 128, 96, 64)
+    assert hopper.OVERLAPPED_TILE_NS == (128, 96, 64)
     pytest.importorskip("cuda.core")
     program = hopper_gemm_persistent(
-        dtype=FP8, tile_n=tile_n, split_k=split_k, promote=True, promote_every=2
+        dtype=FP8, tile_n=tile_n, split_k=split_k, a_rows=a_rows, promote=True, promote_every=2
     )
+    overlapped = a_rows <= 64 and tile_n in hopper.OVERLAPPED_TILE_NS
+    assert ("part_next" in program.source) == overlapped
     info = _ptxas_info(program)
     assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in info, info
     assert "C7508" not in info and "C7514" not in info and "C7518" not in info, info

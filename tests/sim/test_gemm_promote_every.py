@@ -16,6 +16,7 @@ import pytest
 import tilemem.sim as sim
 from tilemem import T
 from tilemem.gemm import hopper
+from tilemem.gemm import plan as gemm_plan
 from tilemem.gemm.hopper import hopper_gemm_persistent, splitk_reduce
 from tilemem.intmath import ceil_div
 
@@ -130,24 +131,106 @@ def test_the_second_k_tile_of_a_pair_overwriting_part_is_wrong(monkeypatch):
 
 
 def test_a_dropped_leftover_k_tile_is_wrong(monkeypatch):
-    # no group for the K tiles left over after the whole runs: K = 112 (one K tile) on the
-    # 64-wide tile (two fragments, hopper._promote_run) sums nothing
-    assert PLAIN["one"][3] in hopper.OVERLAPPED_TILE_NS
-    original = hopper._promote_run
-    monkeypatch.setattr(
-        hopper, "_promote_run", lambda *args: None if args[-1] == 1 else original(*args)
-    )
-    result, c, ref = _run(*PLAIN["one"])
-    assert not (result.ok and _close(c, ref))
-
-
-def test_a_dropped_leftover_k_tile_of_one_fragment_is_wrong(monkeypatch):
-    # the same with one fragment (hopper._promote_groups' leftover group): the 64-wide tile
-    # built as the widths past OVERLAPPED_TILE_NS are
-    monkeypatch.setattr(hopper, "OVERLAPPED_TILE_NS", ())
+    # no group for the k_tiles % 2 K tiles after the pairs (one fragment, 128 rows of A):
+    # K = 112 (one K tile) sums nothing
     original = hopper._promote_group
     monkeypatch.setattr(
         hopper, "_promote_group", lambda *args: None if args[-2] == 1 else original(*args)
     )
     result, c, ref = _run(*PLAIN["one"])
+    assert not (result.ok and _close(c, ref))
+
+
+# -- two fragments: a consumer computing alone (64 or fewer rows of A) on 128, 96, 64 ------------
+
+
+def _run_alone(m, n, k, tile_n, a_rows, every, grid, mode="random"):
+    """The promoted kernel with ``a_rows`` rows of A (one computing consumer) on an ``m x n x
+    k`` fp8 product: (simulation, C, numpy's)."""
+    a, b, ref = _operands(m, n, k)
+    c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
+    maps = gemm_maps(a, b, c, tile_n, a_rows=a_rows)
+    rows = gemm_plan.tile_rows(a_rows)
+    tiles = (ceil_div(m, rows), ceil_div(n, tile_n), ceil_div(k, 128))
+    print(f"building the fp8 GEMM promoted every {every} ({rows} x {tile_n}, two fragments)")
+    program = hopper_gemm_persistent(
+        dtype=FP8, tile_n=tile_n, a_rows=a_rows, promote=True, promote_every=every
+    )
+    assert "part_next" in program.source  # hopper._promote_overlapped
+    result = sim.run(program, *maps, *tiles, 8, grid=(grid,), schedule=mode, seed=k)
+    return result, c, ref
+
+
+ALONE = {
+    # 100 x 136 x 1664 on 64 x 128: 2 x 2 tiles on 2 CTAs, 13 K tiles each: three runs of two
+    # pairs and one K tile left over, 26 K steps a CTA through the ring
+    "every2": (100, 136, 1664, 128, 64, 2, 2, "adversarial"),
+    # 40 x 72 x 1296 on 64 x 64 (32 rows of A): 11 K tiles (the last 16 deep) in five runs of
+    # two single K tiles and one left over
+    "every1": (40, 72, 1296, 64, 32, 1, 1, "random"),
+    # 20 x 200 x 896 on 16 x 96: 2 x 3 tiles on 3 CTAs, 7 K tiles: one run and 3 left over
+    # (a pair and a single K tile)
+    "rest3": (20, 200, 896, 96, 16, 2, 3, "random"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ALONE))
+def test_two_fragments_match_numpy_in_the_simulator(case):
+    result, c, ref = _run_alone(*ALONE[case])
+    assert result.ok, result.hazards
+    assert _close(c, ref), np.nanmax(np.abs(c.astype(np.float32) - ref))
+
+
+def test_two_fragments_sum_as_one_does(monkeypatch):
+    # the same groups in the same order: C equal, bit for bit, to the one-fragment kernel's
+    _, c, _ = _run_alone(*ALONE["every2"])
+    single = hopper_gemm_persistent(dtype=FP8, tile_n=128, a_rows=64, promote=True, promote_every=2)
+    monkeypatch.setattr(hopper, "OVERLAPPED_TILE_NS", ())
+    one = hopper_gemm_persistent(dtype=FP8, tile_n=128, a_rows=64, promote=True, promote_every=2)
+    assert "part_next" in single.source and "part_next" not in one.source
+    a, b, _ = _operands(100, 136, 1664)
+    c1 = np.full((100, 136), np.nan, ml_dtypes.bfloat16)
+    result = sim.run(one, *gemm_maps(a, b, c1, 128, a_rows=64), 2, 2, 13, 8, grid=(2,), seed=1)
+    assert result.ok, result.hazards
+    assert np.array_equal(c.view(np.uint16), c1.view(np.uint16))
+
+
+def test_adding_a_fragment_before_its_group_completes_is_a_hazard(monkeypatch):
+    # without the wait_group 1 after a group's first K tile, the previous group's fragment is
+    # read (and its stages freed) while its wgmmas may still run
+    original = T.ptx.wgmma.wait_group
+    monkeypatch.setattr(T.ptx.wgmma, "wait_group", lambda n=0: None if n == 1 else original(n))
+    result, _, _ = _run_alone(*ALONE["every2"])
+    assert not result.ok
+
+
+def test_adding_the_fragment_in_flight_instead_is_wrong(monkeypatch):
+    # each add made with a group in flight adds that group's fragment (the other one) instead
+    # of the completed group's: a hazard, or a wrong sum
+    original_add, original_run = hopper._add_into, hopper._promote_run
+
+    def run(acc, parts, a, b, full, empty, consumer, step, sched, every, tiles):
+        adds = [0]
+
+        def add(acc, part):
+            adds[0] += 1
+            last = adds[0] == len(range(0, tiles, every))  # the drain's add: nothing in flight
+            original_add(acc, part if last else parts[1] if part is parts[0] else parts[0])
+
+        monkeypatch.setattr(hopper, "_add_into", add)
+        original_run(acc, parts, a, b, full, empty, consumer, step, sched, every, tiles)
+        monkeypatch.setattr(hopper, "_add_into", original_add)
+
+    monkeypatch.setattr(hopper, "_promote_run", run)
+    result, c, ref = _run_alone(*ALONE["every2"])
+    assert not (result.ok and _close(c, ref))
+
+
+def test_a_dropped_leftover_run_is_wrong(monkeypatch):
+    # no run for the K tiles left over after the whole runs (two fragments): 13 K tiles sum 12
+    original = hopper._promote_run
+    monkeypatch.setattr(
+        hopper, "_promote_run", lambda *args: None if args[-1] == 1 else original(*args)
+    )
+    result, c, ref = _run_alone(*ALONE["every2"])
     assert not (result.ok and _close(c, ref))

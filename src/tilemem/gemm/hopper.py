@@ -624,7 +624,9 @@ def _consumer(
             with T.Then():
                 if a_rows < TILE_M // CONSUMERS:
                     T.cuda.named_barrier(ZERO_BARRIER, 2 * 128)  # A's other rows are zero
-                _compute(tma_c, a, b, c, full, empty, 0, sched, partial, promote, promote_every)
+                _compute(
+                    tma_c, a, b, c, full, empty, 0, sched, partial, promote, promote_every, True
+                )
             with T.Else():
                 if a_rows < TILE_M // CONSUMERS:
                     _zero_a_rows(a, a_rows)
@@ -644,13 +646,16 @@ def _compute(
     partial=None,
     promote: bool = False,
     promote_every: int = 1,
+    alone: bool = False,
 ) -> None:
     """The consumer's units: mainloop and epilogue each (see :func:`_consumer`); ``promote``
-    sums each K tile in a second fragment first (:func:`_promote`)."""
+    sums each K tile in a second fragment first (:func:`_promote`), and a consumer ``alone``
+    (the one that computes with 64 or fewer rows of A) on a width of
+    :data:`OVERLAPPED_TILE_NS` in two (:func:`_promote_overlapped`)."""
     tile_n = b.shape[1]
     acc = T.alloc_local(tile_n // 2, "float32", name="acc")
     part = T.alloc_local(tile_n // 2, "float32", name="part") if promote else None
-    if promote and tile_n in OVERLAPPED_TILE_NS:
+    if promote and alone and tile_n in OVERLAPPED_TILE_NS:
         part = (part, T.alloc_local(tile_n // 2, "float32", name="part_next"))
     if sched.stream_k:
         _compute_stream_k(
@@ -984,8 +989,16 @@ CONSUMER_OTHER_REGS = 40
 PROMOTED_TILE_NS = tuple(
     n for n in gemm_plan.TILE_NS if 2 * (n // 2) + CONSUMER_OTHER_REGS <= CONSUMER_REGS
 )
-# Promoted widths whose consumers keep a third fragment, so that a group's promotion runs
-# under the next group's wgmmas (_promote_overlapped): 128, 96 and 64 (3 * 64 + 40 = 232).
+# Promoted widths on which a consumer that computes alone (64 or fewer rows of A) keeps a
+# third fragment, so that a group's promotion runs under the next group's wgmmas
+# (_promote_overlapped): 128, 96 and 64 (3 * 64 + 40 = 232). Measured on the H200
+# (docs/PERFORMANCE.md, "fp8 promotion under the next group's wgmmas"; benchmarks/
+# gemm_promote_overlap.py, one run, the policy's kernel beside it built with one fragment):
+# with one computing consumer faster on all 21 such fp8 shapes (1.001 to 1.107, geometric
+# mean 1.033; 256 x 4096 x 14336 1.088, 64 x 4096 x 4096 1.063, 16 x 4096 x 4096 1.058); with
+# two (128 rows of A) slower on 6 of 11 (0.933 to 1.013, geometric mean 0.988; 256 x 8192 x
+# 8192 0.933), where the other consumer's wgmmas keep the tensor cores busy through one
+# consumer's adds anyway.
 OVERLAPPED_TILE_NS = tuple(
     n for n in PROMOTED_TILE_NS if 3 * (n // 2) + CONSUMER_OTHER_REGS <= CONSUMER_REGS
 )
@@ -1540,7 +1553,12 @@ LONG_K_TILES = 200
 # of 256 rows or more (geometric mean 1.048; up to 1.14 at 1024 x 10240 x 8192; H200, one
 # run of benchmarks/gemm_width160.py, docs/PERFORMANCE.md "the 160-wide tile"); bf16 pairs
 # were as fast or faster (0.987).
-FP8_ALONE_WIDTHS = (160,)
+# 128 x 128 (promoted fp8 tiles, H200, benchmarks/gemm_promote_overlap.py, one run): alone
+# beside the policy's 2x1 clusters 1.054 against 1.001 at 2048^3, 1.243 against 1.142 at
+# 2048 x 2048 x 512, 1.061 against 0.955 at 1024 x 4096 x 4096 (the last session's run of
+# benchmarks/gemm_alone.py: alone faster on 15 of the 16 fp8 shapes the policy pairs; the
+# slower one, the ragged 5008 x 3008 x 2032, runs 192-wide tiles).
+FP8_ALONE_WIDTHS = (160, 128)
 
 
 def policy(
@@ -1590,6 +1608,15 @@ STREAM_K_GAIN = 0.95  # modelled time against the tiled kernel's, at or below wh
 # 1.125 of cuBLAS against 0.90-0.96), its tiles filling the SMs to 91-97% a round; stream-K's
 # model, fitted against the other widths, costs none of its hand-over.
 STREAM_K_NEVER_REPLACES = (160,)
+# Tiled widths stream-K does not replace in promoted fp8 kernels: also 128. Wherever the
+# policy picks 128-wide tiles and stream-K's model would replace them (256 x 8192 x 28672,
+# 512 x 4096 x 14336, 512 x 8192 x 8192, 512 x 8192 x 28672, 1024 x 4096 x 14336), 128 x 128
+# tiles alone ran faster than the promoted 192-wide stream-K kernel on the H200 (1.023
+# against 0.894, 1.045 against 0.885, 0.959 against 0.904, 0.989 against 0.974, 0.922
+# against 0.911 of cuBLASLt; benchmarks/gemm_promote_overlap.py, one run): stream-K's model
+# costs a 128-wide column at WIDTH_COST's 1.40 of a 256-wide one, fitted on bf16, where the
+# promoted kernel's wide tiles carry two fragments each.
+STREAM_K_NEVER_REPLACES_PROMOTED = (160, 128)
 
 
 def stream_k_policy(
@@ -1599,20 +1626,25 @@ def stream_k_policy(
     sms: int,
     dtype: str = "bfloat16",
     widths: tuple[int, ...] = gemm_plan.TILE_NS,
+    promoted: bool = False,
 ) -> int | None:
     """The stream-K kernel's width for an ``m x n x k`` product on ``sms`` SMs, or None where
-    the tiled kernel of :func:`policy` runs.
+    the tiled kernel of :func:`policy` runs (``promoted``: fp8 with fp32 promotion).
 
     Both are costed in the unit of :func:`launch_config` (a K step of a ``128 x w`` tile
     costs ``w * WIDTH_COST[w]``): the tiled kernel ``rounds * k_tiles / splits`` steps of its
     width, stream-K ``units * k_tiles / groups`` steps a CTA (:func:`stream_k_grid`). Stream-K
     runs where M has at least two M tiles, the tiled width is not one of
-    :data:`STREAM_K_NEVER_REPLACES`, a CTA gets at least :data:`STREAM_K_MIN_STEPS`
-    steps and its cost is at most :data:`STREAM_K_GAIN` of the tiled kernel's. Its width is
-    256 where there are at least as many units as groups, else 192 (measured: with fewer
-    units each is shared by more CTAs and 128 x 256 lost, 256 x 4096 x 14336: 0.83 against
-    0.95 for 192); the widths of ``widths`` only (fp8 promoted: 192)."""
-    return _stream_k_width(m, n, k, sms, dtype, widths, policy(m, n, k, sms, dtype, widths))
+    :data:`STREAM_K_NEVER_REPLACES` (:data:`STREAM_K_NEVER_REPLACES_PROMOTED`), a CTA gets
+    at least :data:`STREAM_K_MIN_STEPS` steps and its cost is at most :data:`STREAM_K_GAIN`
+    of the tiled kernel's. Its width is 256 where there are at least as many units as
+    groups, else 192 (measured: with fewer units each is shared by more CTAs and 128 x 256
+    lost, 256 x 4096 x 14336: 0.83 against 0.95 for 192); the widths of ``widths`` only
+    (fp8 promoted: 192)."""
+    if type(promoted) is not bool:
+        raise GemmShapeError(f"stream_k_policy's promoted is True or False, got {promoted!r}")
+    tiled = policy(m, n, k, sms, dtype, widths)
+    return _stream_k_width(m, n, k, sms, dtype, widths, tiled, promoted)
 
 
 def _tiled_cost(m, n, k, sms, dtype, tiled_config) -> float:
@@ -1624,10 +1656,11 @@ def _tiled_cost(m, n, k, sms, dtype, tiled_config) -> float:
     return rounds * ceil_div(k, tile_k(dtype)) / splits * tile_n * WIDTH_COST[tile_n]
 
 
-def _stream_k_width(m, n, k, sms, dtype, widths, tiled_config) -> int | None:
+def _stream_k_width(m, n, k, sms, dtype, widths, tiled_config, promoted=False) -> int | None:
     """:func:`stream_k_policy` given :func:`policy`'s answer ``tiled_config`` for the shape."""
     m_tiles, k_tiles = ceil_div(m, TILE_M), ceil_div(k, tile_k(dtype))
-    if m_tiles < 2 or tiled_config[0] in STREAM_K_NEVER_REPLACES:
+    kept = STREAM_K_NEVER_REPLACES_PROMOTED if promoted else STREAM_K_NEVER_REPLACES
+    if m_tiles < 2 or tiled_config[0] in kept:
         return None
     tiled = _tiled_cost(m, n, k, sms, dtype, tiled_config)
     for width in (w for w in (256, 192) if w in widths):
@@ -1795,7 +1828,7 @@ class AutoGemm:
         rows64 = _rows64_width(m, n, k, self.sms, self.dtype, self.widths, self.promote, tiled)
         if rows64 is not None:  # tiles of 64 rows over M > 64
             return rows64, 1, 1, TILE_M // CONSUMERS, False
-        width = _stream_k_width(m, n, k, self.sms, self.dtype, self.widths, tiled)
+        width = _stream_k_width(m, n, k, self.sms, self.dtype, self.widths, tiled, self.promote)
         if width is not None:
             return width, 1, 1, TILE_M, True
         tile_n, cluster_m, splits = tiled
