@@ -1,0 +1,77 @@
+"""Named kernel configurations beside the policy on named shapes, timed several times in one
+process to show the spread between runs.
+
+    PYTHONPATH=src python3 benchmarks/gemm_configs.py DTYPE MxNxK[,...] CONFIG[,...] [ROUNDS] [REPEATS]
+
+``CONFIG`` is ``WxCrR`` with an optional trailing ``s``: tiles ``W`` wide (``hopper.TILE_NS``)
+in clusters of ``C`` CTAs along M, ``R`` rows of A a stage (``plan.A_ROWS``), ``s`` for the
+stream-K kernel; e.g. ``128x1r64`` (64-row tiles 128 wide, alone), ``192x1r128s``. fp8 kernels
+promote every two K tiles, as AutoGemm's. For each shape, REPEATS times (3 by default): the
+policy and every configuration with benchmarks/gemm.py's method (every product checked against
+a float64 reference first, fresh inputs, NaN-poisoned C, rotating order, median of ROUNDS
+rounds, 5 by default). One ``CONFIGS`` line a repeat (ratios cuBLAS time / tilemem time), then
+a ``MEDIAN`` line of each label's median over the repeats. Needs an sm_90 GPU and torch.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import statistics
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+
+import gemm as bench  # benchmarks/gemm.py: its shapes, check and timing
+import torch
+from gemm_clusters import timed
+
+from tilemem.gemm import hopper
+
+
+class ConfigAuto(hopper.AutoGemm):
+    """One configuration ``(tile_n, cluster_m, a_rows, stream_k)`` on every shape."""
+
+    def __init__(self, dtype: str, config: tuple[int, int, int, bool]):
+        super().__init__(dtype=dtype)
+        self.fixed = config
+
+    def config(self, m, n, k=None):
+        tile_n, cluster_m, a_rows, stream_k = self.fixed
+        return tile_n, cluster_m, 1, a_rows, stream_k
+
+
+def parse_config(text: str) -> tuple[int, int, int, bool]:
+    """``WxCrR[s]`` as ``(tile_n, cluster_m, a_rows, stream_k)``."""
+    stream_k = text.endswith("s")
+    width, rest = text.removesuffix("s").split("x")
+    cluster, rows = rest.split("r")
+    return int(width), int(cluster), int(rows), stream_k
+
+
+def main() -> None:
+    dtype = sys.argv[1]
+    shapes = [tuple(int(x) for x in s.split("x")) for s in sys.argv[2].split(",")]
+    labels = sys.argv[3].split(",")
+    rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 5
+    repeats = int(sys.argv[5]) if len(sys.argv) > 5 else 3
+    torch.zeros(1, device="cuda")
+    start = time.time()
+    auto = hopper.AutoGemm(dtype=dtype)
+    gemms = [auto] + [ConfigAuto(dtype, parse_config(label)) for label in labels]
+    for m, n, k in shapes:
+        names = ["policy:" + bench.policy(auto, m, n, k)] + labels
+        runs: dict[str, list[float]] = {}
+        for _ in range(repeats):
+            ok, ratios, cublas = timed(gemms, names, m, n, k, rounds)
+            for label, ratio in zip(ok, ratios):
+                runs.setdefault(label, []).append(ratio)
+            text = " ".join(f"{label}={r:.3f}" for label, r in zip(ok, ratios))
+            print(f"CONFIGS {dtype} {m}x{n}x{k} cublas={cublas * 1e6:.1f}us {text}", flush=True)
+        text = " ".join(f"{label}={statistics.median(r):.3f}" for label, r in runs.items())
+        print(f"MEDIAN {dtype} {m}x{n}x{k} {text}", flush=True)
+    print(f"elapsed {time.time() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
