@@ -1,7 +1,8 @@
 """Named kernel configurations beside the policy on named shapes, timed several times in one
 process to show the spread between runs.
 
-    PYTHONPATH=src python3 benchmarks/gemm_configs.py DTYPE MxNxK[,...] CONFIG[,...] [ROUNDS] [REPEATS]
+    PYTHONPATH=src python3 benchmarks/gemm_configs.py DTYPE MxNxK[,...] CONFIG[,...] \
+        [ROUNDS] [REPEATS]
 
 ``CONFIG`` is ``WxCrR`` with an optional trailing ``s``: tiles ``W`` wide (``hopper.TILE_NS``)
 in clusters of ``C`` CTAs along M, ``R`` rows of A a stage (``plan.A_ROWS``), ``s`` for the
