@@ -8,8 +8,7 @@ process to show the spread between runs.
 (``hopper.TILE_NS``) in clusters of ``C`` CTAs along M, ``R`` rows of A a stage
 (``plan.A_ROWS``), ``n`` for both consumers on the 64-row tile (``split_n``), ``s`` for the
 stream-K kernel; e.g. ``128x1r64`` (64-row tiles 128 wide, alone), ``128x1r64n``,
-``192x1r128s``; ``policy-n`` is the policy with both consumers on its 64-row tiles
-(``split_n``) wherever its width allows. fp8 kernels
+``192x1r128s``. fp8 kernels
 promote every two K tiles, as AutoGemm's. For each shape, REPEATS times (3 by default): the
 policy and every configuration with benchmarks/gemm.py's method (every product checked against
 a float64 reference first, fresh inputs, NaN-poisoned C, rotating order, median of ROUNDS
@@ -36,24 +35,20 @@ from tilemem.gemm import hopper
 class ConfigAuto(hopper.AutoGemm):
     """One configuration ``(tile_n, cluster_m, a_rows, stream_k, split_n)`` on every shape."""
 
-    def __init__(self, dtype: str, config: tuple[int, int, int, bool, bool] | None):
+    def __init__(self, dtype: str, config: tuple[int, int, int, bool, bool]):
         super().__init__(dtype=dtype)
         self.fixed = config
-        self.halves: dict[tuple, hopper.HopperGemm] = {}  # the split_n kernels
 
     def config(self, m, n, k=None):
-        if self.fixed is None:  # policy-n
-            return super().config(m, n, k)
         tile_n, cluster_m, a_rows, stream_k, _ = self.fixed
         return tile_n, cluster_m, 1, a_rows, stream_k
 
     def _gemm(self, config):
-        tile_n, cluster_m, splits, a_rows, stream_k = config
-        split_n = a_rows == 64 and tile_n in SPLIT_N_WIDTHS and not (splits > 1 and not stream_k)
-        if not (self.fixed[4] if self.fixed is not None else split_n):
+        tile_n, cluster_m, _, a_rows, stream_k = config
+        if not self.fixed[4]:
             return super()._gemm(config)
-        if config not in self.halves:
-            self.halves[config] = hopper.HopperGemm(
+        if config not in self.gemms:
+            self.gemms[config] = hopper.HopperGemm(
                 self.group_m,
                 cluster_m,
                 self.dtype,
@@ -64,17 +59,11 @@ class ConfigAuto(hopper.AutoGemm):
                 stream_k=stream_k,
                 split_n=True,
             )
-        return self.halves[config]
+        return self.gemms[config]
 
 
-SPLIT_N_WIDTHS = (256, 160, 128, 96)
-
-
-def parse_config(text: str) -> tuple[int, int, int, bool, bool] | None:
-    """``WxCrR[n][s]`` as ``(tile_n, cluster_m, a_rows, stream_k, split_n)``; None for
-    ``policy-n``."""
-    if text == "policy-n":
-        return None
+def parse_config(text: str) -> tuple[int, int, int, bool, bool]:
+    """``WxCrR[n][s]`` as ``(tile_n, cluster_m, a_rows, stream_k, split_n)``."""
     stream_k = text.endswith("s")
     text = text.removesuffix("s")
     split_n = text.endswith("n")
