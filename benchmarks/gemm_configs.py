@@ -4,11 +4,9 @@ process to show the spread between runs.
     PYTHONPATH=src python3 benchmarks/gemm_configs.py DTYPE MxNxK[,...] CONFIG[,...] \
         [ROUNDS] [REPEATS]
 
-``CONFIG`` is ``WxCrR`` with optional trailing ``n`` and ``s``: tiles ``W`` wide
-(``hopper.TILE_NS``) in clusters of ``C`` CTAs along M, ``R`` rows of A a stage
-(``plan.A_ROWS``), ``n`` for both consumers on the 64-row tile (``split_n``), ``s`` for the
-stream-K kernel; e.g. ``128x1r64`` (64-row tiles 128 wide, alone), ``128x1r64n``,
-``192x1r128s``. fp8 kernels
+``CONFIG`` is ``WxCrR`` with an optional trailing ``s``: tiles ``W`` wide (``hopper.TILE_NS``)
+in clusters of ``C`` CTAs along M, ``R`` rows of A a stage (``plan.A_ROWS``), ``s`` for the
+stream-K kernel; e.g. ``128x1r64`` (64-row tiles 128 wide, alone), ``192x1r128s``. fp8 kernels
 promote every two K tiles, as AutoGemm's. For each shape, REPEATS times (3 by default): the
 policy and every configuration with benchmarks/gemm.py's method (every product checked against
 a float64 reference first, fresh inputs, NaN-poisoned C, rotating order, median of ROUNDS
@@ -33,43 +31,23 @@ from tilemem.gemm import hopper
 
 
 class ConfigAuto(hopper.AutoGemm):
-    """One configuration ``(tile_n, cluster_m, a_rows, stream_k, split_n)`` on every shape."""
+    """One configuration ``(tile_n, cluster_m, a_rows, stream_k)`` on every shape."""
 
-    def __init__(self, dtype: str, config: tuple[int, int, int, bool, bool]):
+    def __init__(self, dtype: str, config: tuple[int, int, int, bool]):
         super().__init__(dtype=dtype)
         self.fixed = config
 
     def config(self, m, n, k=None):
-        tile_n, cluster_m, a_rows, stream_k, _ = self.fixed
+        tile_n, cluster_m, a_rows, stream_k = self.fixed
         return tile_n, cluster_m, 1, a_rows, stream_k
 
-    def _gemm(self, config):
-        tile_n, cluster_m, _, a_rows, stream_k = config
-        if not self.fixed[4]:
-            return super()._gemm(config)
-        if config not in self.gemms:
-            self.gemms[config] = hopper.HopperGemm(
-                self.group_m,
-                cluster_m,
-                self.dtype,
-                tile_n=tile_n,
-                a_rows=a_rows,
-                promote=self.promote,
-                promote_every=self.promote_every,
-                stream_k=stream_k,
-                split_n=True,
-            )
-        return self.gemms[config]
 
-
-def parse_config(text: str) -> tuple[int, int, int, bool, bool]:
-    """``WxCrR[n][s]`` as ``(tile_n, cluster_m, a_rows, stream_k, split_n)``."""
+def parse_config(text: str) -> tuple[int, int, int, bool]:
+    """``WxCrR[s]`` as ``(tile_n, cluster_m, a_rows, stream_k)``."""
     stream_k = text.endswith("s")
-    text = text.removesuffix("s")
-    split_n = text.endswith("n")
-    width, rest = text.removesuffix("n").split("x")
+    width, rest = text.removesuffix("s").split("x")
     cluster, rows = rest.split("r")
-    return int(width), int(cluster), int(rows), stream_k, split_n
+    return int(width), int(cluster), int(rows), stream_k
 
 
 def main() -> None:

@@ -394,40 +394,20 @@ def _mainloop(
         _release(empty, (first_step + k_tiles - 1) % stages, sched.size)
 
 
-def _fragment(frag, b, consumer):
-    """(first row of the A stage, first row of the B stage, columns) of the consumer's
-    ``wgmma m64nN`` fragment ``frag`` (``N / 2`` fp32 a thread). A fragment as wide as B's
-    tile is the consumer's 64 rows of a 128-row tile (or the one computing consumer's); one
-    half as wide is its half of the columns of a 64-row tile both consumers compute
-    (``split_n``), on the same 64 rows of A."""
-    cols = frag.shape[0] * 2
-    if cols == b.shape[1]:
-        return consumer * (TILE_M // CONSUMERS), 0, cols
-    return 0, consumer * cols, cols
-
-
-def _origin(acc, tile_n: int, consumer, m0, n0):
-    """C's (row, column) of the consumer's fragment ``acc`` in the tile at ``(m0, n0)``: as
-    :func:`_fragment` places it."""
-    if acc.shape[0] * 2 == tile_n:
-        return m0 + consumer * (TILE_M // CONSUMERS), n0
-    return m0, n0 + consumer * acc.shape[0] * 2
-
-
 def _k_tile(frag, a, b, full, stage, phase, consumer, first) -> None:
     """Wait for ``stage`` to be full, then its K tile's wgmmas into ``frag`` as one committed
     group; the first with scale-d ``first`` (0: overwrite ``frag``, 1: add to it)."""
     tk, dtype = a.shape[-1], a.dtype
     step = 256 // dtype.bits
-    a_row, b_row, cols = _fragment(frag, b, consumer)
+    rows = TILE_M // CONSUMERS
     T.ptx.mbarrier.wait((full, stage), phase)
     T.ptx.wgmma.fence()
     for kk in range(tk // step):
         T.ptx.wgmma.mma_async(
             frag,
-            T.ptx.wgmma.desc(a, stage, a_row, kk * step),
-            T.ptx.wgmma.desc(b, stage, b_row, kk * step),
-            n=cols,
+            T.ptx.wgmma.desc(a, stage, consumer * rows, kk * step),
+            T.ptx.wgmma.desc(b, stage, 0, kk * step),
+            n=b.shape[1],
             dtype=dtype.name,
             scale_d=first if kk == 0 else 1,
         )
@@ -554,8 +534,7 @@ def _promote(acc, part, empty, stage, size: int) -> None:
 
 def _epilogue(acc, c, tma_c, consumer, m0, n0, tile) -> None:
     """bf16 C slices of 64 rows x ``c.shape[-1]`` columns (:func:`~.plan.epilogue_cols`: 64,
-    or 48 for the 240-wide tile) through the consumer's two staging tiles, stored by TMA at
-    C's ``(m0, n0)`` onwards (the fragment's origin, :func:`_origin`).
+    or 48 for the 240-wide tile) through the consumer's two staging tiles, stored by TMA.
     Slices alternate between the two tiles; ``tile`` (the CTA's tile counter) carries the
     alternation on from one output tile to the next when a tile has an odd number of slices
     (3 for 128 x 192, 5 for 128 x 240), so a slice never overwrites the tile whose TMA store
@@ -572,7 +551,7 @@ def _epilogue(acc, c, tma_c, consumer, m0, n0, tile) -> None:
     col = T.let("st_col", (lane // 16) * 8)
     barrier = T.let("epi_bar", consumer + 1)  # bar.sync 1 and 2: one per consumer warpgroup
     leader = T.thread_id() % 128 == 0
-    cols = c.shape[-1]
+    rows, cols = TILE_M // CONSUMERS, c.shape[-1]
     slices = acc.shape[0] * 2 // cols  # m64nN: N / 2 accumulators a thread
     for j in range(slices):
         if slices % EPILOGUE_BUFFERS:
@@ -591,14 +570,13 @@ def _epilogue(acc, c, tma_c, consumer, m0, n0, tile) -> None:
         T.ptx.fence.proxy_async_shared_cta()  # generic-proxy writes, read next by TMA
         T.cuda.named_barrier(barrier, 128)
         with T.If(leader):
-            T.ptx.tma.store(tma_c, (c, buf, 0, 0), [n0 + j * cols, m0])
+            T.ptx.tma.store(tma_c, (c, buf, 0, 0), [n0 + j * cols, m0 + consumer * rows])
             T.ptx.tma.commit_group()
             T.ptx.tma.wait_group_read(EPILOGUE_BUFFERS - 1)
 
 
 def _store_partial(acc, work, m_rows, consumer, m0, n0, split, tile_m: int = TILE_M) -> None:
-    """Split-K: this K range's fp32 sums of the consumer's fragment, whose origin in C is
-    ``(m0, n0)`` (:func:`_origin`), into ``work`` (``splits x
+    """Split-K: this K range's fp32 sums of the consumer's 64 rows into ``work`` (``splits x
     m_rows`` rows, whole tiles of columns): row ``split * m_rows + r`` for C's row ``r``, rows
     ``r >= m_rows`` skipped, and, in a tile of fewer than 64 rows (``tile_m``), the fragment's
     rows past the tile (the next M tile's rows of C). Fragment layout as in :func:`_epilogue`:
@@ -606,7 +584,7 @@ def _store_partial(acc, work, m_rows, consumer, m0, n0, split, tile_m: int = TIL
     Plain stores, read by :func:`splitk_reduce` after the kernel."""
     lane, warp = T.lane_id(), T.warp_id() % 4
     local = T.let("p_local", warp * 16 + lane // 4)  # the row in the consumer's 64
-    row = T.let("p_row", m0 + local)
+    row = T.let("p_row", m0 + consumer * (TILE_M // CONSUMERS) + local)
     col = T.let("p_col", n0 + lane % 4 * 2)
     for half in range(2):
         inside = row + 8 * half < m_rows
@@ -632,7 +610,6 @@ def _consumer(
     a_rows: int = TILE_M,
     promote: bool = False,
     promote_every: int = 1,
-    split_n: bool = False,
 ) -> None:
     """Per unit: the mainloop, then the epilogue (bf16 C by TMA), or with split-K
     (``partial = (work, m_rows)``) the fp32 partial sums into the workspace. When a stage
@@ -641,24 +618,7 @@ def _consumer(
     count the first alone. (Freeing every stage beside the first instead, as it once did,
     measured 2% slower over the H200's 49 shapes that run such kernels, up to 6% on 64-row
     tiles, docs/PERFORMANCE.md, "64-row tiles"; our reading, not measured: its 4 warps
-    polled each stage's barrier on the SM sub-partitions the computing warps issue from.)
-    With ``split_n`` (64 rows of A) both consumers compute, each half of the tile's columns."""
-    if split_n:
-        _compute(
-            tma_c,
-            a,
-            b,
-            c,
-            full,
-            empty,
-            consumer,
-            sched,
-            partial,
-            promote,
-            promote_every,
-            split_n=True,
-        )
-        return
+    polled each stage's barrier on the SM sub-partitions the computing warps issue from.)"""
     if gemm_plan.computing_consumers(a_rows) == 1:
         with T.If(consumer == 0):
             with T.Then():
@@ -687,19 +647,16 @@ def _compute(
     promote: bool = False,
     promote_every: int = 1,
     alone: bool = False,
-    split_n: bool = False,
 ) -> None:
     """The consumer's units: mainloop and epilogue each (see :func:`_consumer`); ``promote``
     sums each K tile in a second fragment first (:func:`_promote`), and a consumer ``alone``
     (the one that computes with 64 or fewer rows of A) on a width of
-    :data:`OVERLAPPED_TILE_NS` in two (:func:`_promote_overlapped`). ``split_n``: the
-    consumer computes its half of the tile's columns over the 64 rows (:func:`_fragment`)."""
+    :data:`OVERLAPPED_TILE_NS` in two (:func:`_promote_overlapped`)."""
     tile_n = b.shape[1]
-    regs = tile_n // 4 if split_n else tile_n // 2  # m64nN: N / 2 fp32 a thread
-    acc = T.alloc_local(regs, "float32", name="acc")
-    part = T.alloc_local(regs, "float32", name="part") if promote else None
+    acc = T.alloc_local(tile_n // 2, "float32", name="acc")
+    part = T.alloc_local(tile_n // 2, "float32", name="part") if promote else None
     if promote and alone and tile_n in OVERLAPPED_TILE_NS:
-        part = (part, T.alloc_local(regs, "float32", name="part_next"))
+        part = (part, T.alloc_local(tile_n // 2, "float32", name="part_next"))
     if sched.stream_k:
         _compute_stream_k(
             acc, part, tma_c, a, b, c, full, empty, consumer, sched, partial, promote_every
@@ -713,12 +670,13 @@ def _compute(
             _mainloop(acc, a, b, full, empty, consumer, first_step, sched, part, promote_every)
         with T.phase("epilogue"):
             if partial is None:
-                m0, n0 = _origin(acc, tile_n, consumer, m_tile * sched.tile_m, n_tile * tile_n)
-                _epilogue(acc, c, tma_c, consumer, m0, n0, i)
+                _epilogue(acc, c, tma_c, consumer, m_tile * sched.tile_m, n_tile * tile_n, i)
             else:
                 work, m_rows = partial
-                m0, n0 = _origin(acc, tile_n, consumer, m_tile * sched.tile_m, n_tile * tile_n)
-                _store_partial(acc, work, m_rows, consumer, m0, n0, split, sched.tile_m)
+                m0 = m_tile * sched.tile_m
+                _store_partial(
+                    acc, work, m_rows, consumer, m0, n_tile * tile_n, split, sched.tile_m
+                )
     if partial is None:
         with T.If(T.thread_id() % 128 == 0):
             T.ptx.tma.wait_group(0)  # C fully written before the CTA retires
@@ -754,9 +712,7 @@ def _compute_stream_k(
                 _hand_over(acc, work, flags, consumer, T.block_id())
             with T.Else():
                 _take_over(acc, work, flags, consumer, sk, sched.peers_end(seg, sk), sched.m_group)
-                m0, n0 = _origin(
-                    acc, tile_n, consumer, seg.m_tile * sched.tile_m, seg.n_tile * tile_n
-                )
+                m0, n0 = seg.m_tile * sched.tile_m, seg.n_tile * tile_n
                 _epilogue(acc, c, tma_c, consumer, m0, n0, i)
     with T.If(T.thread_id() % 128 == 0):
         T.ptx.tma.wait_group(0)  # C fully written before the CTA retires
@@ -831,23 +787,6 @@ def _check_cluster_n(cluster_n, cluster_m: int, a_rows, split_k, stream_k) -> No
         )
 
 
-def _check_split_n(split_n, a_rows, tile_n: int, cluster_n: int) -> None:
-    """GemmShapeError unless ``split_n`` is a bool, and True only with 64 rows of A, CTAs not
-    paired along N, and a width whose halves are whole C staging slices
-    (:func:`~.plan.epilogue_cols`): 256, 160, 128 or 96."""
-    if type(split_n) is not bool:
-        raise GemmShapeError(f"split_n is True or False, got {split_n!r}")
-    if not split_n:
-        return
-    halves = tuple(w for w in gemm_plan.TILE_NS if (w // 2) % gemm_plan.epilogue_cols(w) == 0)
-    if a_rows != TILE_M // CONSUMERS or cluster_n != 1 or tile_n not in halves:
-        raise GemmShapeError(
-            f"split_n=True (both consumers on one 64-row tile, half its columns each) needs "
-            f"a_rows=64, cluster_n=1 and tile_n in {halves}; got a_rows={a_rows!r}, "
-            f"cluster_n={cluster_n!r}, tile_n={tile_n!r}"
-        )
-
-
 def hopper_gemm_persistent(
     cluster_m: int = 1,
     dtype: str = "bfloat16",
@@ -858,7 +797,6 @@ def hopper_gemm_persistent(
     promote_every: int = 1,
     stream_k: bool = False,
     cluster_n: int = 1,
-    split_n: bool = False,
 ) -> KernelProgram:
     """The kernel: ``(tma_a, tma_b, tma_c, m_tiles, n_tiles, k_tiles, group_m)``, 384 threads,
     launched with at most one CTA per SM. ``cluster_m`` = 2 or 4 groups CTAs of adjacent M
@@ -881,11 +819,6 @@ def hopper_gemm_persistent(
     share B (64 rows as two 32-row tiles of a pair): the wgmma still computes 64 rows, the
     rows past the tile are zeros never stored (C's tensor map stores the top ``a_rows`` rows
     of each slice, :func:`~.plan.c_box`).
-
-    ``split_n`` (64 rows of A; widths whose halves are whole C staging slices: 256, 160, 128,
-    96) has both consumers compute the ``64 x tile_n`` tile, each ``64 x tile_n / 2`` of it on
-    its half of B's stage and the same A rows (:func:`_fragment`), where otherwise one consumer
-    computes it all and the other idles.
 
     ``promote`` (fp8 only, widths of :data:`PROMOTED_TILE_NS`) sums each K tile's wgmmas in
     a second fragment and adds it into the fp32 accumulators (:func:`_promote`);
@@ -928,7 +861,6 @@ def hopper_gemm_persistent(
     _check_promote(promote, dtype, tile_n, promote_every)
     gemm_plan.a_box(a_rows, dtype)  # a known row count
     gemm_plan.b_share(cluster_m, dtype, tile_n=tile_n)  # the multicast split is whole atoms
-    _check_split_n(split_n, a_rows, tile_n, cluster_n)
     name = "hopper_gemm_persistent" + (f"_cluster{cluster_m}" if cluster_m > 1 else "")
     name += f"_clustern{cluster_n}" if cluster_n > 1 else ""
     name += "_e4m3" if dtype == "float8_e4m3fn" else ""
@@ -937,12 +869,11 @@ def hopper_gemm_persistent(
     name += "_promote" if promote else ""
     name += f"_p{promote_every}" if promote_every != 1 else ""
     name += "_streamk" if stream_k else ""
-    name += "_splitn" if split_n else ""
 
     def body(
         tma_a, tma_b, tma_c, m_tiles, n_tiles, k_tiles, group_m, splits=1, partial=None, m_group=1
     ):
-        smem = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n, a_rows, split_n)
+        smem = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n, a_rows)
         a, b, c = smem.buffer("A"), smem.buffer("B"), smem.buffer("C_stage")
         full, empty = smem.buffer("full_bar"), smem.buffer("empty_bar")
         # the tensor maps' descriptors fetched while the barriers are set up (and, launched
@@ -953,9 +884,7 @@ def hopper_gemm_persistent(
                 if tmap is not None:
                     T.ptx.tma.prefetch_descriptor(tmap)
         size = cluster_m * cluster_n
-        _init_barriers(
-            full, empty, size, CONSUMERS if split_n else gemm_plan.computing_consumers(a_rows)
-        )
+        _init_barriers(full, empty, size, gemm_plan.computing_consumers(a_rows))
         # launched with programmatic serialization (HopperGemm(programmatic=True)), the set-up
         # above ran under the previous kernel's tail; nothing touched global memory yet
         T.ptx.griddepcontrol.wait()
@@ -995,7 +924,6 @@ def hopper_gemm_persistent(
                     a_rows,
                     promote,
                     promote_every,
-                    split_n,
                 )
         if size > 1:  # no CTA leaves while a peer may still arrive on its barriers
             T.ptx.cluster.sync()
@@ -1165,8 +1093,7 @@ class HopperGemm:
     ``promote`` the fp32 promotion of fp8 sums every K tile (:func:`_promote`; widths of
     :data:`PROMOTED_TILE_NS`), or every ``promote_every`` K tiles (:data:`PROMOTE_EVERY`).
     ``cluster_n`` (with ``cluster_m=1``) the CTAs per cluster along N sharing A, each loading
-    ``a_rows / cluster_n`` of its rows and multicasting them. ``split_n`` (64 rows of A) has
-    both consumers compute the 64-row tile, each half of its columns.
+    ``a_rows / cluster_n`` of its rows and multicasting them.
     ``programmatic`` True launches the kernel with programmatic stream serialization: its
     CTAs may start (barrier set-up, register reallocation) while the stream's previous kernel
     ends, and every thread waits (``griddepcontrol.wait``) for that kernel to complete before
@@ -1192,7 +1119,6 @@ class HopperGemm:
         stream_k: bool = False,
         programmatic: bool | None = None,
         cluster_n: int = 1,
-        split_n: bool = False,
     ):
         _check_group_m(group_m)
         _check_programmatic(programmatic)
@@ -1200,22 +1126,13 @@ class HopperGemm:
         self.group_m, self.cluster_m, self.l2_promotion = group_m, cluster_m, l2_promotion
         self.dtype, self.tile_n, self.split_k, self.a_rows = dtype, tile_n, split_k, a_rows
         self.promote, self.promote_every, self.stream_k = promote, promote_every, stream_k
-        self.cluster_n, self.split_n = cluster_n, split_n
+        self.cluster_n = cluster_n
         self.program = hopper_gemm_persistent(
-            cluster_m,
-            dtype,
-            tile_n,
-            split_k,
-            a_rows,
-            promote,
-            promote_every,
-            stream_k,
-            cluster_n,
-            split_n,
+            cluster_m, dtype, tile_n, split_k, a_rows, promote, promote_every, stream_k, cluster_n
         )
         self.launcher = Launcher(self.program)
         self.reduce = Launcher(splitk_reduce()) if split_k else None
-        self.plan = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n, a_rows, split_n)
+        self.plan = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n, a_rows)
         self.b_share = gemm_plan.b_share(cluster_m, dtype, tile_n=tile_n)  # B's TMA box
         # A's TMA box: the plan's A stage, its top a_rows rows, or this rank's share of them
         rows = a_rows // cluster_n

@@ -94,7 +94,7 @@ def computing_consumers(a_rows: int = TILE_M) -> int:
 
 
 def requests(
-    dtype: str = "bfloat16", tile_n: int = TILE_N, a_rows: int = TILE_M, split_n: bool = False
+    dtype: str = "bfloat16", tile_n: int = TILE_N, a_rows: int = TILE_M
 ) -> list[BufferRequest]:
     """The kernel's buffers in allocation order; A, B and both barriers once per stage.
 
@@ -105,17 +105,10 @@ def requests(
     ``stmatrix`` and stored with TMA (the top :func:`tile_rows` of them for tiles of fewer than
     64 rows, :func:`c_box`). With ``a_rows`` of 64 or fewer (:func:`stage_rows`) one
     consumer computes: A is 64 rows a stage and C_stage one consumer's tiles, so the ring
-    gets the bytes (8 KiB a stage fewer, 16 KiB of C staging fewer: deeper rings), unless
-    ``split_n`` (both consumers compute a 64-row tile, each half its columns): then C_stage
-    holds both consumers' tiles.
+    gets the bytes (8 KiB a stage fewer, 16 KiB of C staging fewer: deeper rings).
     """
     rows, k, cols = TILE_M // CONSUMERS, tile_k(dtype), epilogue_cols(tile_n)
-    if type(split_n) is not bool or (split_n and check_a_rows(a_rows) != rows):
-        raise GemmShapeError(
-            f"split_n (both consumers on a 64-row tile) is True or False, True only with "
-            f"a_rows={rows}; got split_n={split_n!r}, a_rows={a_rows!r}"
-        )
-    computing = CONSUMERS if split_n else computing_consumers(a_rows)
+    computing = computing_consumers(a_rows)
     return [
         BufferRequest("A", (stage_rows(a_rows), k), dtype, swizzle="128B", per_stage=True),
         BufferRequest("B", (check_tile_n(tile_n), k), dtype, swizzle="128B", per_stage=True),
@@ -132,31 +125,23 @@ def requests(
 
 
 def stages(
-    target: str = "sm_90a",
-    dtype: str = "bfloat16",
-    tile_n: int = TILE_N,
-    a_rows: int = TILE_M,
-    split_n: bool = False,
+    target: str = "sm_90a", dtype: str = "bfloat16", tile_n: int = TILE_N, a_rows: int = TILE_M
 ) -> StageSolution:
     """The deepest A/B ring beside the C staging tiles: 4 stages on sm_90a for 128 x 256
     (224 KiB + 64 B), 128 x 240 and 128 x 192, 6 for 128 x 128, 7 for 128 x 96, 8 for
     128 x 64; with 64-row tiles (``a_rows`` <= 64) 5 for 64 x 256, 6 for 64 x 192, 8 for
-    64 x 128, 10 for 64 x 96, 13 for 64 x 64 (``split_n``: with both consumers' C staging)."""
-    return solve_stages(requests(dtype, tile_n, a_rows, split_n), target, ctas_per_sm=1)
+    64 x 128, 10 for 64 x 96, 13 for 64 x 64."""
+    return solve_stages(requests(dtype, tile_n, a_rows), target, ctas_per_sm=1)
 
 
 def hopper_gemm_persistent_plan(
-    dtype: str = "bfloat16",
-    target: str = "sm_90a",
-    tile_n: int = TILE_N,
-    a_rows: int = TILE_M,
-    split_n: bool = False,
+    dtype: str = "bfloat16", target: str = "sm_90a", tile_n: int = TILE_N, a_rows: int = TILE_M
 ) -> SMEMPool:
     """Allocate :func:`requests` with the solved stage count in a pool with :data:`PHASES`;
     inside a kernel the pool emits."""
-    depth = stages(target, dtype, tile_n, a_rows, split_n).stages
+    depth = stages(target, dtype, tile_n, a_rows).stages
     smem = SMEMPool(name="smem", target=target, phases=PHASES)
-    for r in requests(dtype, tile_n, a_rows, split_n):
+    for r in requests(dtype, tile_n, a_rows):
         shape = ((depth,) + tuple(r.shape)) if r.per_stage else tuple(r.shape)
         if r.swizzle is not None:
             smem.alloc_mma(shape, r.dtype, r.swizzle, name=r.name, live=r.live)
