@@ -462,6 +462,20 @@ def test_stream_k_policy_weighs_rounds_against_steps_a_cta(m, n, k, dtype, width
     assert hopper.stream_k_policy(m, n, k, 132, dtype, widths) == width
 
 
+def test_fp8_128_wide_tiles_run_alone_where_launch_config_pairs_them():
+    # 2048^3 on the promoted widths: 16 x 16 = 256 tiles of 128 x 128 (two rounds alone, or
+    # two of 66 pairs: 179.2 * 2 = 358.4) against 16 x 11 = 176 of 192 (two rounds, 395.5):
+    # launch_config pairs the 128-wide tiles; fp8 runs them alone (FP8_ALONE_WIDTHS)
+    fp8, widths = "float8_e4m3fn", hopper.PROMOTED_TILE_NS
+    assert hopper.FP8_ALONE_WIDTHS == (160, 128)
+    assert launch_config(2048, 2048, 132, widths) == (128, 2)
+    assert hopper.policy(2048, 2048, 2048, 132, fp8, widths) == (128, 1, 1)
+    assert hopper.policy(1024, 4096, 4096, 132, fp8, widths) == (128, 1, 1)
+    # bf16 pairs stay where launch_config pairs (1024 x 6144: 8 x 32 = 256 tiles of 192)
+    assert hopper.policy(1024, 6144, 4096, 132) == launch_config(1024, 6144, 132) + (1,)
+    assert launch_config(1024, 6144, 132)[1] == 2
+
+
 @pytest.mark.parametrize(
     ("m", "n", "k", "tiled", "promoted", "width"),
     [
