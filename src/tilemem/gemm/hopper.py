@@ -654,8 +654,8 @@ def _compute(
     :data:`OVERLAPPED_TILE_NS` in two (:func:`_promote_overlapped`)."""
     tile_n = b.shape[1]
     acc = T.alloc_local(tile_n // 2, "float32", name="acc")
-    part = T.alloc_local(tile_n // 2, "float32", name="part") if promote else None
-    if promote and alone and tile_n in OVERLAPPED_TILE_NS:
+    part: Any = T.alloc_local(tile_n // 2, "float32", name="part") if promote else None
+    if promote and alone and tile_n in OVERLAPPED_TILE_NS:  # (part, next): _promote_overlapped
         part = (part, T.alloc_local(tile_n // 2, "float32", name="part_next"))
     if sched.stream_k:
         _compute_stream_k(
