@@ -613,20 +613,21 @@ def test_stream_k_takes_positive_int_splits_and_only_bools(drv, splits):
 
 
 def test_auto_gemm_runs_stream_k_where_its_policy_says(drv):
-    # 256 x 4096 x 14336 bf16 (stream_k_policy: 192 wide, worked in test_gemm_kernel.py):
-    # groups of 2 CTAs, 66 groups; then 256 x 6144 x 4096 (31 K steps a CTA: not stream-K; the
-    # tiled kernel's 128 x 96 tiles, 128 in one round, cost 64 K steps x 96 x 1.75 = 10752,
-    # 64-row tiles of 64 x 192, 4 x 32 = 128 in one round, 64 x 192 x 0.8 = 9830.4: those run)
+    # 512 x 28672 x 4096 bf16 (stream_k_policy: 256 wide; the tiled policy's 240 x 2 pairs):
+    # 4 M tiles x 112 N tiles, 64 K tiles, groups of 4 CTAs, 33 groups; then 256 x 6144 x 4096
+    # (31 K steps a CTA: not stream-K; the tiled kernel's 128 x 96 tiles, 128 in one round,
+    # cost 64 K steps x 96 x 1.75 = 10752, 64-row tiles of 64 x 192, 4 x 32 = 128 in one
+    # round, 64 x 192 x 0.8 = 9830.4: those run)
     auto = AutoGemm()
-    assert auto.config(256, 4096, 14336) == (192, 1, 1, 128, True)
-    auto(*operands(256, 4096, 14336))
+    assert auto.config(512, 28672, 4096) == (256, 1, 1, 128, True)
+    auto(*operands(512, 28672, 4096))
     auto(*operands(256, 6144, 4096))
     (name, sk), (name2, _) = drv.kernel_launches()
     assert (name, name2) == (
-        "hopper_gemm_persistent_n192_streamk",
+        "hopper_gemm_persistent_streamk",
         "hopper_gemm_persistent_n192_a64",
     )
-    assert sk.grid == (132, 1, 1) and ints(sk.params[3:8]) == [2, 22, 224, 8, 2]
+    assert sk.grid == (132, 1, 1) and ints(sk.params[3:8]) == [4, 112, 64, 8, 4]
 
 
 def test_a_device_that_holds_no_cluster_is_refused_before_the_launch(drv):
@@ -668,7 +669,7 @@ def test_the_stream_k_grid_benchmark_lists_every_capped_grid(drv, monkeypatch):
     spec.loader.exec_module(grids)
     found = grids.candidates({}, "bfloat16", 256, 4096, 14336)
     labels = [label for _, label in found]
-    assert labels[0] == "policy:192x1/s"
+    assert labels[0] == "policy:128x1/a64"  # 64-row tiles (finer_rows), not stream-K
     assert labels[1:] == [
         "256s/x1", "256s/x2", "256s/x3", "256s/x4", "256s/full",
         "192s/x1", "192s/x2", "192s/x3",
@@ -870,9 +871,9 @@ def test_the_cluster_sweep_builds_pairs_along_m_and_n(drv, monkeypatch):
     # one M tile of 64 rows over 96 N tiles: 1x2 pairs
     assert auto.config(64, 6144, 4096)[1:] == (1, 1, 64, False)
     assert sweep.pairs_for(auto, 64, 6144, 4096)[2:] == (1, 2)
-    # clusters already (8192^3: 256 x 2), stream-K (256 x 4096 x 14336): unchanged
+    # clusters already (8192^3: 256 x 2), stream-K (512 x 28672 x 4096): unchanged
     assert auto.config(8192, 8192, 8192)[1] == 2 and sweep.pairs_for(auto, 8192, 8192, 8192) is None
-    assert auto.config(256, 4096, 14336)[4] and sweep.pairs_for(auto, 256, 4096, 14336) is None
+    assert auto.config(512, 28672, 4096)[4] and sweep.pairs_for(auto, 512, 28672, 4096) is None
 
 
 def test_the_arrivals_benchmark_rebuilds_the_serial_release(drv, monkeypatch):
@@ -922,12 +923,14 @@ def test_the_stream_k_cluster_benchmark_pairs_the_policys_stream_k(drv, monkeypa
     bench = _load_benchmark(monkeypatch, "gemm_stream_k_clusters")
     auto = bench.hopper.AutoGemm()
     auto.sms = 132
-    assert auto.config(256, 4096, 14336) == (192, 1, 1, 128, True)
-    pairs = bench.clustered(auto, 256, 4096, 14336)
+    assert auto.config(384, 28672, 4096) == (256, 1, 1, 128, True)  # 3 M tiles
+    pairs = bench.clustered(auto, 384, 28672, 4096)
     assert [(label, g.cluster_m, g.tile_n, g.stream_k) for label, g in pairs] == [
-        ("pairs", 2, 192, True)
+        ("pairs", 2, 256, True)
     ]
     assert auto.config(512, 28672, 4096) == (256, 1, 1, 128, True)
     assert [label for label, _ in bench.clustered(auto, 512, 28672, 4096)] == ["pairs", "fours"]
     assert bench.clustered(auto, 8192, 8192, 8192) == []  # the tiled kernel
-    assert auto.config(128, 4096, 14336)[4] and bench.clustered(auto, 128, 4096, 14336) == []
+    # stream-K over one M tile (64 rows: a 2-way split run as stream-K)
+    assert auto.config(64, 4096, 14336) == (64, 1, 2, 64, True)
+    assert bench.clustered(auto, 64, 4096, 14336) == []

@@ -171,6 +171,29 @@ def test_finer_rows_replace_a_short_two_way_split():
     assert finer_rows(129, 4096, 2) == 64  # 3 tiles of 64 where 2 of 128 were split
 
 
+def test_64_row_tiles_replace_a_two_way_split_of_any_length():
+    # M > 64: the finer tiles have 64 rows and replace the split whatever K (measured faster on
+    # the six such shapes of the benchmark with 112 or 224 K tiles a range); M <= 64 keeps
+    # the split over long ranges (8- and 32-row tiles were as fast or slower)
+    from tilemem.gemm.hopper import AutoGemm, finer_rows
+
+    for m in (65, 128, 256):
+        assert finer_rows(m, 14336, 2) == 64 and finer_rows(m, 96 * 64, 2) == 64
+        assert finer_rows(m, 28672, 2, "float8_e4m3fn") == 64
+    assert finer_rows(64, 14336, 2) is None and finer_rows(16, 14336, 2) is None
+    assert finer_rows(256, 14336, 1) is None and finer_rows(256, 14336, 4) is None
+    # in AutoGemm before stream-K: 256 x 4096 x 14336 bf16 (the tiled policy's 128 x 128 in
+    # 2 K ranges, which stream-K at 192 replaced) runs 64 x 128 tiles, 4 x 32 = 128 CTAs
+    auto = AutoGemm()
+    auto.sms = 132
+    assert auto.config(256, 4096, 14336) == (128, 1, 1, 64, False)
+    assert auto.config(256, 8192, 28672) == (256, 1, 1, 64, False)
+    assert auto.config(64, 4096, 14336) == (64, 1, 2, 64, True)  # the split, as stream-K
+    fp8 = AutoGemm(dtype="float8_e4m3fn")
+    fp8.sms = 132
+    assert fp8.config(128, 8192, 28672) == (128, 1, 1, 64, False)
+
+
 @pytest.mark.parametrize(
     ("args", "words"),
     [

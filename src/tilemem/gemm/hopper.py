@@ -1741,32 +1741,41 @@ def _rows64_width(m, n, k, sms, dtype, widths, promoted, tiled_config) -> int | 
 
 
 # K tiles a range of a 2-way split below which tiles of half the rows (M split in two, all of
-# K each, the same grid) replace it. Measured on the H200 (docs/PERFORMANCE.md, "Tiles of fewer
-# rows than the product's M"; benchmarks/gemm_small_tiles.py): with 32 K tiles a range (bf16
-# K = 4096) 8-row tiles gave 1.036 of cuBLAS at 16 x 4096 x 4096 against 0.918 for the split,
-# 32-row 0.847 against 0.822 at M = 64, 64-row 0.961 against 0.893 at M = 128; with 16 (fp8
-# K = 4096) 0.864 against 0.788 and 0.916 against 0.839 at M = 16 and 64. With 112 K tiles a
-# range (bf16 K = 14336) and 56 (fp8) the split was as fast or faster on all six shapes
-# (16, 64, 128 x 4096 x 14336: e.g. 0.967 against 0.930, 1.048 against 0.981): each of the
-# finer tiles reads all of B's tile, the split reads half of it a CTA, and a long range
-# amortises the hand-over of its sums.
+# K each, the same grid) replace it where those tiles have fewer than 64 rows (M <= 64).
+# Measured on the H200 (docs/PERFORMANCE.md, "Tiles of fewer rows than the product's M";
+# benchmarks/gemm_small_tiles.py): with 32 K tiles a range (bf16 K = 4096) 8-row tiles gave
+# 1.036 of cuBLAS at 16 x 4096 x 4096 against 0.918 for the split, 32-row 0.847 against 0.822
+# at M = 64; with 16 (fp8 K = 4096) 0.864 against 0.788 and 0.916 against 0.839 at M = 16 and
+# 64. With 112 K tiles a range (bf16 K = 14336) and 56 (fp8) the split was as fast or faster
+# (benchmarks/gemm_configs.py, median of 3 runs in one process: bf16 16 x 4096 x 14336 0.954
+# against 0.927 for 8-row tiles, 64 x 4096 x 14336 1.041 against 1.030; fp8 1.006 against
+# 0.958, 0.924 against 0.921): each of the finer tiles reads all of B's tile, the split reads
+# half of it a CTA, and a long range amortises the hand-over of its sums; their wgmmas compute
+# 64 rows of which 8 or 32 are the tile's.
 FINER_M_MAX_STEPS = 48
 
 
 def finer_rows(m: int, k: int, splits: int, dtype: str = "bfloat16") -> int | None:
     """Rows of the tiles that replace :func:`policy`'s 2-way split-K (``splits``) of a product
     of ``m`` rows over ``k`` (``dtype`` inputs), or None where the split runs: half of
-    :func:`a_rows_for`'s rows (64, 32, 16 or 8 for 128, 64, 32 or 16) where a range would have
-    fewer than :data:`FINER_M_MAX_STEPS` K tiles and M spans more than one tile of half the
-    rows.
+    :func:`a_rows_for`'s rows (64, 32, 16 or 8 for 128, 64, 32 or 16) where M spans more than
+    one tile of half the rows, and those tiles have 64 rows (M > 64) or a range would have
+    fewer than :data:`FINER_M_MAX_STEPS` K tiles.
     The grid is the same or nearly (twice the M tiles, or one fewer where M's last 128-row
-    tile is half empty, one K range each); what goes is the hand-over of fp32 sums."""
+    tile is half empty, one K range each); what goes is the hand-over of fp32 sums. 64-row
+    tiles replace the split whatever K: on the H200 (benchmarks/gemm_configs.py, median of 3
+    runs in one process, docs/PERFORMANCE.md "fp8 promotion under the next group's wgmmas")
+    they ran faster on all six such shapes with long ranges: bf16 256 x 4096 x 14336 1.046 of
+    cuBLAS against 0.902 for the split (run as stream-K), 128 x 8192 x 28672 1.043 against
+    0.998, 256 x 8192 x 28672 1.033 against 1.021, 128 x 4096 x 14336 1.045 against 0.957;
+    fp8 128 x 8192 x 28672 1.010 against 0.935, 128 x 4096 x 14336 1.094 against 0.994."""
     m = check_int(m, "finer_rows's m (rows of C)", minimum=1, error=GemmShapeError)
     k = check_int(k, "finer_rows's k", minimum=1, error=GemmShapeError)
     splits = check_int(splits, "finer_rows's splits", minimum=1, error=GemmShapeError)
     gemm_plan.check_input_type(dtype)
     rows = a_rows_for(m) // 2
-    if splits != 2 or ceil_div(k, tile_k(dtype)) >= 2 * FINER_M_MAX_STEPS or m <= rows:
+    long = ceil_div(k, tile_k(dtype)) >= 2 * FINER_M_MAX_STEPS
+    if splits != 2 or m <= rows or (long and rows < TILE_M // CONSUMERS):
         return None
     return rows  # a_rows_for gives 16 at least, so half of it is one of A_ROWS
 
@@ -1828,13 +1837,13 @@ class AutoGemm:
         rows64 = _rows64_width(m, n, k, self.sms, self.dtype, self.widths, self.promote, tiled)
         if rows64 is not None:  # tiles of 64 rows over M > 64
             return rows64, 1, 1, TILE_M // CONSUMERS, False
-        width = _stream_k_width(m, n, k, self.sms, self.dtype, self.widths, tiled, self.promote)
-        if width is not None:
-            return width, 1, 1, TILE_M, True
         tile_n, cluster_m, splits = tiled
         rows = finer_rows(m, k, splits, self.dtype)
         if rows is not None:  # M in twice the tiles instead of K in two ranges
             return tile_n, 1, 1, rows, False
+        width = _stream_k_width(m, n, k, self.sms, self.dtype, self.widths, tiled, self.promote)
+        if width is not None:
+            return width, 1, 1, TILE_M, True
         # split-K runs as stream-K with the same ranges, each tile's sums added by its first
         # range's CTA (no reduction kernel; measured on the H200 on every such shape of the
         # benchmark: 6-21% faster on the 128-row A box, docs/PERFORMANCE.md "Stream-K"; 0-18%
