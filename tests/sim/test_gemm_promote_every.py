@@ -181,6 +181,18 @@ def test_two_fragments_match_numpy_in_the_simulator(case):
     assert _close(c, ref), np.nanmax(np.abs(c.astype(np.float32) - ref))
 
 
+@pytest.mark.parametrize("groups", [3, 4])
+def test_longer_runs_of_two_fragments_match_numpy(monkeypatch, groups):
+    # runs of 3 and 4 groups (OVERLAP_GROUPS; the kernels use 2, since longer runs spill at
+    # 128 wide): the third and fourth groups go back to the first and second fragments, and
+    # each add reads the group before; 13 K tiles = 2 runs of 6 and one K tile left over (3),
+    # 1 run of 8 and 5 left over (4)
+    monkeypatch.setattr(hopper, "OVERLAP_GROUPS", groups)
+    result, c, ref = _run_alone(*ALONE["every2"])
+    assert result.ok, result.hazards
+    assert _close(c, ref), np.nanmax(np.abs(c.astype(np.float32) - ref))
+
+
 def test_two_fragments_sum_as_one_does(monkeypatch):
     # the same groups in the same order: C equal, bit for bit, to the one-fragment kernel's
     _, c, _ = _run_alone(*ALONE["every2"])
