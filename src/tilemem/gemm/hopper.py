@@ -363,7 +363,9 @@ def _mainloop(
     (not None: fp8 with promotion, :func:`_promote`) the wgmmas of each K tile accumulate
     into ``part`` instead and the K tile's sum is added into ``acc`` by the consumer's fp32
     adds; ``every`` > 1 sums that many K tiles in ``part`` before each add
-    (:func:`_promote_groups`)."""
+    (:func:`_promote_groups`); with a pair of fragments (a consumer computing alone,
+    :data:`OVERLAPPED_TILE_NS`) the adds run under the next group's wgmmas
+    (:func:`_promote_overlapped`)."""
     stages = a.shape[0]
     k_tiles = sched.k_tiles if k_count is None else k_count
     if part is not None:
@@ -824,7 +826,9 @@ def hopper_gemm_persistent(
     a second fragment and adds it into the fp32 accumulators (:func:`_promote`);
     ``promote_every`` (:data:`PROMOTE_EVERY`) = 2 sums two K tiles (256 elements) in it before
     each add, half the adds and waits of 1 (every K tile) for a longer sum in the wgmma's
-    reduced-precision accumulator (:func:`_promote_groups`).
+    reduced-precision accumulator (:func:`_promote_groups`). A consumer computing alone (64 or
+    fewer rows of A) on a width of :data:`OVERLAPPED_TILE_NS` keeps two such fragments and adds
+    one group's sum while the next group's wgmmas run (:func:`_promote_overlapped`).
 
     ``stream_k`` (any ``a_rows``: with 64 or fewer only the first consumer computes and hands
     sums over) builds the stream-K kernel ``(tma_a, tma_b,
@@ -1824,9 +1828,10 @@ class AutoGemm:
     def config(self, m: int, n: int, k: int | None = None) -> tuple[int, int, int, int, bool]:
         """(tile_n, cluster_m, splits, a_rows, stream_k) for an ``m x n`` C over ``k`` (no
         split and no stream-K without k: as for one K tile): 64-row tiles where
-        :func:`rows64_width` says so, else :func:`stream_k_policy` or :func:`policy`
-        (:func:`a_rows_for` M), whose short 2-way split gives way to tiles of half the rows
-        (:func:`finer_rows`)."""
+        :func:`rows64_width` says so; else :func:`policy` (:func:`a_rows_for` M), whose 2-way
+        split gives way to tiles of half the rows where :func:`finer_rows` says so, and
+        otherwise to stream-K where :func:`stream_k_policy` says so (``promoted``: this
+        object's ``promote``)."""
         if self.sms is None:
             from cuda.core import Device  # the launcher's device: the current one
 
