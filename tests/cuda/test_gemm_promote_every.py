@@ -281,3 +281,29 @@ def test_promoted_every_two_keeps_the_error_of_a_long_k_near_bf16_rounding(torch
         torch.cuda.synchronize()
         errors.append(_error(torch, c, ref))
     assert errors[0] < 1.85e-3 and errors[0] < errors[1], errors
+
+
+@pytest.mark.gpu
+def test_two_fragments_give_the_one_fragment_kernels_bits_on_the_gpu(torch, monkeypatch):
+    # a consumer computing alone (64, 32, 16 and 8 rows of A) on the widths of
+    # OVERLAPPED_TILE_NS, tiled and stream-K, over 1000 x 1040 x 1936 (15 K tiles: 3 runs of
+    # two pairs and 3 K tiles left over, a pair and one): C within bf16 rounding of the fp32
+    # product and bit for bit the one-fragment kernel's (the same groups in the same order)
+    a, b, ref = _fp8_operands(torch, 1000, 1040, 1936, seed=15)
+    cases = [(64, 128, False), (32, 96, False), (16, 64, True), (8, 64, False), (64, 128, True)]
+    for a_rows, tile_n, stream_k in cases:
+        kwargs = dict(tile_n=tile_n, a_rows=a_rows, promote=True, promote_every=2)
+        gemms = [HopperGemm(8, 1, FP8, 0, stream_k=stream_k, **kwargs)]
+        assert "part_next" in gemms[0].program.source
+        with monkeypatch.context() as patch:
+            patch.setattr(hopper, "OVERLAPPED_TILE_NS", ())
+            gemms.append(HopperGemm(8, 1, FP8, 0, stream_k=stream_k, **kwargs))
+        assert "part_next" not in gemms[1].program.source
+        outs = []
+        for gemm in gemms:
+            c = torch.full((1000, 1040), float("nan"), device="cuda", dtype=torch.bfloat16)
+            gemm(a, b, c)
+            torch.cuda.synchronize()
+            assert _error(torch, c, ref) < 1e-2, (a_rows, tile_n, stream_k)
+            outs.append(c)
+        assert torch.equal(outs[0], outs[1]), (a_rows, tile_n, stream_k)
