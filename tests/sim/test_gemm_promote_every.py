@@ -130,17 +130,6 @@ def test_the_second_k_tile_of_a_pair_overwriting_part_is_wrong(monkeypatch):
     assert not _close(c, ref)
 
 
-def test_a_dropped_leftover_k_tile_is_wrong(monkeypatch):
-    # no group for the k_tiles % 2 K tiles after the pairs (one fragment, 128 rows of A):
-    # K = 112 (one K tile) sums nothing
-    original = hopper._promote_group
-    monkeypatch.setattr(
-        hopper, "_promote_group", lambda *args: None if args[-2] == 1 else original(*args)
-    )
-    result, c, ref = _run(*PLAIN["one"])
-    assert not (result.ok and _close(c, ref))
-
-
 # -- two fragments: a consumer computing alone (64 or fewer rows of A) on 128, 96, 64 ------------
 
 
@@ -238,11 +227,21 @@ def test_adding_the_fragment_in_flight_instead_is_wrong(monkeypatch):
     assert not (result.ok and _close(c, ref))
 
 
-def test_a_dropped_leftover_run_is_wrong(monkeypatch):
-    # no run for the K tiles left over after the whole runs (two fragments): 13 K tiles sum 12
-    original = hopper._promote_run
+@pytest.mark.parametrize(
+    ("function", "count_arg", "alone", "case"),
+    [
+        # one fragment (128 rows of A): no group for the k_tiles % 2 K tiles after the pairs;
+        # K = 112 (one K tile) sums nothing
+        ("_promote_group", -2, False, "one"),
+        # two fragments: no run for the K tiles left over after the whole runs; 13 K tiles
+        # sum 12
+        ("_promote_run", -1, True, "every2"),
+    ],
+)
+def test_a_dropped_leftover_is_wrong(monkeypatch, function, count_arg, alone, case):
+    original = getattr(hopper, function)
     monkeypatch.setattr(
-        hopper, "_promote_run", lambda *args: None if args[-1] == 1 else original(*args)
+        hopper, function, lambda *args: None if args[count_arg] == 1 else original(*args)
     )
-    result, c, ref = _run_alone(*ALONE["every2"])
+    result, c, ref = _run_alone(*ALONE[case]) if alone else _run(*PLAIN[case])
     assert not (result.ok and _close(c, ref))
