@@ -1,7 +1,7 @@
 """fp8 promotion under the next group's wgmmas (two fragments a consumer) beside the promotion
 with one fragment, which drains the tensor cores before every add.
 
-    PYTHONPATH=src python3 benchmarks/gemm_promote_overlap.py [SET,...] [ROUNDS] [policy]
+    PYTHONPATH=src python3 benchmarks/gemm_promote_overlap.py [SET,...] [ROUNDS] [policy|both]
 
 For every fp8 shape of benchmarks/gemm.py's sets (``square``, ``llm``, ``ragged``, ``small``,
 ``inference``; all by default), with benchmarks/gemm.py's method (every product checked first
@@ -18,7 +18,10 @@ rounds, 5 by default), the kernels promoted every two K tiles:
 
 With ``policy``: ``POLICY`` lines instead, the policy beside the previous one
 (:class:`PreviousAuto`: one fragment everywhere, 128-wide tiles paired and replaced by stream-K
-as before) on every shape where they differ, with ``speedup`` = policy / previous.
+as before) on every shape where they differ, with ``speedup`` = policy / previous. With
+``both``: ``BOTH`` lines, the policy beside its configurations built with two fragments in both
+consumers (:class:`BothAuto`), three times, on the shapes whose kernel has two computing
+consumers on a width of two fragments.
 
 Ratios are cuBLASLt time / tilemem time. One line per shape, ``OVERLAP dtype MxNxK ...``,
 and the geometric means. Needs an sm_90 GPU and torch.
@@ -75,6 +78,32 @@ def previous_policy():
         hopper.FP8_ALONE_WIDTHS, hopper.STREAM_K_NEVER_REPLACES_PROMOTED = saved
 
 
+@contextlib.contextmanager
+def two_fragments_for_two_consumers():
+    """Kernels built inside keep two fragments in both computing consumers too (on the widths
+    of ``hopper.OVERLAPPED_TILE_NS``), where the kernel gives them to a consumer computing
+    alone only."""
+    saved = hopper._compute
+
+    def compute(*args, **kwargs):
+        kwargs["alone"] = True
+        return saved(*args, **kwargs)
+
+    hopper._compute = compute
+    try:
+        yield
+    finally:
+        hopper._compute = saved
+
+
+class BothAuto(hopper.AutoGemm):
+    """The policy, its kernels built as in :func:`two_fragments_for_two_consumers`."""
+
+    def _gemm(self, config):
+        with two_fragments_for_two_consumers():
+            return super()._gemm(config)
+
+
 class PreviousAuto(SingleAuto):
     """The policy and its kernels as they were before two fragments."""
 
@@ -126,13 +155,43 @@ def policies(sets: list[str], rounds: int) -> None:
         print(f"policy / previous: geometric mean {geo:.3f} over {len(logs)} shapes")
 
 
+def both(sets: list[str], rounds: int, repeats: int = 3) -> None:
+    """``BOTH`` lines: the policy beside the same configurations with two fragments in both
+    consumers (:class:`BothAuto`), ``repeats`` times, on every shape whose policy kernel has
+    two computing consumers on a width of ``hopper.OVERLAPPED_TILE_NS``; then the median
+    speedup (both / policy) a shape."""
+    auto, two = hopper.AutoGemm(dtype=FP8), BothAuto(dtype=FP8)
+    logs = []
+    for m, n, k in shapes_of(FP8, sets):
+        config = auto.config(m, n, k)
+        if config[0] not in hopper.OVERLAPPED_TILE_NS or config[3] != hopper.TILE_M:
+            continue
+        speedups = []
+        for _ in range(repeats):
+            _, ratios, _ = timed([auto, two], ["policy", "both"], m, n, k, rounds)
+            if len(ratios) == 2:
+                speedups.append(ratios[1] / ratios[0])
+                print(
+                    f"BOTH {FP8} {m}x{n}x{k} {bench.policy(auto, m, n, k)} "
+                    f"policy={ratios[0]:.3f} both={ratios[1]:.3f}",
+                    flush=True,
+                )
+        if speedups:
+            mid = sorted(speedups)[len(speedups) // 2]
+            logs.append(math.log(mid))
+            print(f"BOTH-MEDIAN {m}x{n}x{k} speedup={mid:.3f}", flush=True)
+    if logs:
+        geo = math.exp(sum(logs) / len(logs))
+        print(f"both / policy: geometric mean {geo:.3f} over {len(logs)} shapes")
+
+
 def main() -> None:
     sets = sys.argv[1].split(",") if len(sys.argv) > 1 else list(bench_sets())
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     torch.zeros(1, device="cuda")
     start = time.time()
-    if len(sys.argv) > 3 and sys.argv[3] == "policy":
-        policies(sets, rounds)
+    if len(sys.argv) > 3 and sys.argv[3] in ("policy", "both"):
+        (policies if sys.argv[3] == "policy" else both)(sets, rounds)
         print(f"elapsed {time.time() - start:.0f} s")
         return
     auto, single = hopper.AutoGemm(dtype=FP8), SingleAuto(dtype=FP8)
