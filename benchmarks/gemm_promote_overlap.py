@@ -30,6 +30,7 @@ and the geometric means. Needs an sm_90 GPU and torch.
 from __future__ import annotations
 
 import contextlib
+import inspect
 import math
 import pathlib
 import sys
@@ -86,8 +87,9 @@ def two_fragments_for_two_consumers():
     saved = hopper._compute
 
     def compute(*args, **kwargs):
-        kwargs["alone"] = True
-        return saved(*args, **kwargs)
+        bound = inspect.signature(saved).bind(*args, **kwargs)
+        bound.arguments["alone"] = True  # given by position or not at all
+        return saved(*bound.args, **bound.kwargs)
 
     hopper._compute = compute
     try:

@@ -934,3 +934,45 @@ def test_the_stream_k_cluster_benchmark_pairs_the_policys_stream_k(drv, monkeypa
     # stream-K over one M tile (64 rows: a 2-way split run as stream-K)
     assert auto.config(64, 4096, 14336) == (64, 1, 2, 64, True)
     assert bench.clustered(auto, 64, 4096, 14336) == []
+
+
+def test_the_promotion_benchmark_builds_what_it_names(drv, monkeypatch):
+    """benchmarks/gemm_promote_overlap.py: ``single`` builds the policy's kernels with one
+    fragment, ``both`` with two in both consumers, and ``previous`` chooses as the policy did
+    before 128-wide fp8 tiles ran alone and kept stream-K out (512 x 4096 x 14336: the 192-wide
+    promoted stream-K kernel; 2048^3: 128 x 128 in pairs)."""
+    bench = _load_benchmark(monkeypatch, "gemm_promote_overlap")
+    fp8 = bench.FP8
+    autos = {
+        "policy": bench.hopper.AutoGemm(dtype=fp8),
+        "single": bench.SingleAuto(dtype=fp8),
+        "both": bench.BothAuto(dtype=fp8),
+        "previous": bench.PreviousAuto(dtype=fp8),
+    }
+    for auto in autos.values():
+        auto.sms = 132
+    assert autos["policy"].config(512, 4096, 14336) == (128, 1, 1, 128, False)
+    assert autos["previous"].config(512, 4096, 14336) == (192, 1, 1, 128, True)
+    assert autos["previous"].config(2048, 2048, 2048) == (128, 2, 1, 128, False)
+    assert autos["policy"].config(2048, 2048, 2048) == (128, 1, 1, 128, False)
+    one = (64, 1, 1, 32, False)  # 32 rows of A: one computing consumer
+    two = (128, 1, 1, 128, False)  # both consumers compute
+    source = {
+        name: (a._gemm(one).program.source, a._gemm(two).program.source)
+        for name, a in autos.items()
+    }
+    assert ["part_next" in s for s in source["policy"]] == [True, False]
+    assert ["part_next" in s for s in source["single"]] == [False, False]
+    assert ["part_next" in s for s in source["both"]] == [True, True]
+    assert bench.hopper.OVERLAPPED_TILE_NS == (128, 96, 64)  # restored after each build
+
+
+def test_the_configs_benchmark_reads_its_labels(drv, monkeypatch):
+    """benchmarks/gemm_configs.py: ``WxCrR[s]`` labels, each one configuration on every shape."""
+    bench = _load_benchmark(monkeypatch, "gemm_configs")
+    assert bench.parse_config("128x1r64") == (128, 1, 64, False)
+    assert bench.parse_config("192x2r128s") == (192, 2, 128, True)
+    auto = bench.ConfigAuto("bfloat16", bench.parse_config("256x1r64"))
+    auto.sms = 132
+    assert auto.config(256, 4096, 14336) == (256, 1, 1, 64, False)
+    assert auto.config(8192, 8192, 8192) == (256, 1, 1, 64, False)
