@@ -426,12 +426,24 @@ def _promote_groups(
     No group is in flight at an iteration's end, so no fragment register is read across the
     loop's back edge while a wgmma that writes ``part`` may still run (ptxas then serialises
     every wgmma: C7514)."""
-    for g in T.serial(k_tiles // every, name="kg"):
-        _promote_group(acc, part, a, b, full, empty, consumer, first_step + g * every, every, sched)
-    for rest in range(1, every):
-        with T.If(k_tiles % every == rest):
-            step = first_step + k_tiles - rest
-            _promote_group(acc, part, a, b, full, empty, consumer, step, rest, sched)
+
+    def group(step, count: int) -> None:
+        _promote_group(acc, part, a, b, full, empty, consumer, step, count, sched)
+
+    _in_runs(k_tiles, every, first_step, "kg", group)
+
+
+def _in_runs(k_tiles, run: int, first_step, name: str, body: Callable[..., None]) -> None:
+    """``body(step, count)`` over ``k_tiles`` K tiles from the CTA's K step ``first_step``:
+    a run-time loop (variable ``name``) over the whole runs of ``run`` K tiles, then the
+    ``k_tiles % run`` left over (a K range need not be a multiple) as one shorter call in a
+    branch of its own. ``body`` emits straight-line code that completes its wgmmas, so none
+    is in flight across the loop's back edge or into a branch."""
+    for g in T.serial(k_tiles // run, name=name):
+        body(first_step + g * run, run)
+    for rest in range(1, run):
+        with T.If(k_tiles % run == rest):
+            body(first_step + k_tiles - rest, rest)
 
 
 def _promote_overlapped(
@@ -447,16 +459,11 @@ def _promote_overlapped(
     even after a ``wait_group`` that completes it (seen with a group in flight across the
     edge: ``ptxas -v``, tests/cuda/test_gemm_promote_every.py), and when a group in flight
     enters a branch (C7518)."""
-    run = OVERLAP_GROUPS * every
-    runs = k_tiles // run
-    for g in T.serial(runs, name="kr"):
-        _promote_run(
-            acc, parts, a, b, full, empty, consumer, first_step + g * run, sched, every, run
-        )
-    for rest in range(1, run):
-        with T.If(k_tiles % run == rest):
-            step = first_step + runs * run
-            _promote_run(acc, parts, a, b, full, empty, consumer, step, sched, every, rest)
+
+    def run(step, tiles: int) -> None:
+        _promote_run(acc, parts, a, b, full, empty, consumer, step, sched, every, tiles)
+
+    _in_runs(k_tiles, OVERLAP_GROUPS * every, first_step, "kr", run)
 
 
 def _promote_run(acc, parts, a, b, full, empty, consumer, step, sched, every, tiles) -> None:
@@ -627,7 +634,18 @@ def _consumer(
                 if a_rows < TILE_M // CONSUMERS:
                     T.cuda.named_barrier(ZERO_BARRIER, 2 * 128)  # A's other rows are zero
                 _compute(
-                    tma_c, a, b, c, full, empty, 0, sched, partial, promote, promote_every, True
+                    tma_c,
+                    a,
+                    b,
+                    c,
+                    full,
+                    empty,
+                    0,
+                    sched,
+                    partial,
+                    promote,
+                    promote_every,
+                    alone=True,
                 )
             with T.Else():
                 if a_rows < TILE_M // CONSUMERS:
