@@ -13,9 +13,21 @@ from typing import Any
 
 import numpy as np
 
-from ..dtype import DataType, float32_to_bits
+from ..dtype import DataType, as_dtype, float32_to_bits, known_dtypes
 from ..errors import SimError
-from ..ir.nodes import BinOp, Call, Cast, Const, Expr, Load, Select, UnOp, Var, _result_type
+from ..ir.nodes import (
+    BinOp,
+    Call,
+    Cast,
+    Const,
+    Expr,
+    Load,
+    Select,
+    UnOp,
+    Var,
+    _result_type,
+    byte_float,
+)
 
 LANES = 32
 
@@ -35,9 +47,11 @@ _NUMPY = {
     "bfloat16": np.float32,
 }
 # 8-bit floats are raw bytes in registers, as in the generated C++ (unsigned char): the
-# builder refuses to convert or compute with them (ir.nodes.check_byte_float_cast), so a
-# kernel only loads, stores, copies them and writes the constant 0
-RAW_BYTE_FLOATS = ("float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu")
+# builder refuses to convert or compute with them (ir.nodes.byte_float,
+# check_byte_float_cast), so a kernel only loads, stores, copies them and writes the constant 0
+RAW_BYTE_FLOATS = tuple(
+    n for n in known_dtypes() if as_dtype(n).bits == 8 and byte_float(as_dtype(n))
+)
 _NUMPY.update(dict.fromkeys(RAW_BYTE_FLOATS, np.uint8))
 
 
