@@ -12,8 +12,8 @@ tilemem time). Needs an sm_90 GPU and torch.
 
 from __future__ import annotations
 
-import math
 import pathlib
+import statistics
 import sys
 import time
 
@@ -53,7 +53,7 @@ def main() -> None:
                     flush=True,
                 )
         if speedups:
-            geo = math.exp(sum(math.log(s) for s in speedups) / len(speedups))
+            geo = statistics.geometric_mean(speedups)
             faster = sum(s > 1.02 for s in speedups)
             slower = sum(s < 0.98 for s in speedups)
             print(

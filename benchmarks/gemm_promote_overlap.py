@@ -31,79 +31,71 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import math
 import pathlib
+import statistics
 import sys
 import time
+from unittest import mock
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 
 import gemm as bench  # benchmarks/gemm.py: its shapes, check and timing
 import torch
 from gemm_clusters import timed
-from gemm_uniform import shapes_of
+from gemm_uniform import SETS, shapes_of
 
 from tilemem.gemm import hopper
 
 FP8 = "float8_e4m3fn"
 
 
-@contextlib.contextmanager
 def one_fragment():
     """Kernels built inside promote with one fragment on every width."""
-    saved = hopper.OVERLAPPED_TILE_NS
-    hopper.OVERLAPPED_TILE_NS = ()
-    try:
-        yield
-    finally:
-        hopper.OVERLAPPED_TILE_NS = saved
+    return mock.patch.object(hopper, "OVERLAPPED_TILE_NS", ())
 
 
-class SingleAuto(hopper.AutoGemm):
-    """The policy, its kernels built with one fragment."""
-
-    def _gemm(self, config):
-        with one_fragment():
-            return super()._gemm(config)
-
-
-@contextlib.contextmanager
 def previous_policy():
     """The fp8 policy before two fragments: 128-wide tiles in pairs where launch_config pairs
     them, and replaced by stream-K where its model says so."""
-    saved = hopper.FP8_ALONE_WIDTHS, hopper.STREAM_K_NEVER_REPLACES_PROMOTED
-    hopper.FP8_ALONE_WIDTHS = hopper.STREAM_K_NEVER_REPLACES_PROMOTED = (160,)
-    try:
-        yield
-    finally:
-        hopper.FP8_ALONE_WIDTHS, hopper.STREAM_K_NEVER_REPLACES_PROMOTED = saved
+    return mock.patch.multiple(
+        hopper, FP8_ALONE_WIDTHS=(160,), STREAM_K_NEVER_REPLACES_PROMOTED=(160,)
+    )
 
 
-@contextlib.contextmanager
 def two_fragments_for_two_consumers():
     """Kernels built inside keep two fragments in both computing consumers too (on the widths
     of ``hopper.OVERLAPPED_TILE_NS``), where the kernel gives them to a consumer computing
     alone only."""
-    saved = hopper._compute
+    compute = hopper._compute
 
-    def compute(*args, **kwargs):
-        bound = inspect.signature(saved).bind(*args, **kwargs)
+    def both(*args, **kwargs):
+        bound = inspect.signature(compute).bind(*args, **kwargs)
         bound.arguments["alone"] = True  # given by position or not at all
-        return saved(*bound.args, **bound.kwargs)
+        return compute(*bound.args, **bound.kwargs)
 
-    hopper._compute = compute
-    try:
-        yield
-    finally:
-        hopper._compute = saved
+    return mock.patch.object(hopper, "_compute", both)
 
 
-class BothAuto(hopper.AutoGemm):
-    """The policy, its kernels built as in :func:`two_fragments_for_two_consumers`."""
+class BuiltAuto(hopper.AutoGemm):
+    """The policy, its kernels built inside ``building()`` (a context manager; none here)."""
+
+    building = staticmethod(contextlib.nullcontext)
 
     def _gemm(self, config):
-        with two_fragments_for_two_consumers():
+        with self.building():
             return super()._gemm(config)
+
+
+class SingleAuto(BuiltAuto):
+    """The policy, its kernels built with one fragment."""
+
+    building = staticmethod(one_fragment)
+
+
+class BothAuto(BuiltAuto):
+    """The policy, its kernels built as in :func:`two_fragments_for_two_consumers`."""
+
+    building = staticmethod(two_fragments_for_two_consumers)
 
 
 class PreviousAuto(SingleAuto):
@@ -114,29 +106,27 @@ class PreviousAuto(SingleAuto):
             return super().config(m, n, k)
 
 
-class FixedAuto(hopper.AutoGemm):
+class FixedAuto(BuiltAuto):
     """One configuration ``(tile_n, cluster_m, stream_k)`` on every shape, 128 rows of A
     (the rows :func:`hopper.a_rows_for` gives where M <= 64), built with one fragment where
     ``single``."""
 
     def __init__(self, tile_n: int, cluster_m: int, stream_k: bool, single: bool = False):
         super().__init__(dtype=FP8)
-        self.fixed, self.single = (tile_n, cluster_m, stream_k), single
+        self.fixed = (tile_n, cluster_m, stream_k)
+        if single:
+            self.building = one_fragment
 
     def config(self, m, n, k=None):
         tile_n, cluster_m, stream_k = self.fixed
         return tile_n, cluster_m, 1, hopper.a_rows_for(m), stream_k
-
-    def _gemm(self, config):
-        with one_fragment() if self.single else contextlib.nullcontext():
-            return super()._gemm(config)
 
 
 def policies(sets: list[str], rounds: int) -> None:
     """``POLICY`` lines: the policy beside the previous one (:class:`PreviousAuto`) on every
     shape where their configurations or kernels differ."""
     auto, previous = hopper.AutoGemm(dtype=FP8), PreviousAuto(dtype=FP8)
-    logs = []
+    speedups = []
     for m, n, k in shapes_of(FP8, sets):
         now, before = auto.config(m, n, k), previous.config(m, n, k)
         two = now[0] in hopper.OVERLAPPED_TILE_NS and now[3] <= 64
@@ -149,12 +139,12 @@ def policies(sets: list[str], rounds: int) -> None:
         names, ratios, cublas = timed([auto, previous], labels, m, n, k, rounds)
         text = " ".join(f"{label}={r:.3f}" for label, r in zip(names, ratios))
         if len(ratios) == 2:
-            logs.append(math.log(ratios[0] / ratios[1]))
-            text += f" speedup={ratios[0] / ratios[1]:.3f}"
+            speedups.append(ratios[0] / ratios[1])
+            text += f" speedup={speedups[-1]:.3f}"
         print(f"POLICY {FP8} {m}x{n}x{k} cublas={cublas * 1e6:.1f}us {text}", flush=True)
-    if logs:
-        geo = math.exp(sum(logs) / len(logs))
-        print(f"policy / previous: geometric mean {geo:.3f} over {len(logs)} shapes")
+    if speedups:
+        geo = statistics.geometric_mean(speedups)
+        print(f"policy / previous: geometric mean {geo:.3f} over {len(speedups)} shapes")
 
 
 def both(sets: list[str], rounds: int, repeats: int = 3) -> None:
@@ -163,7 +153,7 @@ def both(sets: list[str], rounds: int, repeats: int = 3) -> None:
     two computing consumers on a width of ``hopper.OVERLAPPED_TILE_NS``; then the median
     speedup (both / policy) a shape."""
     auto, two = hopper.AutoGemm(dtype=FP8), BothAuto(dtype=FP8)
-    logs = []
+    medians = []
     for m, n, k in shapes_of(FP8, sets):
         config = auto.config(m, n, k)
         if config[0] not in hopper.OVERLAPPED_TILE_NS or config[3] != hopper.TILE_M:
@@ -179,16 +169,15 @@ def both(sets: list[str], rounds: int, repeats: int = 3) -> None:
                     flush=True,
                 )
         if speedups:
-            mid = sorted(speedups)[len(speedups) // 2]
-            logs.append(math.log(mid))
-            print(f"BOTH-MEDIAN {m}x{n}x{k} speedup={mid:.3f}", flush=True)
-    if logs:
-        geo = math.exp(sum(logs) / len(logs))
-        print(f"both / policy: geometric mean {geo:.3f} over {len(logs)} shapes")
+            medians.append(statistics.median_high(speedups))
+            print(f"BOTH-MEDIAN {m}x{n}x{k} speedup={medians[-1]:.3f}", flush=True)
+    if medians:
+        geo = statistics.geometric_mean(medians)
+        print(f"both / policy: geometric mean {geo:.3f} over {len(medians)} shapes")
 
 
 def main() -> None:
-    sets = sys.argv[1].split(",") if len(sys.argv) > 1 else list(bench_sets())
+    sets = sys.argv[1].split(",") if len(sys.argv) > 1 else list(SETS)
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 5
     torch.zeros(1, device="cuda")
     start = time.time()
@@ -204,7 +193,7 @@ def main() -> None:
         "sk128": FixedAuto(128, 1, True),
     }
     print(f"overlapped widths {hopper.OVERLAPPED_TILE_NS}, groups a run {hopper.OVERLAP_GROUPS}")
-    logs: dict[str, list[float]] = {}
+    ratios_of: dict[str, list[float]] = {}
     for m, n, k in shapes_of(FP8, sets):
         overlapped = auto.config(m, n, k)[0] in hopper.OVERLAPPED_TILE_NS
         labels = ["policy:" + bench.policy(auto, m, n, k)] + (["single"] if overlapped else [])
@@ -215,17 +204,13 @@ def main() -> None:
                 gemms.append(gemm)
         names, ratios, cublas = timed(gemms, labels, m, n, k, rounds)
         for label, ratio in zip(names, ratios):
-            logs.setdefault(label.split(":")[0], []).append(math.log(ratio))
+            ratios_of.setdefault(label.split(":")[0], []).append(ratio)
         text = " ".join(f"{label}={r:.3f}" for label, r in zip(names, ratios))
         print(f"OVERLAP {FP8} {m}x{n}x{k} cublas={cublas * 1e6:.1f}us {text}", flush=True)
-    for label, values in logs.items():
-        geo = math.exp(sum(values) / len(values))
+    for label, values in ratios_of.items():
+        geo = statistics.geometric_mean(values)
         print(f"{label}: geometric mean {geo:.3f} over {len(values)} shapes")
     print(f"elapsed {time.time() - start:.0f} s")
-
-
-def bench_sets():
-    return ("square", "llm", "ragged", "small", "inference")
 
 
 if __name__ == "__main__":
