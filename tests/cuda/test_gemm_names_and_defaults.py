@@ -11,6 +11,7 @@ import pytest
 from csource import evaluate, lets
 
 from tilemem import T
+from tilemem.gemm import plan as gemm_plan
 from tilemem.gemm.hopper import Schedule, hopper_gemm_persistent, launch_config, splitk_reduce
 
 
@@ -62,21 +63,25 @@ def test_a_schedule_without_split_k_has_one_k_range_of_index_zero():
 
 
 @pytest.mark.parametrize(
-    ("a_rows", "dtype", "passes"),
+    ("a_rows", "dtype", "passes", "guarded"),
     [
-        (32, "bfloat16", 16),  # rows 32..63, 2 rows a pass (128 threads / 64 columns)
-        (16, "bfloat16", 24),  # rows 16..63
-        (32, "float8_e4m3fn", 32),  # 1 row a pass (128 threads / 128 columns)
+        (32, "bfloat16", 2, 0),  # rows 32..63: two passes of 16 rows (4 warps x 4 rows)
+        (16, "bfloat16", 3, 0),  # rows 16..63
+        (8, "float8_e4m3fn", 4, 1),  # rows 8..63: the fourth pass covers 56..63, warps 0-1
     ],
 )
-def test_the_idle_consumer_zeroes_exactly_rows_a_rows_to_63(a_rows, dtype, passes):
-    # _zero_a_rows: the idle consumer zeroes rows a_rows..63 of every A stage: (64 - a_rows)
-    # / rows-a-pass passes, each thread writing 0 into its row z_row + z * rows-a-pass
-    src = hopper_gemm_persistent(1, dtype, 256, a_rows=a_rows).source
-    loop = re.search(r"for \(int z = 0; z < (\d+); \+\+z\) \{\n(.*?)\n\s*\}", src, re.S)
-    assert loop and int(loop.group(1)) == passes
-    stores = loop.group(2).strip().splitlines()
-    assert stores and all(s.rstrip().endswith("(0));") for s in stores), stores
+def test_the_idle_consumer_zeroes_exactly_rows_a_rows_to_63(a_rows, dtype, passes, guarded):
+    # _zero_a_rows: stmatrix.x4 of four zero words, 16 rows of 128 bytes a warpgroup pass,
+    # once per pass and stage; a pass reaching past row 63 runs only in the warps below it
+    src = hopper_gemm_persistent(1, dtype, 64, a_rows=a_rows).source
+    stages = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", 64, a_rows).buffer("A")
+    start = src.index("int32_t z_row = ")
+    branch = src[start : src.index("fence.proxy.async.shared::cta", start)]
+    assert f"int32_t z_row = (({a_rows} + " in branch
+    stores = re.findall(r"stmatrix[^\n]*", branch)
+    assert len(stores) == passes * stages.shape[0]
+    assert all(s.count('"r"((uint32_t)(0))') == 4 for s in stores)
+    assert branch.count(f"((z_row + {16 * (passes - 1)}) < 64)") == guarded
 
 
 def test_launch_config_takes_one_row():

@@ -238,18 +238,27 @@ def _zero_a_rows(a, a_rows: int) -> None:
     """The idle second consumer zeroes rows ``a_rows..63`` of every A stage, once, while the
     producer already fills rows ``0..a_rows``: the first consumer's wgmma reads 64 rows but
     TMA fills only ``a_rows``, and the rest must hold numbers (they give rows of C past M,
-    never stored). Thread ``t`` of the warpgroup takes column ``t % tile_k`` of rows
-    ``a_rows + t / tile_k + j * (128 / tile_k)``; generic-proxy stores, fenced for the async
-    proxy that wgmma reads through, then bar.sync :data:`ZERO_BARRIER` with the first
-    consumer (256 threads)."""
+    never stored). A row of a stage is one 128-byte swizzle row, its eight 16-byte chunks
+    permuted within it, so the rows are zeroed whole with ``stmatrix.x4`` of zero words: one
+    instruction writes a 16-byte chunk at each lane's address (lane ``l`` of warp ``w``:
+    chunk ``l % 8`` of row ``a_rows + 16 j + 4 w + l / 8`` in pass ``j``), 4 rows a warp, 16
+    a warpgroup; a pass past row 63 is skipped by whole warps (``a_rows`` is a multiple of
+    8). Byte-wide stores of one element a thread took 16 times the instructions for fp8, 8
+    for bf16 (docs/PERFORMANCE.md, "Zeroing A's unloaded rows"), and the first consumer
+    waits for them. Generic-proxy stores, fenced for the async proxy that wgmma reads
+    through, then bar.sync :data:`ZERO_BARRIER` with the first consumer (256 threads)."""
     stages, cols = a.shape[0], a.shape[-1]
-    per_pass = 128 // cols  # rows a pass of the warpgroup covers: 2 for bf16, 1 for fp8
-    t = T.let("z_t", T.thread_id() % 128)
-    col, row0 = T.let("z_col", t % cols), T.let("z_row", a_rows + t // cols)
-    zero = T.cast(0, a.dtype.name)
-    for j in T.serial((TILE_M // CONSUMERS - a_rows) // per_pass, name="z"):
-        for s in range(stages):
-            a[s, row0 + j * per_pass, col] = zero
+    chunk = cols // 8  # elements of a 16-byte chunk: 8 bf16, 16 fp8
+    lane, warp = T.lane_id(), T.warp_id() % 4
+    row = T.let("z_row", a_rows + warp * 4 + lane // 8)
+    col = T.let("z_col", lane % 8 * chunk)
+    rows = TILE_M // CONSUMERS
+    for j in range(ceil_div(rows - a_rows, 16)):
+        with (
+            T.If(row + 16 * j < rows) if a_rows + 16 * (j + 1) > rows else contextlib.nullcontext()
+        ):
+            for s in range(stages):
+                T.ptx.stmatrix_x4((a, s, row + 16 * j, col), [0, 0, 0, 0])
     T.ptx.fence.proxy_async_shared_cta()
     T.cuda.named_barrier(ZERO_BARRIER, 2 * 128)
 
