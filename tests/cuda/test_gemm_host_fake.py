@@ -465,8 +465,9 @@ def test_split_k_refuses_splits_that_do_not_divide_the_k_tiles(drv, splits):
 def test_auto_gemm_builds_one_kernel_per_configuration(drv):
     # 132 SMs, M = N = 128: one M tile; launch_config's cost rounds x tile_n x WIDTH_COST:
     # one round for every width, 64 x 1.9 = 121.6 the cheapest: 128 x 64 tiles, alone. K = 64:
-    # rows64_width's 64-row tiles cost rounds x tile_n x ROWS64_COST a K step: 2 tiles of
-    # 64 x 128, one round, 128 x 0.9 = 115.2 < 121.6 (64 x 256: 174, 64 x 64: 121.6): they run.
+    # rows64_width's 64-row tiles cost rounds x tile_n x ROWS64_COST a K step: 2 x 2 tiles of
+    # 64 x 96, one round, 96 x 1.15 = 110.4 < 121.6 (64 x 128: 115.2, 64 x 256: 174, 64 x 64:
+    # 121.6): they run.
     # split_count(128, 128, k, 64): 2 tiles; K = 64 (1 K tile): no split; K = 2048 (32 K
     # tiles): 8 s 128 128 <= (256 k 2) / 4 = 262,144 gives s <= 2: 2 ranges; K = 4096 (64 K
     # tiles): s <= 4: 4 ranges. (The split's cost, 32 / 2 x 121.6 = 1945.6, is below the
@@ -484,18 +485,18 @@ def test_auto_gemm_builds_one_kernel_per_configuration(drv):
     auto(*operands(16, 128, 2048))
     names = [name for name, _ in drv.kernel_launches()]
     assert names == [
-        "hopper_gemm_persistent_n128_a64",
+        "hopper_gemm_persistent_n96_a64",
         "hopper_gemm_persistent_n64_a64",
         "hopper_gemm_persistent_n64_streamk",
         "hopper_gemm_persistent_n64_a16_streamk",
     ]
     launches = [launch for _, launch in drv.kernel_launches()]
-    assert ints(launches[0].params[3:]) == [2, 1, 1, 8] and launches[0].grid == (2, 1, 1)
+    assert ints(launches[0].params[3:]) == [2, 2, 1, 8] and launches[0].grid == (4, 1, 1)
     assert ints(launches[1].params[3:]) == [2, 2, 32, 8] and launches[1].grid == (4, 1, 1)
     assert ints(launches[2].params[3:8]) == [1, 2, 64, 8, 1] and launches[2].grid == (8, 1, 1)
     assert ints(launches[3].params[3:8]) == [1, 2, 32, 8, 1] and launches[3].grid == (16, 1, 1)
     assert len(auto.gemms) == 4
-    assert auto.config(128, 128, 64) == (128, 1, 1, 64, False)
+    assert auto.config(128, 128, 64) == (96, 1, 1, 64, False)
     assert auto.config(128, 128, 2048) == (64, 1, 1, 64, False)
     assert auto.config(16, 128, 2048) == (64, 1, 8, 16, True)
     assert auto.gemm_for(128, 128, 64) is auto.gemm_for(128, 128)
@@ -503,14 +504,26 @@ def test_auto_gemm_builds_one_kernel_per_configuration(drv):
 
 def test_auto_gemm_counts_the_sms_once(drv):
     # 8 SMs: M = N = 128 fits every width in one round; of 128-row tiles 64 wide is the
-    # cheapest (64 x 1.9 = 121.6), of 64-row tiles 128 wide (two, 128 x 0.9 = 115.2): those
+    # cheapest (64 x 1.9 = 121.6), of 64-row tiles 96 wide (four, 96 x 1.15 = 110.4): those
     drv.sms = 8
     auto = AutoGemm()
-    assert auto.config(128, 128) == (128, 1, 1, 64, False)
+    assert auto.config(128, 128) == (96, 1, 1, 64, False)
     auto.config(256, 256)
     assert auto.sms == 8
     counts = [c for c in drv.calls if c[0] == "cuDeviceGetAttribute"]
     assert len(counts) == 1
+
+
+def test_auto_gemm_runs_one_64_row_tile_of_m_at_one_tile_width(drv):
+    # 132 SMs, M = 64: one_tile_width's 64 x 96 tiles on 6144 columns (64 CTAs; launch_config
+    # alone gives 128 x 64, 96 tiles), built with 64 rows of A; 4096 x 4096 keeps the split's
+    # replacement, 32-row tiles 64 wide (finer_rows)
+    auto = AutoGemm()
+    assert auto.config(64, 6144, 4096) == (96, 1, 1, 64, False)
+    assert auto.config(64, 4096, 4096) == (64, 1, 1, 32, False)
+    auto(*operands(64, 6144, 4096))
+    name, launch = only_launch(drv)
+    assert name == "hopper_gemm_persistent_n96_a64" and launch.grid == (64, 1, 1)
 
 
 def test_auto_gemm_picks_a_rows_for_small_m(drv):
@@ -795,7 +808,7 @@ def test_auto_gemm_passes_programmatic_to_its_kernels(drv):
     AutoGemm().prepare(*operands(1024, 1024, 1024))()
     AutoGemm(programmatic=True).prepare(*operands(128, 128, 64))()  # a few CTAs, asked for
     (_, off), (_, default), (_, on) = drv.kernel_launches()
-    assert off.grid == default.grid == (128, 1, 1) and on.grid[0] <= 2
+    assert off.grid == default.grid == (128, 1, 1) and on.grid[0] <= 4
     assert (off.programmatic, default.programmatic, on.programmatic) == (False, True, True)
 
 

@@ -581,6 +581,49 @@ def test_rows64_width_leaves_one_tile_of_m_to_the_other_policies():
 
 
 @pytest.mark.parametrize(
+    ("m", "n", "k", "width"),
+    [
+        # one 64-row M tile (33 to 64 rows), unsplit: the widest width whose ceil(n / w) tiles
+        # are at least 0.45 x 132 = 59.4 and at most 132. 6144: 64 x 96 gives 64 tiles (64 x
+        # 128: 48, too few); 10240: 160 -> 64 (192: 54); 8192: 128 -> 64; 28672: 256 -> 112
+        (64, 6144, 4096, 96),
+        (33, 6144, 4096, 96),
+        (64, 10240, 8192, 160),
+        (64, 8192, 8192, 128),
+        (64, 8192, 28672, 128),
+        (64, 28672, 4096, 256),
+        # the fill's edge: 60 x 128 columns give 60 tiles of 64 x 128 (>= 59.4); 59 x 128 give
+        # 59 (< 59.4), then 64 x 96: ceil(7552 / 96) = 79
+        (64, 60 * 128, 8192, 128),
+        (64, 59 * 128, 8192, 96),
+        # None: 57344 has no width in one round (256: 224 tiles); 4096 x 4096 and 4096 x 14336
+        # split K (policy: 2 ranges); 32 or fewer rows load 16- or 32-row A stages; 65 rows
+        # are two M tiles (rows64_width's)
+        (64, 57344, 8192, None),
+        (64, 4096, 4096, None),
+        (64, 4096, 14336, None),
+        (32, 6144, 4096, None),
+        (16, 8192, 8192, None),
+        (65, 6144, 4096, None),
+    ],
+)
+def test_one_tile_width_takes_the_widest_tile_that_half_fills_the_sms(m, n, k, width):
+    assert hopper.one_tile_width(m, n, k, 132) == width
+
+
+def test_one_tile_width_leaves_fp8_to_the_other_policies():
+    for promoted in (hopper.PROMOTED_TILE_NS, gemm_plan.TILE_NS):
+        assert hopper.one_tile_width(64, 6144, 4096, 132, "float8_e4m3fn", promoted) is None
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "64", None])
+def test_one_tile_width_refuses_what_is_not_a_positive_int(bad):
+    for args in ((bad, 64, 64, 132), (64, bad, 64, 132), (64, 64, bad, 132), (64, 64, 64, bad)):
+        with pytest.raises(GemmShapeError, match=r"one_tile_width's (m|n|k|sms)"):
+            hopper.one_tile_width(*args)
+
+
+@pytest.mark.parametrize(
     ("kwargs", "maps"),
     [
         ({}, ["tma_a", "tma_b", "tma_c"]),

@@ -71,6 +71,10 @@ def _program(tile_n: int, cluster_m: int = 1, split_k: bool = False, stream_k: b
         (130, 72, 104, 64, 2, 4),
         # 2 M tiles x 2 N tiles of 128 (the second 8 wide), 4 K tiles through the 8-stage ring
         (128, 136, 256, 128, 1, 3),
+        # one M tile of 48 rows (one_tile_width's products): 64 x 160 tiles, their C in two
+        # 80-column slices, the second N tile 8 wide; 64 x 96, 3 N tiles over 2 CTAs
+        (48, 168, 192, 160, 1, 2),
+        (40, 200, 128, 96, 1, 2),
     ],
 )
 def test_tiled_64_row_tiles_match_numpy(m, n, k, tile_n, cluster_m, grid):

@@ -1719,8 +1719,14 @@ def _stream_k_width(m, n, k, sms, dtype, widths, tiled_config, promoted=False) -
 # SMs and 128-row tiles of half the width would not (1024^3: 128 tiles of 64 x 128 ran 1.11
 # times as fast as 128 of 128 x 64; cuBLAS runs the same tile there). Promoted fp8
 # (ROWS64_COST_PROMOTED): the one consumer does its fp32 adds with no second warpgroup's wgmmas
-# beside them, so wide tiles cost more; fitted the same way.
-ROWS64_COST = {256: 0.68, 192: 0.80, 128: 0.90, 96: 1.25, 64: 1.9}
+# beside them, so wide tiles cost more; fitted the same way. The bf16 96 column refitted on
+# 2026-12-03 (benchmarks/gemm_rows64.py and gemm_configs.py, after the idle consumer's zeroing
+# moved to stmatrix): where 64 x 96 and 64 x 128 tiles each ran one round on two M tiles,
+# time(96) / time(128) = 96 c / (128 x 0.90) gave c = 1.19, 1.09 and 1.08 (128 x 6144 x 4096,
+# 128 x 4096 x 4096, 128 x 4096 x 14336); 1.15 moves one shape of the benchmark, 128 x 6144 x
+# 4096, to 64 x 96 (0.980 of cuBLAS against 0.955, median of 3 runs in one process). Promoted
+# fp8 stays at 1.25: there 64 x 96 ran slower on that shape (0.943 against 0.966).
+ROWS64_COST = {256: 0.68, 192: 0.80, 128: 0.90, 96: 1.15, 64: 1.9}
 ROWS64_COST_PROMOTED = {192: 0.90, 128: 0.90, 96: 1.25, 64: 1.5}
 
 
@@ -1769,6 +1775,50 @@ def _rows64_width(m, n, k, sms, dtype, widths, promoted, tiled_config) -> int | 
         if best is None or cost < best[0]:
             best = (cost, width)
     return best[1] if best is not None and best[0] < current else None
+
+
+# One 64-row tile of M (33 to 64 rows): these products read B once, each CTA its own columns
+# of it and all of A, and are bound by memory, not by the tensor cores, so WIDTH_COST (fitted on
+# 128-row tiles that compute) prices their widths wrong. Measured on the H200 (bf16, median of 3
+# runs in one process, benchmarks/gemm_configs.py, docs/PERFORMANCE.md "One tile of M"): on the
+# six unsplit shapes of M = 64 the widest tile that still gives at least half the SMs a tile in
+# one round ran as fast as the best width or faster: 64 x 6144 x 4096 64 x 96 (64 CTAs) 0.991 of
+# cuBLAS against 0.937 for 64 x 64 (96 CTAs), 64 x 10240 x 8192 64 x 160 0.965 against 0.944 for
+# 64 x 96, 64 x 8192 x 8192 and 64 x 8192 x 28672 64 x 128 1.034 / 1.121 against 1.028 / 1.113
+# for 64 x 64, 64 x 28672 x 4096 64 x 256 1.017 against 1.022 for 64 x 240; narrower tiles, more
+# CTAs, each re-reads all of A for fewer columns, and fewer than half the SMs could not pull B
+# fast enough (64 x 4096 x 4096: 64 x 96, 43 CTAs, 0.857 against 0.927 for 64 x 64; 64 x 10240
+# x 8192: 64 x 192, 54 CTAs, 0.917 against 0.965 for 64 x 160, 64 CTAs). The winners held 64
+# tiles on 132 SMs (0.48), the losers 43 and 54 (0.33, 0.41): any fraction above 0.41 and up to
+# 0.48 makes the same choices on the benchmark's shapes.
+ONE_TILE_MIN_FILL = 0.45  # tiles of the round against the SMs, at or above which the widest runs
+ONE_TILE_TYPES = ("bfloat16",)  # fp8: not measured yet
+
+
+def one_tile_width(
+    m: int,
+    n: int,
+    k: int,
+    sms: int,
+    dtype: str = "bfloat16",
+    widths: tuple[int, ...] = gemm_plan.TILE_NS,
+) -> int | None:
+    """The width of the 64-row tiles (``a_rows`` 64, CTAs alone, all of K each) for an ``m x n
+    x k`` product of one 64-row M tile (33 to 64 rows) on ``sms`` SMs, or None where the other
+    policies decide: the widest of ``widths`` whose ``ceil(n / w)`` tiles fill at least
+    :data:`ONE_TILE_MIN_FILL` of the SMs in one round, where :func:`policy` does not split K and
+    ``dtype`` is one of :data:`ONE_TILE_TYPES`; None where no width does."""
+    m, n, k, sms = (
+        check_int(v, f"one_tile_width's {x}", minimum=1, error=GemmShapeError)
+        for x, v in (("m", m), ("n", n), ("k", k), ("sms", sms))
+    )
+    gemm_plan.check_input_type(dtype)
+    if dtype not in ONE_TILE_TYPES or a_rows_for(m) != TILE_M // CONSUMERS:
+        return None
+    if policy(m, n, k, sms, dtype, widths)[2] > 1:
+        return None  # a split K (run as stream-K, or replaced by finer tiles) stays
+    fits = [w for w in widths if ONE_TILE_MIN_FILL * sms <= ceil_div(n, w) <= sms]
+    return max(fits) if fits else None
 
 
 # K tiles a range of a 2-way split below which tiles of half the rows (M split in two, all of
@@ -1855,10 +1905,10 @@ class AutoGemm:
     def config(self, m: int, n: int, k: int | None = None) -> tuple[int, int, int, int, bool]:
         """(tile_n, cluster_m, splits, a_rows, stream_k) for an ``m x n`` C over ``k`` (no
         split and no stream-K without k: as for one K tile): 64-row tiles where
-        :func:`rows64_width` says so; else :func:`policy` (:func:`a_rows_for` M), whose 2-way
-        split gives way to tiles of half the rows where :func:`finer_rows` says so, and
-        otherwise to stream-K where :func:`stream_k_policy` says so (``promoted``: this
-        object's ``promote``)."""
+        :func:`rows64_width` or :func:`one_tile_width` says so; else :func:`policy`
+        (:func:`a_rows_for` M), whose 2-way split gives way to tiles of half the rows where
+        :func:`finer_rows` says so, and otherwise to stream-K where :func:`stream_k_policy` says
+        so (``promoted``: this object's ``promote``)."""
         if self.sms is None:
             from cuda.core import Device  # the launcher's device: the current one
 
@@ -1869,6 +1919,9 @@ class AutoGemm:
         rows64 = _rows64_width(m, n, k, self.sms, self.dtype, self.widths, self.promote, tiled)
         if rows64 is not None:  # tiles of 64 rows over M > 64
             return rows64, 1, 1, TILE_M // CONSUMERS, False
+        one = one_tile_width(m, n, k, self.sms, self.dtype, self.widths)
+        if one is not None:  # one 64-row tile of M, bound by memory
+            return one, 1, 1, TILE_M // CONSUMERS, False
         tile_n, cluster_m, splits = tiled
         rows = finer_rows(m, k, splits, self.dtype)
         if rows is not None:  # M in twice the tiles instead of K in two ranges
