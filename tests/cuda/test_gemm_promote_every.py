@@ -22,9 +22,19 @@ WGMMA = "wgmma.mma_async.sync.aligned.m64n192k32.f32.e4m3.e4m3"
 WAIT = "wgmma.wait_group.sync.aligned {};"
 
 
+def _consumer_branches(source: str) -> tuple[str, str]:
+    """The first and the second computing consumer's mainloops of a 128-row promoted kernel
+    (the branch on the warpgroup that _promote_groups writes where the groups are staggered)."""
+    start = source.index("if (((warpgroup - 1) == 0)) {")
+    other = source.index("\n      } else {", start)
+    end = source.index("\n      }\n", other + 1)
+    return source[start:other], source[other:end]
+
+
 def test_pairs_of_k_tiles_are_summed_in_part_in_straight_line_code():
-    source = hopper_gemm_persistent(dtype=FP8, tile_n=192, promote=True, promote_every=2).source
-    assert "float acc[96]" in source and "float part[96]" in source
+    full = hopper_gemm_persistent(dtype=FP8, tile_n=192, promote=True, promote_every=2).source
+    assert "float acc[96]" in full and "float part[96]" in full
+    source, _ = _consumer_branches(full)  # the first consumer's: pairs from K tile 0
     # the loop over pairs: two K tiles of four k32 wgmmas each; then the odd last K tile: 12
     # wgmmas, all into part. scale-d is the predicate operand: 0 on the first wgmma of the pair
     # and of the last K tile, 1 on the other 3 + 4 + 3
@@ -56,8 +66,37 @@ def test_pairs_of_k_tiles_are_summed_in_part_in_straight_line_code():
     r_commit, r_wait0 = rest.index("wgmma.commit_group"), rest.index(WAIT.format(0))
     assert r_commit < r_wait0 < rest.index("mbarrier.arrive") < rest.index("acc[0] = (acc[0]")
     # acc starts every output tile at zero, before the pairs
-    assert source.index("acc[95] = ((float)(0));") < loop
+    assert full.index("acc[95] = ((float)(0));") < full.index(source)
     assert source.count(WAIT.format(1)) == 1 and source.count(WAIT.format(0)) == 2
+
+
+def test_the_second_consumer_promotes_one_k_tile_out_of_step():
+    # STAGGER_K_TILES = 1: the second consumer's groups are K tiles (0), (1, 2), (3, 4), ...:
+    # one K tile from the unit's first step, waited (wait_group 0), released and added; then
+    # pairs from first_step + 1 over k_tiles - 1; then, if k_tiles - 1 is odd, the last K tile
+    # (step first_step + 1 + (k_tiles - 1) - 1). 4 + 8 + 4 wgmmas, scale-d 0 on 3 of them
+    assert hopper.STAGGER_K_TILES == 1
+    full = hopper_gemm_persistent(dtype=FP8, tile_n=192, promote=True, promote_every=2).source
+    _, source = _consumer_branches(full)
+    assert source.count(WGMMA) == 16 and source.count('"r"((int32_t)(0))') == 3
+    head = source[: source.index("for (int kg_1 = 0; kg_1 < ((k_tiles - 1) / 2); ++kg_1)")]
+    assert head.count(WGMMA) == 4 and "(first_step % 4)" in head
+    commit, wait0 = head.index("wgmma.commit_group"), head.index(WAIT.format(0))
+    assert commit < wait0 < head.index("mbarrier.arrive") < head.index("acc[0] = (acc[0]")
+    assert "(((first_step + 1) + (kg_1 * 2)) % 4)" in source
+    assert "if ((((k_tiles - 1) % 2) == 1))" in source
+    assert "((((first_step + 1) + (k_tiles - 1)) - 1) % 4)" in source
+    assert source.count(WAIT.format(1)) == 1 and source.count(WAIT.format(0)) == 3
+
+
+def test_one_computing_consumer_is_not_staggered():
+    # 64 rows of A: one consumer computes, the other zeroes nothing and exits; 192 wide keeps
+    # one fragment: pairs from K tile 0 only, as the first of two consumers
+    source = hopper_gemm_persistent(
+        dtype=FP8, tile_n=192, a_rows=64, promote=True, promote_every=2
+    ).source
+    assert "kg_1" not in source and "(first_step + 1)" not in source
+    assert source.count(WGMMA) == 12
 
 
 def test_promote_every_one_is_the_kernel_built_without_it():

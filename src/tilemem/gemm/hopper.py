@@ -363,6 +363,7 @@ def _mainloop(
     part,
     every: int,
     k_count=None,
+    staggered: bool = False,
 ) -> None:
     """All K tiles of one output tile (or ``k_count`` of them, a stream-K segment) into
     ``acc``; the first wgmma overwrites (scale-d 0).
@@ -372,7 +373,8 @@ def _mainloop(
     (not None: fp8 with promotion, :func:`_promote`) the wgmmas of each K tile accumulate
     into ``part`` instead and the K tile's sum is added into ``acc`` by the consumer's fp32
     adds; ``every`` > 1 sums that many K tiles in ``part`` before each add
-    (:func:`_promote_groups`); with a pair of fragments (a consumer computing alone,
+    (:func:`_promote_groups`; ``staggered``: two computing consumers, whose groups are
+    offset); with a pair of fragments (a consumer computing alone,
     :data:`OVERLAPPED_TILE_NS`) the adds run under the next group's wgmmas
     (:func:`_promote_overlapped`)."""
     stages = a.shape[0]
@@ -387,7 +389,7 @@ def _mainloop(
             return
         if every > 1:
             _promote_groups(
-                acc, part, a, b, full, empty, consumer, first_step, sched, every, k_tiles
+                acc, part, a, b, full, empty, consumer, first_step, sched, every, k_tiles, staggered
             )
             return
     for kt in T.serial(k_tiles, name="kt"):
@@ -426,7 +428,7 @@ def _k_tile(frag, a, b, full, stage, phase, consumer, first) -> None:
 
 
 def _promote_groups(
-    acc, part, a, b, full, empty, consumer, first_step, sched, every, k_tiles
+    acc, part, a, b, full, empty, consumer, first_step, sched, every, k_tiles, staggered=False
 ) -> None:
     """Promotion every ``every`` of the ``k_tiles`` K tiles: each run-time iteration issues
     ``every`` K tiles in straight-line code, one wgmma group each, into ``part`` (the first
@@ -434,12 +436,27 @@ def _promote_groups(
     tiles left over (a K range need not be a multiple) are one shorter group after the loop.
     No group is in flight at an iteration's end, so no fragment register is read across the
     loop's back edge while a wgmma that writes ``part`` may still run (ptxas then serialises
-    every wgmma: C7514)."""
+    every wgmma: C7514).
+
+    ``staggered`` (two computing consumers): the second consumer's first group is
+    :data:`STAGGER_K_TILES` K tiles, its later groups ``every`` from there, so its
+    promotions (the drain of its wgmmas and its adds) fall between the first consumer's, and
+    each consumer's wgmmas keep the tensor cores busy while the other drains and adds. Every
+    group still sums at most ``every`` K tiles."""
 
     def group(step, count: int) -> None:
         _promote_group(acc, part, a, b, full, empty, consumer, step, count, sched)
 
-    _in_runs(k_tiles, every, first_step, "kg", group)
+    lead = STAGGER_K_TILES
+    if not staggered or not 0 < lead < every:
+        _in_runs(k_tiles, every, first_step, "kg", group)
+        return
+    with T.If(consumer == 0):
+        with T.Then():
+            _in_runs(k_tiles, every, first_step, "kg", group)
+        with T.Else():  # a unit has at least one K tile (a stream-K segment too)
+            group(first_step, lead)
+            _in_runs(k_tiles - lead, every, first_step + lead, "kg", group)
 
 
 def _in_runs(k_tiles, run: int, first_step, name: str, body: Callable[..., None]) -> None:
@@ -688,7 +705,7 @@ def _compute(
         part = (part, T.alloc_local(tile_n // 2, "float32", name="part_next"))
     if sched.stream_k:
         _compute_stream_k(
-            acc, part, tma_c, a, b, c, full, empty, consumer, sched, partial, promote_every
+            acc, part, tma_c, a, b, c, full, empty, consumer, sched, partial, promote_every, alone
         )
         return
     units = sched.units()
@@ -696,7 +713,19 @@ def _compute(
         m_tile, n_tile, split = sched.tile(i, units)
         first_step = T.let("first_step", i * sched.k_tiles)
         with T.phase("mainloop"):
-            _mainloop(acc, a, b, full, empty, consumer, first_step, sched, part, promote_every)
+            _mainloop(
+                acc,
+                a,
+                b,
+                full,
+                empty,
+                consumer,
+                first_step,
+                sched,
+                part,
+                promote_every,
+                staggered=not alone,
+            )
         with T.phase("epilogue"):
             if partial is None:
                 _epilogue(acc, c, tma_c, consumer, m_tile * sched.tile_m, n_tile * tile_n, i)
@@ -712,7 +741,7 @@ def _compute(
 
 
 def _compute_stream_k(
-    acc, part, tma_c, a, b, c, full, empty, consumer, sched, fixup, promote_every
+    acc, part, tma_c, a, b, c, full, empty, consumer, sched, fixup, promote_every, alone=False
 ) -> None:
     """Stream-K: each segment's mainloop; a segment that starts inside its tile hands its
     fp32 sums to the tile's owner (:func:`_hand_over`), the owner adds them
@@ -735,6 +764,7 @@ def _compute_stream_k(
                 part,
                 promote_every,
                 seg.k_count,
+                staggered=not alone,
             )
         with T.phase("epilogue"), T.If(seg.k_first > 0):
             with T.Then():
@@ -1050,6 +1080,11 @@ PROMOTE_EVERY = (1, 2)
 # 1.663-1.667e-3 and 1.666e-3 every K tile (unpromoted: 1.75e-3 growing to 4.67e-3), and the
 # fp8 geometric mean over the 65 shapes is 0.950 of cuBLASLt against 0.883.
 DEFAULT_PROMOTE_EVERY = 2
+# K tiles in the second computing consumer's first promoted group (_promote_groups), so that
+# the two consumers, reading the same stages in step, do not drain their wgmmas and add their
+# sums at the same time: with every = 2 its groups are K tiles (0), (1, 2), (3, 4), ... beside
+# the first consumer's (0, 1), (2, 3), ... 0 keeps them in step (as before 2026-12-03).
+STAGGER_K_TILES = 1
 
 
 def _check_promote(promote, dtype: str, tile_n: int, promote_every) -> None:
