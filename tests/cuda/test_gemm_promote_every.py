@@ -89,6 +89,17 @@ def test_the_second_consumer_promotes_one_k_tile_out_of_step():
     assert source.count(WAIT.format(1)) == 1 and source.count(WAIT.format(0)) == 3
 
 
+@pytest.mark.parametrize("kwargs", [{"cluster_m": 2}, {"cluster_m": 4}, {"cluster_n": 2}])
+def test_consumers_of_clustered_ctas_promote_in_step(kwargs):
+    # in a cluster both consumers keep the groups (0, 1), (2, 3), ...: 12 wgmmas at 192 wide
+    # (the loop's pair and the odd last K tile), none of the second consumer's own
+    source = hopper_gemm_persistent(
+        dtype=FP8, tile_n=192, promote=True, promote_every=2, **kwargs
+    ).source
+    assert "kg_1" not in source and "(first_step + 1)" not in source
+    assert source.count(WGMMA) == 12
+
+
 def test_one_computing_consumer_is_not_staggered():
     # 64 rows of A: one consumer computes, the other zeroes nothing and exits; 192 wide keeps
     # one fragment: pairs from K tile 0 only, as the first of two consumers

@@ -697,7 +697,13 @@ def _compute(
     """The consumer's units: mainloop and epilogue each (see :func:`_consumer`); ``promote``
     sums each K tile in a second fragment first (:func:`_promote`), and a consumer ``alone``
     (the one that computes with 64 or fewer rows of A) on a width of
-    :data:`OVERLAPPED_TILE_NS` in two (:func:`_promote_overlapped`)."""
+    :data:`OVERLAPPED_TILE_NS` in two (:func:`_promote_overlapped`). Two computing consumers
+    of a CTA alone promote out of step (:data:`STAGGER_K_TILES`); in a cluster they keep in
+    step (measured on the H200, one process, median of 3: out of step, 2x1 clusters of 128 x
+    192 ran 0.2% slower on the geometric mean of 13 shapes, from 0.969 on 8192 x 14336 x 4096
+    to 1.041, where CTAs alone gained 1.8% over 27, faster on 23, from 0.981 to 1.087 on
+    1024 x 4096 x 14336; docs/PERFORMANCE.md "Promotions out of step")."""
+    staggered = not alone and sched.size == 1
     tile_n = b.shape[1]
     acc = T.alloc_local(tile_n // 2, "float32", name="acc")
     part: Any = T.alloc_local(tile_n // 2, "float32", name="part") if promote else None
@@ -705,7 +711,19 @@ def _compute(
         part = (part, T.alloc_local(tile_n // 2, "float32", name="part_next"))
     if sched.stream_k:
         _compute_stream_k(
-            acc, part, tma_c, a, b, c, full, empty, consumer, sched, partial, promote_every, alone
+            acc,
+            part,
+            tma_c,
+            a,
+            b,
+            c,
+            full,
+            empty,
+            consumer,
+            sched,
+            partial,
+            promote_every,
+            staggered,
         )
         return
     units = sched.units()
@@ -724,7 +742,7 @@ def _compute(
                 sched,
                 part,
                 promote_every,
-                staggered=not alone,
+                staggered=staggered,
             )
         with T.phase("epilogue"):
             if partial is None:
@@ -741,7 +759,7 @@ def _compute(
 
 
 def _compute_stream_k(
-    acc, part, tma_c, a, b, c, full, empty, consumer, sched, fixup, promote_every, alone=False
+    acc, part, tma_c, a, b, c, full, empty, consumer, sched, fixup, promote_every, staggered=False
 ) -> None:
     """Stream-K: each segment's mainloop; a segment that starts inside its tile hands its
     fp32 sums to the tile's owner (:func:`_hand_over`), the owner adds them
@@ -764,7 +782,7 @@ def _compute_stream_k(
                 part,
                 promote_every,
                 seg.k_count,
-                staggered=not alone,
+                staggered=staggered,
             )
         with T.phase("epilogue"), T.If(seg.k_first > 0):
             with T.Then():
