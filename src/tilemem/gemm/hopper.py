@@ -1845,7 +1845,11 @@ def _rows64_width(m, n, k, sms, dtype, widths, promoted, tiled_config) -> int | 
 # tiles on 132 SMs (0.48), the losers 43 and 54 (0.33, 0.41): any fraction above 0.41 and up to
 # 0.48 makes the same choices on the benchmark's shapes.
 ONE_TILE_MIN_FILL = 0.45  # tiles of the round against the SMs, at or above which the widest runs
-ONE_TILE_TYPES = ("bfloat16",)  # fp8: not measured yet
+# Promoted fp8 on the same widths was slower on three of the four shapes where they differ
+# (64 x 8192 x 8192 64 x 128 1.048 against 1.083 for the policy's 64 x 64; 64 x 10240 x 8192
+# 64 x 160 0.998 against 1.027; 64 x 8192 x 28672 1.015 against 1.035) and faster on one (64 x
+# 6144 x 4096 64 x 96 1.102 against 1.063): its launch_config widths stay.
+ONE_TILE_TYPES = ("bfloat16",)
 
 
 def one_tile_width(
