@@ -989,3 +989,38 @@ def test_the_configs_benchmark_reads_its_labels(drv, monkeypatch):
     auto.sms = 132
     assert auto.config(256, 4096, 14336) == (256, 1, 1, 64, False)
     assert auto.config(8192, 8192, 8192) == (256, 1, 1, 64, False)
+
+
+def test_the_zero_rows_benchmark_builds_what_it_names(drv, monkeypatch):
+    """benchmarks/gemm_zero_rows.py: ``bytes`` builds the policy's kernel with the element-wise
+    zeroing (a loop of byte stores, no stmatrix before the barrier), ``none`` with no zeroing
+    at all (only the barrier); the library's stmatrix zeroing is back after each build."""
+    bench = _load_benchmark(monkeypatch, "gemm_zero_rows")
+    fp8, config = "float8_e4m3fn", (64, 1, 1, 8, False)  # 8-row tiles: rows 8..63 zeroed
+
+    def idle_branch(auto) -> str:  # from the idle consumer's else to its bar.sync 3
+        source = auto._gemm(config).program.source
+        end = source.rindex("bar.sync 3, 256")
+        return source[source.rindex("} else {", 0, end) : end]
+
+    policy = idle_branch(bench.hopper.AutoGemm(dtype=fp8))
+    by_elements = idle_branch(bench.ZeroAuto(fp8, bench.zero_by_elements))
+    nothing = idle_branch(bench.ZeroAuto(fp8, bench.zero_nothing))
+    stages = bench.hopper.gemm_plan.hopper_gemm_persistent_plan(fp8, "sm_90a", 64, 8)
+    passes = 4  # rows 8..63, 16 a pass
+    assert policy.count("stmatrix") == passes * stages.buffer("A").shape[0]
+    assert "for (int z = 0; z < 56; ++z)" not in policy
+    assert "stmatrix" not in by_elements and "for (int z = 0; z < 56; ++z)" in by_elements
+    assert "stmatrix" not in nothing and "z_row" not in nothing and "fence.proxy" not in nothing
+    assert bench.hopper._zero_a_rows is not bench.zero_by_elements
+
+
+def test_the_stagger_benchmark_builds_the_consumers_in_step(drv, monkeypatch):
+    """benchmarks/gemm_stagger.py: ``instep`` builds the policy's configuration with
+    STAGGER_K_TILES = 0 (no second consumer's own groups), the policy out of step."""
+    bench = _load_benchmark(monkeypatch, "gemm_stagger")
+    config = (128, 1, 1, 128, False)  # 128 x 128 alone, two computing consumers
+    policy = bench.hopper.AutoGemm(dtype=bench.FP8)._gemm(config).program.source
+    instep = bench.InStepAuto(dtype=bench.FP8)._gemm(config).program.source
+    assert "kg_1" in policy and "kg_1" not in instep
+    assert bench.hopper.STAGGER_K_TILES == 1  # restored after the build
