@@ -50,6 +50,23 @@ def parse_config(text: str) -> tuple[int, int, int, bool]:
     return int(width), int(cluster), int(rows), stream_k
 
 
+def repeated(gemms, labels, m, n, k, rounds, repeats, tag, prefix) -> dict[str, float]:
+    """``gemms`` (named ``labels``) timed ``repeats`` times on ``m x n x k``: a ``TAG PREFIX
+    cublas=... label=ratio ...`` line each time, then ``MEDIAN PREFIX label=median ...``; each
+    label's median over the repeats in which its kernel gave the right product."""
+    runs: dict[str, list[float]] = {}
+    for _ in range(repeats):
+        ok, ratios, cublas = timed(gemms, labels, m, n, k, rounds)
+        for label, ratio in zip(ok, ratios):
+            runs.setdefault(label, []).append(ratio)
+        text = " ".join(f"{label}={r:.3f}" for label, r in zip(ok, ratios))
+        print(f"{tag} {prefix} cublas={cublas * 1e6:.1f}us {text}", flush=True)
+    medians = {label: statistics.median(r) for label, r in runs.items()}
+    text = " ".join(f"{label}={r:.3f}" for label, r in medians.items())
+    print(f"MEDIAN {prefix} {text}", flush=True)
+    return medians
+
+
 def main() -> None:
     dtype = sys.argv[1]
     shapes = [tuple(int(x) for x in s.split("x")) for s in sys.argv[2].split(",")]
@@ -62,15 +79,7 @@ def main() -> None:
     gemms = [auto] + [ConfigAuto(dtype, parse_config(label)) for label in labels]
     for m, n, k in shapes:
         names = ["policy:" + bench.policy(auto, m, n, k)] + labels
-        runs: dict[str, list[float]] = {}
-        for _ in range(repeats):
-            ok, ratios, cublas = timed(gemms, names, m, n, k, rounds)
-            for label, ratio in zip(ok, ratios):
-                runs.setdefault(label, []).append(ratio)
-            text = " ".join(f"{label}={r:.3f}" for label, r in zip(ok, ratios))
-            print(f"CONFIGS {dtype} {m}x{n}x{k} cublas={cublas * 1e6:.1f}us {text}", flush=True)
-        text = " ".join(f"{label}={statistics.median(r):.3f}" for label, r in runs.items())
-        print(f"MEDIAN {dtype} {m}x{n}x{k} {text}", flush=True)
+        repeated(gemms, names, m, n, k, rounds, repeats, "CONFIGS", f"{dtype} {m}x{n}x{k}")
     print(f"elapsed {time.time() - start:.0f} s")
 
 

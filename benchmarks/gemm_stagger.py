@@ -26,7 +26,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 
 import gemm as bench  # benchmarks/gemm.py: its shapes, check and timing
 import torch
-from gemm_clusters import timed
+from gemm_configs import repeated
 from gemm_promote_overlap import FP8, BuiltAuto
 from gemm_uniform import SETS, shapes_of
 
@@ -51,16 +51,9 @@ def main() -> None:
         if auto.config(m, n, k)[3] != hopper.TILE_M:
             continue  # one computing consumer: nothing to stagger
         labels = ["policy:" + bench.policy(auto, m, n, k), "instep"]
-        runs: dict[str, list[float]] = {}
-        for _ in range(repeats):
-            ok, ratios, cublas = timed([auto, instep], labels, m, n, k, rounds)
-            for label, ratio in zip(ok, ratios):
-                runs.setdefault(label, []).append(ratio)
-            text = " ".join(f"{label}={r:.3f}" for label, r in zip(ok, ratios))
-            print(f"STAGGER {m}x{n}x{k} cublas={cublas * 1e6:.1f}us {text}", flush=True)
-        medians = {label: statistics.median(r) for label, r in runs.items()}
-        text = " ".join(f"{label}={r:.3f}" for label, r in medians.items())
-        print(f"MEDIAN {m}x{n}x{k} {text}", flush=True)
+        medians = repeated(
+            [auto, instep], labels, m, n, k, rounds, repeats, "STAGGER", f"{m}x{n}x{k}"
+        )
         if len(medians) == 2:
             speedups.append(medians[labels[0]] / medians["instep"])
     if speedups:

@@ -22,7 +22,6 @@ each label's median over the repeats. Needs an sm_90 GPU and torch.
 from __future__ import annotations
 
 import pathlib
-import statistics
 import sys
 import time
 from unittest import mock
@@ -31,7 +30,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 
 import gemm as bench  # benchmarks/gemm.py: its shapes, check and timing
 import torch
-from gemm_clusters import timed
+from gemm_configs import repeated
 from gemm_promote_overlap import BuiltAuto
 from gemm_uniform import SETS, shapes_of
 
@@ -81,15 +80,7 @@ def main() -> None:
         shapes = [s for s in shapes_of(dtype, list(SETS)) if auto.config(*s)[3] < ROWS]
         for m, n, k in dict.fromkeys(shapes):
             labels = ["policy:" + bench.policy(auto, m, n, k), "bytes", "none"]
-            runs: dict[str, list[float]] = {}
-            for _ in range(repeats):
-                ok, ratios, cublas = timed(gemms, labels, m, n, k, rounds)
-                for label, ratio in zip(ok, ratios):
-                    runs.setdefault(label, []).append(ratio)
-                text = " ".join(f"{label}={r:.3f}" for label, r in zip(ok, ratios))
-                print(f"ZERO {dtype} {m}x{n}x{k} cublas={cublas * 1e6:.1f}us {text}", flush=True)
-            text = " ".join(f"{label}={statistics.median(r):.3f}" for label, r in runs.items())
-            print(f"MEDIAN {dtype} {m}x{n}x{k} {text}", flush=True)
+            repeated(gemms, labels, m, n, k, rounds, repeats, "ZERO", f"{dtype} {m}x{n}x{k}")
     print(f"elapsed {time.time() - start:.0f} s")
 
 

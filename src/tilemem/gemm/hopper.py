@@ -697,13 +697,8 @@ def _compute(
     """The consumer's units: mainloop and epilogue each (see :func:`_consumer`); ``promote``
     sums each K tile in a second fragment first (:func:`_promote`), and a consumer ``alone``
     (the one that computes with 64 or fewer rows of A) on a width of
-    :data:`OVERLAPPED_TILE_NS` in two (:func:`_promote_overlapped`). Two computing consumers
-    of a CTA alone promote out of step (:data:`STAGGER_K_TILES`); in a cluster they keep in
-    step (measured on the H200, one process, median of 3: out of step, 2x1 clusters of 128 x
-    192 ran 0.2% slower on the geometric mean of 13 shapes, from 0.969 on 8192 x 14336 x 4096
-    to 1.041, where CTAs alone gained 1.8% over 27, faster on 23, from 0.981 to 1.087 on
-    1024 x 4096 x 14336; docs/PERFORMANCE.md "Promotions out of step")."""
-    staggered = not alone and sched.size == 1
+    :data:`OVERLAPPED_TILE_NS` in two (:func:`_promote_overlapped`); two promote out of step
+    where :func:`_out_of_step` says so."""
     tile_n = b.shape[1]
     acc = T.alloc_local(tile_n // 2, "float32", name="acc")
     part: Any = T.alloc_local(tile_n // 2, "float32", name="part") if promote else None
@@ -711,19 +706,7 @@ def _compute(
         part = (part, T.alloc_local(tile_n // 2, "float32", name="part_next"))
     if sched.stream_k:
         _compute_stream_k(
-            acc,
-            part,
-            tma_c,
-            a,
-            b,
-            c,
-            full,
-            empty,
-            consumer,
-            sched,
-            partial,
-            promote_every,
-            staggered,
+            acc, part, tma_c, a, b, c, full, empty, consumer, sched, partial, promote_every, alone
         )
         return
     units = sched.units()
@@ -742,7 +725,7 @@ def _compute(
                 sched,
                 part,
                 promote_every,
-                staggered=staggered,
+                staggered=_out_of_step(alone, sched),
             )
         with T.phase("epilogue"):
             if partial is None:
@@ -758,8 +741,18 @@ def _compute(
             T.ptx.tma.wait_group(0)  # C fully written before the CTA retires
 
 
+def _out_of_step(alone: bool, sched: Schedule) -> bool:
+    """Whether the two computing consumers promote out of step (:data:`STAGGER_K_TILES`):
+    in a CTA alone, not in a cluster (measured on the H200, one process, median of 3: out of
+    step, 2x1 clusters of 128 x 192 ran 0.2% slower on the geometric mean of 13 shapes, from
+    0.969 on 8192 x 14336 x 4096 to 1.041, where CTAs alone gained 1.8% over 27, faster on 23,
+    from 0.981 to 1.087 on 1024 x 4096 x 14336; docs/PERFORMANCE.md "Promotions out of
+    step"). A consumer computing ``alone`` has no other to keep out of step with."""
+    return not alone and sched.size == 1
+
+
 def _compute_stream_k(
-    acc, part, tma_c, a, b, c, full, empty, consumer, sched, fixup, promote_every, staggered=False
+    acc, part, tma_c, a, b, c, full, empty, consumer, sched, fixup, promote_every, alone=False
 ) -> None:
     """Stream-K: each segment's mainloop; a segment that starts inside its tile hands its
     fp32 sums to the tile's owner (:func:`_hand_over`), the owner adds them
@@ -782,7 +775,7 @@ def _compute_stream_k(
                 part,
                 promote_every,
                 seg.k_count,
-                staggered=staggered,
+                staggered=_out_of_step(alone, sched),
             )
         with T.phase("epilogue"), T.If(seg.k_first > 0):
             with T.Then():
@@ -1783,6 +1776,14 @@ ROWS64_COST = {256: 0.68, 192: 0.80, 128: 0.90, 96: 1.15, 64: 1.9}
 ROWS64_COST_PROMOTED = {192: 0.90, 128: 0.90, 96: 1.25, 64: 1.5}
 
 
+def _positive_ints(caller: str, **values) -> tuple[int, ...]:
+    """``values`` checked as positive ints (GemmShapeError naming ``caller`` and the value),
+    in the order given."""
+    return tuple(
+        check_int(v, f"{caller}'s {x}", minimum=1, error=GemmShapeError) for x, v in values.items()
+    )
+
+
 def rows64_width(
     m: int,
     n: int,
@@ -1807,10 +1808,7 @@ def rows64_width(
     shapes of the fitting run where both fill one round, but it ran 9% slower on one
     (256 x 8192 x 8192: 0.803 against 0.874 of cuBLAS) and 1% faster on the other
     (512 x 4096 x 14336)."""
-    m, n, k, sms = (
-        check_int(v, f"rows64_width's {x}", minimum=1, error=GemmShapeError)
-        for x, v in (("m", m), ("n", n), ("k", k), ("sms", sms))
-    )
+    m, n, k, sms = _positive_ints("rows64_width", m=m, n=n, k=k, sms=sms)
     tiled = policy(m, n, k, sms, dtype, widths)
     return _rows64_width(m, n, k, sms, dtype, widths, promoted, tiled)
 
@@ -1865,10 +1863,7 @@ def one_tile_width(
     policies decide: the widest of ``widths`` whose ``ceil(n / w)`` tiles fill at least
     :data:`ONE_TILE_MIN_FILL` of the SMs in one round, where :func:`policy` does not split K and
     ``dtype`` is one of :data:`ONE_TILE_TYPES`; None where no width does."""
-    m, n, k, sms = (
-        check_int(v, f"one_tile_width's {x}", minimum=1, error=GemmShapeError)
-        for x, v in (("m", m), ("n", n), ("k", k), ("sms", sms))
-    )
+    m, n, k, sms = _positive_ints("one_tile_width", m=m, n=n, k=k, sms=sms)
     gemm_plan.check_input_type(dtype)
     if dtype not in ONE_TILE_TYPES or a_rows_for(m) != TILE_M // CONSUMERS:
         return None
