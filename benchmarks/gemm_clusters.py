@@ -136,7 +136,7 @@ def diag_gemm(label: str, kwargs: dict) -> hopper.HopperGemm:
 
 def sweep(what: list[str], start: float) -> None:
     if "diag" in what:
-        gemms = [diag_gemm(label, kw) for label, kw in DIAG]
+        gemms: list[bench.Gemm] = [diag_gemm(label, kw) for label, kw in DIAG]
         for m, n, k in DIAG_SHAPES:
             names, ratios, cublas = timed(gemms, [label for label, _ in DIAG], m, n, k, 5)
             text = " ".join(f"{label}={r:.3f}" for label, r in zip(names, ratios))

@@ -35,6 +35,8 @@ import pathlib
 import statistics
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 from unittest import mock
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
@@ -79,7 +81,9 @@ def two_fragments_for_two_consumers():
 class BuiltAuto(hopper.AutoGemm):
     """The policy, its kernels built inside ``building()`` (a context manager; none here)."""
 
-    building = staticmethod(contextlib.nullcontext)
+    building: Callable[[], contextlib.AbstractContextManager[Any]] = staticmethod(
+        contextlib.nullcontext
+    )
 
     def _gemm(self, config):
         with self.building():

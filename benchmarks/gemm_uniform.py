@@ -71,7 +71,7 @@ def shapes_of(dtype: str, sets: list[str]) -> list[tuple[int, int, int]]:
         if name == "ragged":
             out += bench.RAGGED if dtype == "bfloat16" else bench.RAGGED_FP8
         else:
-            out += SETS[name]
+            out += SETS[name] or []
     return out
 
 
