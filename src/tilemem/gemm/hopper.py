@@ -501,8 +501,8 @@ def _promote_run(acc, parts, a, b, full, empty, consumer, step, sched, every, ti
     is added into ``acc`` while the tensor cores work on the new group; the new group's other
     K tiles follow. The last group is waited for (``wait_group 0``) and added at the end.
     With one fragment (:func:`_promote_groups`) every add waits for the fragment's last
-    wgmma with nothing queued behind it: both consumers, in step on the same stages, leave
-    the tensor cores idle for the drain and the adds."""
+    wgmma with nothing of its own queued behind it; only another consumer promoting out of
+    step (:data:`STAGGER_K_TILES`) keeps the tensor cores busy meanwhile."""
     stages = a.shape[0]
     starts = list(range(0, tiles, every))
 
@@ -559,7 +559,8 @@ def _promote(acc, part, empty, stage, size: int) -> None:
     report measured as enough; CUTLASS's fp8 kernels default to the same four wgmmas. Cost:
     ``tile_n / 2`` more fp32 registers a thread (:data:`PROMOTED_TILE_NS`) and a
     ``wait_group 0`` each K tile, during which the other consumer warpgroup's wgmmas keep
-    the tensor cores busy, and ``tile_n / 2`` fp32 adds a thread each K tile (measured as
+    the tensor cores busy where the two promote out of step (:func:`_promote_groups`; in step
+    they drain together), and ``tile_n / 2`` fp32 adds a thread each K tile (measured as
     most of the cost); ``promote_every`` = 2 halves the adds and the waits for a 256-term sum
     in the wgmma's accumulator."""
     T.ptx.wgmma.wait_group(0)  # the K tile's wgmmas are done: part holds its sum
