@@ -611,6 +611,28 @@ def test_one_tile_width_takes_the_widest_tile_that_half_fills_the_sms(m, n, k, w
     assert hopper.one_tile_width(m, n, k, 132) == width
 
 
+def test_one_tile_width_counts_both_edges_of_the_round():
+    # 20 SMs: 0.45 x 20 = 9 tiles exactly; 9 x 256 columns give 9 tiles of 64 x 256 (the
+    # fill's edge, included), 8 x 256 give 8 (too few), then 64 x 240: ceil(2048 / 240) = 9.
+    # 132 x 256 columns on 132 SMs: 132 tiles, exactly one round (included)
+    assert hopper.one_tile_width(64, 9 * 256, 4096, 20) == 256
+    assert hopper.one_tile_width(64, 8 * 256, 4096, 20) == 240
+    assert hopper.one_tile_width(64, 132 * 256, 4096, 132) == 256
+
+
+def test_one_tile_width_refuses_an_input_type_the_gemm_does_not_take():
+    with pytest.raises(GemmShapeError, match="float16"):
+        hopper.one_tile_width(64, 6144, 4096, 132, "float16")
+
+
+def test_rows64_width_costs_bf16_unless_told_promoted():
+    # 128 x 6144 x 4096: 2 x 64 tiles of 64 x 96 cost 96 x 1.15 = 110.4 a K step (bf16), one
+    # round; 2 x 48 of 64 x 128, 128 x 0.90 = 115.2: 96 by default. Promoted fp8 costs the 96
+    # column 1.25 (120): 128
+    assert hopper.rows64_width(128, 6144, 4096, 132) == 96
+    assert hopper.rows64_width(128, 6144, 4096, 132, promoted=True) == 128
+
+
 def test_one_tile_width_leaves_fp8_to_the_other_policies():
     for promoted in (hopper.PROMOTED_TILE_NS, gemm_plan.TILE_NS):
         assert hopper.one_tile_width(64, 6144, 4096, 132, "float8_e4m3fn", promoted) is None

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import tilemem.sim as sim
+from tilemem import T
 from tilemem.cuda.tma import tile_map
 from tilemem.errors import HazardError, IRError, SimError
 from tilemem.ir.intrinsics import INTRINSICS
@@ -225,6 +226,28 @@ def test_named_barrier_short_of_warps_deadlocks():
     (h,) = result.of_kind("deadlock")
     assert "bar.sync 1: 2 of 3 warps arrived" in h.message
     assert line("named") in sources(h)
+
+
+def test_named_barrier_reached_with_two_thread_counts():
+    # warp 0 gives bar.sync 2 64 threads (both warps), warp 1 32 (itself): the barrier's count
+    # is undefined between them, a hang or an early pass on the GPU
+    @T.kernel(target="sm_90a", grid=1, block=64)
+    def k(out: T.Buffer((64,), "int32")):
+        with T.If(T.warp_id() == 0):
+            with T.Then():
+                T.cuda.named_barrier(2, 64)
+            with T.Else():
+                T.cuda.named_barrier(2, 32)
+        out[T.thread_id()] = T.thread_id()
+
+    out = np.zeros(64, np.int32)
+    messages = [h.message for h in sim.run(k, out).of_kind("deadlock")]
+    assert any(
+        "bar.sync 2 with 32 threads, where it was first reached with 64" in m for m in messages
+    ) or any(
+        "bar.sync 2 with 64 threads, where it was first reached with 32" in m for m in messages
+    ), messages
+    assert all("thread count" in m or "warps arrived" in m for m in messages), messages
 
 
 def test_arrive_on_an_uninitialised_mbarrier():

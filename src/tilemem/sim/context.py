@@ -634,10 +634,19 @@ class Context:
         """``bar.sync id, threads`` (``__syncthreads``: id 0, every thread of the CTA)."""
         cta = self.w.cta
         everyone = threads is None or threads == len(cta.warps) * 32
+        expected = None if everyone or threads is None else threads // 32
         if barrier_id not in cta.barriers:
-            expected = None if everyone or threads is None else threads // 32
             cta.barriers[barrier_id] = Barrier(self.m, cta.warps, expected)
         bar = cta.barriers[barrier_id]
+        if bar.expected != expected:  # the barrier keeps the count its first arrival gave
+            counts = [32 * w if w else 32 * len(cta.warps) for w in (expected, bar.expected)]
+            self.hazard(
+                "deadlock",
+                f"bar.sync {barrier_id} with {counts[0]} threads, where it was first reached "
+                f"with {counts[1]}: the barrier completes at a count some warps do not wait "
+                "for, and they hang or pass early; give every bar.sync of one barrier id the "
+                "same thread count (PTX ISA, 'barrier': operand b, the threads participating)",
+            )
         gen = bar.arrive(self.w)
         if not bar.passed(gen):
             yield Wait(
