@@ -1829,20 +1829,20 @@ def _rows64_width(m, n, k, sms, dtype, widths, promoted, tiled_config) -> int | 
     return best[1] if best is not None and best[0] < current else None
 
 
-# One 64-row tile of M (33 to 64 rows): these products read B once, each CTA its own columns
-# of it and all of A, and are bound by memory, not by the tensor cores, so WIDTH_COST (fitted on
-# 128-row tiles that compute) prices their widths wrong. Measured on the H200 (bf16, median of 3
-# runs in one process, benchmarks/gemm_configs.py, docs/PERFORMANCE.md "One tile of M"): on the
-# six unsplit shapes of M = 64 the widest tile that still gives at least half the SMs a tile in
-# one round ran as fast as the best width or faster: 64 x 6144 x 4096 64 x 96 (64 CTAs) 0.991 of
-# cuBLAS against 0.937 for 64 x 64 (96 CTAs), 64 x 10240 x 8192 64 x 160 0.965 against 0.944 for
-# 64 x 96, 64 x 8192 x 8192 and 64 x 8192 x 28672 64 x 128 1.034 / 1.121 against 1.028 / 1.113
-# for 64 x 64, 64 x 28672 x 4096 64 x 256 1.017 against 1.022 for 64 x 240; narrower tiles, more
-# CTAs, each re-reads all of A for fewer columns, and fewer than half the SMs could not pull B
-# fast enough (64 x 4096 x 4096: 64 x 96, 43 CTAs, 0.857 against 0.927 for 64 x 64; 64 x 10240
-# x 8192: 64 x 192, 54 CTAs, 0.917 against 0.965 for 64 x 160, 64 CTAs). The winners held 64
-# tiles on 132 SMs (0.48), the losers 43 and 54 (0.33, 0.41): any fraction above 0.41 and up to
-# 0.48 makes the same choices on the benchmark's shapes.
+# One 64-row tile of M (33 to 64 rows): these products read B once, each CTA its own columns of it
+# and all of A, and are bound by memory, not by the tensor cores, so WIDTH_COST (fitted on 128-row
+# tiles that compute) prices their widths wrong. Measured on the H200 (bf16, median of 3 runs in one
+# process, benchmarks/gemm_configs.py, docs/PERFORMANCE.md "One tile of M"): on the six unsplit
+# shapes of M = 64 the widest tile that still gives nearly half the SMs (64 of 132) a tile in one
+# round ran as fast as the best width or faster: 64 x 6144 x 4096 64 x 96 (64 CTAs) 0.991 of cuBLAS
+# against 0.937 for 64 x 64 (96 CTAs), 64 x 10240 x 8192 64 x 160 0.965 against 0.944 for 64 x 96,
+# 64 x 8192 x 8192 and 64 x 8192 x 28672 64 x 128 1.034 / 1.121 against 1.028 / 1.113 for 64 x 64,
+# 64 x 28672 x 4096 64 x 256 1.017 against 1.022 for 64 x 240; narrower tiles, more CTAs, each
+# re-reads all of A for fewer columns, and fewer than half the SMs could not pull B fast enough (64
+# x 4096 x 4096: 64 x 96, 43 CTAs, 0.857 against 0.927 for 64 x 64; 64 x 10240 x 8192: 64 x 192, 54
+# CTAs, 0.917 against 0.965 for 64 x 160, 64 CTAs). The winners held 64 tiles on 132 SMs (0.48), the
+# losers 43 and 54 (0.33, 0.41): any fraction above 0.41 and up to 0.48 makes the same choices on
+# the benchmark's shapes.
 ONE_TILE_MIN_FILL = 0.45  # tiles of the round against the SMs, at or above which the widest runs
 # Promoted fp8 on the same widths was slower on three of the four shapes where they differ
 # (64 x 8192 x 8192 64 x 128 1.048 against 1.083 for the policy's 64 x 64; 64 x 10240 x 8192
