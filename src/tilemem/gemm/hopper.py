@@ -243,7 +243,7 @@ def _zero_a_rows(a, a_rows: int) -> None:
     instruction writes a 16-byte chunk at each lane's address (lane ``l`` of warp ``w``:
     chunk ``l % 8`` of row ``a_rows + 16 j + 4 w + l / 8`` in pass ``j``), 4 rows a warp, 16
     a warpgroup; a pass past row 63 is skipped by whole warps (``a_rows`` is a multiple of
-    8). Byte-wide stores of one element a thread took 16 times the instructions for fp8, 8
+    8). Stores of one element a thread took 14 to 16 times the instructions for fp8, 8
     for bf16 (docs/PERFORMANCE.md, "Zeroing A's unloaded rows"), and the first consumer
     waits for them. Generic-proxy stores, fenced for the async proxy that wgmma reads
     through, then bar.sync :data:`ZERO_BARRIER` with the first consumer (256 threads)."""
