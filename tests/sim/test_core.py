@@ -229,25 +229,51 @@ def test_named_barrier_short_of_warps_deadlocks():
 
 
 def test_named_barrier_reached_with_two_thread_counts():
-    # warp 0 gives bar.sync 2 64 threads (both warps), warp 1 32 (itself): the barrier's count
-    # is undefined between them, a hang or an early pass on the GPU
-    @T.kernel(target="sm_90a", grid=1, block=64)
-    def k(out: T.Buffer((64,), "int32")):
-        with T.If(T.warp_id() == 0):
+    # warps 0 and 1 give bar.sync 2 64 threads, warp 2 gives it 32: what happens depends on
+    # the order. Warp 2 first, or after both others: each meeting has one count and passes.
+    # Warp 2 between them: its count disagrees with the generation's first (reported at its
+    # arrival), it passes alone and the other warp of 0-1 waits in vain (a deadlock). Random
+    # schedules find that order (seeds 1 and 6 of these 8)
+    @T.kernel(target="sm_90a", grid=1, block=96)
+    def k(out: T.Buffer((96,), "int32")):
+        with T.If(T.warp_id() < 2):
             with T.Then():
                 T.cuda.named_barrier(2, 64)
             with T.Else():
                 T.cuda.named_barrier(2, 32)
         out[T.thread_id()] = T.thread_id()
 
+    mismatch = "bar.sync 2 with 32 threads, where this generation was first reached with 64"
+    caught = []
+    for seed in range(8):
+        result = sim.run(k, np.zeros(96, np.int32), schedule="random", seed=seed)
+        assert all(h.kind == "deadlock" for h in result.hazards), result.hazards
+        if any(mismatch in h.message for h in result.hazards):
+            caught.append(seed)
+            assert any("bar.sync 2: 1 of 2 warps arrived" in h.message for h in result.hazards)
+    assert caught, "no schedule put warp 2 between warps 0 and 1"
+
+
+def test_named_barrier_reused_with_another_count_in_a_later_generation():
+    # bar.sync 2 first meets both warps (64 threads); once it has completed, warp 0 alone
+    # reuses it with 32: a new generation, a new count, no hazard (and the value warp 1 wrote
+    # before the first meeting is what warp 0 reads)
+    @T.kernel(target="sm_90a", grid=1, block=64)
+    def k(out: T.Buffer((64,), "int32")):
+        smem = T.SMEMPool(name="smem")
+        buf = smem.alloc((64,), "int32", name="buf")
+        smem.commit()
+        t = T.thread_id()
+        buf[t] = t
+        T.cuda.named_barrier(2, 64)
+        with T.If(T.warp_id() == 0):
+            T.cuda.named_barrier(2, 32)
+            out[t] = buf[t + 32]
+
     out = np.zeros(64, np.int32)
-    messages = [h.message for h in sim.run(k, out).of_kind("deadlock")]
-    assert any(
-        "bar.sync 2 with 32 threads, where it was first reached with 64" in m for m in messages
-    ) or any(
-        "bar.sync 2 with 64 threads, where it was first reached with 32" in m for m in messages
-    ), messages
-    assert all("thread count" in m or "warps arrived" in m for m in messages), messages
+    result = sim.run(k, out, schedule="adversarial")
+    assert result.ok, result.hazards
+    np.testing.assert_array_equal(out[:32], np.arange(32, 64))
 
 
 def test_arrive_on_an_uninitialised_mbarrier():

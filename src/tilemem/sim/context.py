@@ -638,14 +638,17 @@ class Context:
         if barrier_id not in cta.barriers:
             cta.barriers[barrier_id] = Barrier(self.m, cta.warps, expected)
         bar = cta.barriers[barrier_id]
-        if bar.expected != expected:  # the barrier keeps the count its first arrival gave
+        if not bar.arrived:  # a new generation: its first arrival gives the count
+            bar.expected = expected
+        elif bar.expected != expected:
             counts = [32 * w if w else 32 * len(cta.warps) for w in (expected, bar.expected)]
             self.hazard(
                 "deadlock",
-                f"bar.sync {barrier_id} with {counts[0]} threads, where it was first reached "
-                f"with {counts[1]}: the barrier completes at a count some warps do not wait "
-                "for, and they hang or pass early; give every bar.sync of one barrier id the "
-                "same thread count (PTX ISA, 'barrier': operand b, the threads participating)",
+                f"bar.sync {barrier_id} with {counts[0]} threads, where this generation was "
+                f"first reached with {counts[1]}: the barrier completes at a count some warps "
+                "do not wait for, and they hang or pass early; give every bar.sync that meets "
+                "at one barrier the same thread count (PTX ISA, 'barrier': operand b, the "
+                "threads participating)",
             )
         gen = bar.arrive(self.w)
         if not bar.passed(gen):
