@@ -318,3 +318,29 @@ def test_row_major_reads_strides(x, row_major):
 )
 def test_dtype_name_drops_only_the_torch_prefix(dtype, name):
     assert hopper.dtype_name(SimpleNamespace(dtype=dtype)) == name
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "a", "b", "c"),
+    [
+        # 128-row tiles alone: the plan's A stage (stages x 128 x 64 bf16) and C staging tile
+        # (2 consumers x 2 buffers x 64 x 64), B whole (256 x 64)
+        ({}, "A", (256, 64), "C_stage"),
+        # pairs along M: each rank loads and multicasts 128 of B's 256 rows
+        ({"cluster_m": 2}, "A", (128, 64), "C_stage"),
+        # pairs along N: each rank loads 64 of A's 128 rows (the top-rows box)
+        ({"cluster_n": 2}, (64, 64), (256, 64), "C_stage"),
+        # 32-row tiles: A's top 32 rows; C's top 32 rows of a 64-column slice (c_box)
+        ({"a_rows": 32}, (32, 64), (256, 64), (32, 64)),
+        # fp8: K tiles of 128 one-byte elements; 64-row tiles store the staging tile whole
+        ({"a_rows": 64, "dtype": "float8_e4m3fn"}, (64, 128), (256, 128), "C_stage"),
+    ],
+)
+def test_tma_boxes_are_the_plan_buffers_or_their_top_rows(kwargs, a, b, c):
+    kw = {"dtype": "bfloat16", "a_rows": 128, **kwargs}
+    boxes = gemm_plan.tma_boxes(kw.pop("dtype"), 256, **kw)
+    for box, want in ((boxes.a, a), (boxes.b, b), (boxes.c, c)):
+        if isinstance(want, str):
+            assert box.name == want
+        else:
+            assert tuple(box.shape) == want

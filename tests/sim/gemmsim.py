@@ -15,20 +15,13 @@ from tilemem.intmath import ceil_div
 def gemm_maps(
     a, b, c, tile_n: int, cluster_m: int = 1, a_rows: int = 128, cluster_n: int = 1
 ) -> list:
-    """The persistent GEMM's tensor maps as HopperGemm encodes them: A with the plan's A stage
-    as its box (or the top ``a_rows`` rows, :func:`~tilemem.gemm.plan.a_box`, or this rank's
-    ``a_rows / cluster_n`` of them), B with this rank's multicast share
-    (:func:`~tilemem.gemm.plan.b_share`), and, unless ``c`` is None (split-K writes a
-    workspace), C with the staging tile's box (its top ``a_rows`` rows for tiles of fewer than
-    64 rows, :func:`~tilemem.gemm.plan.c_box`). The type is A's: bf16 or fp8 e4m3 (ml_dtypes
-    arrays)."""
+    """The persistent GEMM's tensor maps with the boxes HopperGemm encodes them with
+    (:func:`~tilemem.gemm.plan.tma_boxes`); no C map where ``c`` is None (split-K writes a
+    workspace). The type is A's: bf16 or fp8 e4m3 (ml_dtypes arrays)."""
     dtype = "bfloat16" if a.dtype == ml_dtypes.bfloat16 else "float8_e4m3fn"
-    plan = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n, a_rows)
-    rows = a_rows // cluster_n
-    a_box = plan.buffer("A") if rows == 128 else gemm_plan.a_box(rows, dtype)
-    maps = [tile_map(a, a_box), tile_map(b, gemm_plan.b_share(cluster_m, dtype, tile_n=tile_n))]
-    c_box = gemm_plan.c_box(a_rows, tile_n) if a_rows < 64 else plan.buffer("C_stage")
-    return maps + ([tile_map(c, c_box)] if c is not None else [])
+    boxes = gemm_plan.tma_boxes(dtype, tile_n, a_rows, cluster_m, cluster_n)
+    maps = [tile_map(a, boxes.a), tile_map(b, boxes.b)]
+    return maps + ([tile_map(c, boxes.c)] if c is not None else [])
 
 
 def random_operands(m: int, n: int, k: int, seed: int, element=ml_dtypes.bfloat16):

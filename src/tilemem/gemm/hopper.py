@@ -1211,13 +1211,9 @@ class HopperGemm:
         self.launcher = Launcher(self.program)
         self.reduce = Launcher(splitk_reduce()) if split_k else None
         self.plan = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n, a_rows)
-        self.b_share = gemm_plan.b_share(cluster_m, dtype, tile_n=tile_n)  # B's TMA box
-        # A's TMA box: the plan's A stage, its top a_rows rows, or this rank's share of them
-        rows = a_rows // cluster_n
-        self.a_box = self.plan.buffer("A") if rows == TILE_M else gemm_plan.a_box(rows, dtype)
-        # C's TMA box: the staging tile, or its top a_rows rows for tiles of fewer than 64
-        small = a_rows < TILE_M // CONSUMERS
-        self.c_box = gemm_plan.c_box(a_rows, tile_n) if small else self.plan.buffer("C_stage")
+        self.a_box, self.b_share, self.c_box = gemm_plan.tma_boxes(
+            dtype, tile_n, a_rows, cluster_m, cluster_n, plan=self.plan
+        )
         self.sms = _sm_count(self.launcher.device.device_id, self.program.name)
         self.max_clusters = (
             self.launcher.max_active_clusters((self.size, 1, 1)) if self.size > 1 else self.sms

@@ -13,6 +13,8 @@ per SM.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ..dtype import as_dtype
 from ..errors import GemmShapeError
 from ..plan.stages import BufferRequest, StageSolution, solve_stages
@@ -178,7 +180,7 @@ def a_box(a_rows: int, dtype: str = "bfloat16", target: str = "sm_90a") -> Buffe
     """The rows of an A stage that the producer loads: ``a_rows x tile_k`` at the top of the
     stage, laid out like A's rows (a plan-only buffer from which the A tensor map takes its
     box). With fewer than 64 rows only the first consumer's wgmma reads them; its rows past
-    ``a_rows`` hold whatever the stage held before and give rows of C past M, never stored."""
+    ``a_rows``, zeroed once by the idle consumer, give rows of C past the tile, never stored."""
     check_a_rows(a_rows)
     smem = SMEMPool(name="a_box", target=target)
     return smem.alloc_mma((a_rows, tile_k(dtype)), dtype, "128B", name="A_box")
@@ -202,3 +204,35 @@ def c_box(a_rows: int, tile_n: int = TILE_N, target: str = "sm_90a") -> Buffer:
     if cols == EPILOGUE_COLS:
         return smem.alloc_mma((rows, cols), "bfloat16", "128B", name="C_box")
     return smem.alloc((rows, cols), "bfloat16", name="C_box")
+
+
+class TmaBoxes(NamedTuple):
+    """The boxes of the GEMM's three tensor maps (:func:`tma_boxes`)."""
+
+    a: Buffer
+    b: Buffer
+    c: Buffer
+
+
+def tma_boxes(
+    dtype: str,
+    tile_n: int,
+    a_rows: int = TILE_M,
+    cluster_m: int = 1,
+    cluster_n: int = 1,
+    target: str = "sm_90a",
+    plan: SMEMPool | None = None,
+) -> TmaBoxes:
+    """The boxes a CTA's tensor maps load and store with, for tiles ``tile_n`` wide of
+    ``a_rows`` rows in clusters of ``cluster_m`` along M or ``cluster_n`` along N: A's, the
+    plan's A stage, or its top ``a_rows / cluster_n`` rows (:func:`a_box`: this rank's share);
+    B's, this rank's multicast share (:func:`b_share`); C's, the staging tile, or its top
+    ``a_rows`` rows for tiles of fewer than 64 (:func:`c_box`). ``plan`` is the kernel's
+    :func:`hopper_gemm_persistent_plan` when the caller has it already."""
+    if plan is None:
+        plan = hopper_gemm_persistent_plan(dtype, target, tile_n, a_rows)
+    rows = a_rows // cluster_n
+    a = plan.buffer("A") if rows == TILE_M else a_box(rows, dtype, target)
+    b = b_share(cluster_m, dtype, target, tile_n)
+    small = a_rows < TILE_M // CONSUMERS
+    return TmaBoxes(a, b, c_box(a_rows, tile_n, target) if small else plan.buffer("C_stage"))
