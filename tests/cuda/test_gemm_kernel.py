@@ -285,6 +285,9 @@ def test_cluster_kernel_multicasts_b_and_arrives_on_both_ctas():
 def test_cluster_size_is_one_two_or_four():
     with pytest.raises(GemmShapeError, match=r"cluster_m is one of \(1, 2, 4\) .*, got 3"):
         hopper_gemm_persistent(cluster_m=3)
+    for bad in (True, 2.0, "2"):  # True == 1 and 2.0 == 2, but neither is a CTA count
+        with pytest.raises(GemmShapeError, match=r"cluster_m is one of \(1, 2, 4\)"):
+            hopper_gemm_persistent(cluster_m=bad)
 
 
 def _probe(body, target="sm_90a"):

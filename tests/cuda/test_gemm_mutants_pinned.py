@@ -344,3 +344,26 @@ def test_tma_boxes_are_the_plan_buffers_or_their_top_rows(kwargs, a, b, c):
             assert box.name == want
         else:
             assert tuple(box.shape) == want
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"dtype": "float16"}, "the GEMM takes A and B as one of"),
+        ({"cluster_m": 0}, r"cluster_m is one of \(1, 2, 4\), got 0"),
+        ({"cluster_m": 3}, r"cluster_m is one of \(1, 2, 4\), got 3"),
+        ({"cluster_m": True}, r"cluster_m is one of \(1, 2, 4\), got True"),
+        ({"cluster_m": -1}, r"cluster_m is one of \(1, 2, 4\), got -1"),
+        ({"cluster_n": 0}, r"cluster_n is one of \(1, 2, 4\), got 0"),
+        ({"cluster_n": 1.5}, r"cluster_n is one of \(1, 2, 4\), got 1.5"),
+        ({"cluster_n": True}, r"cluster_n is one of \(1, 2, 4\), got True"),
+        ({"cluster_m": 2, "cluster_n": 2}, "along M .* or along N .*, not both"),
+        ({"a_rows": 48}, "a stage loads one of"),
+        ({"a_rows": 16, "cluster_n": 4}, "a stage loads one of"),  # 4-row shares
+        ({"tile_n": 100}, "one of"),
+    ],
+)
+def test_tma_boxes_refuse_what_no_kernel_builds(kwargs, match):
+    kw = {"dtype": "bfloat16", "tile_n": 256, **kwargs}
+    with pytest.raises(GemmShapeError, match=match):
+        gemm_plan.tma_boxes(kw.pop("dtype"), kw.pop("tile_n"), **kw)

@@ -56,6 +56,7 @@ from ..validate import check_int
 from . import plan as gemm_plan
 from . import shapes
 from .plan import (
+    CLUSTER_SIZES,
     CONSUMERS,
     EPILOGUE_BUFFERS,
     TILE_M,
@@ -67,7 +68,6 @@ PRODUCER_REGS = 40  # a TMA-issuing warpgroup needs few registers
 CONSUMER_REGS = 232  # 128 accumulators + descriptors + epilogue; 128*40 + 256*232 <= 65536
 THREADS = 128 * (1 + CONSUMERS)
 DEFAULT_GROUP_M = 8
-CLUSTER_SIZES = (1, 2, 4)  # CTAs along M sharing B; the multicast box is TILE_N / size rows
 
 
 def tile_coords(tile, m_tiles, n_tiles, group_m):
@@ -913,9 +913,9 @@ def hopper_gemm_persistent(
     ``flags`` (``grid * 2`` uint32, zero before the first launch) count the hand-overs and
     are zero again after each launch. The owner waits for CTAs of higher index, so the grid
     must be resident at once: at most one CTA per SM (:func:`stream_k_grid`)."""
-    if cluster_m not in CLUSTER_SIZES:
+    if type(cluster_m) is not int or cluster_m not in CLUSTER_SIZES:
         raise GemmShapeError(
-            f"cluster_m is one of {CLUSTER_SIZES} (CTAs sharing B by multicast), got {cluster_m}"
+            f"cluster_m is one of {CLUSTER_SIZES} (CTAs sharing B by multicast), got {cluster_m!r}"
         )
     _check_cluster_n(cluster_n, cluster_m, a_rows, split_k, stream_k)
     if split_k and cluster_m != 1:
@@ -1862,9 +1862,14 @@ def one_tile_width(
     ``dtype`` is one of :data:`ONE_TILE_TYPES`; None where no width does."""
     m, n, k, sms = _positive_ints("one_tile_width", m=m, n=n, k=k, sms=sms)
     gemm_plan.check_input_type(dtype)
+    return _one_tile_width(m, n, sms, dtype, widths, policy(m, n, k, sms, dtype, widths))
+
+
+def _one_tile_width(m, n, sms, dtype, widths, tiled_config) -> int | None:
+    """:func:`one_tile_width` given :func:`policy`'s answer ``tiled_config`` for the shape."""
     if dtype not in ONE_TILE_TYPES or a_rows_for(m) != TILE_M // CONSUMERS:
         return None
-    if policy(m, n, k, sms, dtype, widths)[2] > 1:
+    if tiled_config[2] > 1:
         return None  # a split K (run as stream-K, or replaced by finer tiles) stays
     fits = [w for w in widths if ONE_TILE_MIN_FILL * sms <= ceil_div(n, w) <= sms]
     return max(fits) if fits else None
@@ -1968,7 +1973,7 @@ class AutoGemm:
         rows64 = _rows64_width(m, n, k, self.sms, self.dtype, self.widths, self.promote, tiled)
         if rows64 is not None:  # tiles of 64 rows over M > 64
             return rows64, 1, 1, TILE_M // CONSUMERS, False
-        one = one_tile_width(m, n, k, self.sms, self.dtype, self.widths)
+        one = _one_tile_width(m, n, self.sms, self.dtype, self.widths, tiled)
         if one is not None:  # one 64-row tile of M, bound by memory
             return one, 1, 1, TILE_M // CONSUMERS, False
         tile_n, cluster_m, splits = tiled

@@ -35,6 +35,7 @@ NARROW_EPILOGUE_COLS = (48, 80)
 EPILOGUE_BUFFERS = 2  # per consumer: fill one while the TMA store of the other drains
 PHASES = ("mainloop", "epilogue")
 A_ROWS = (128, 64, 32, 16, 8)  # rows of A a stage loads: all of the tile, or fewer for small M
+CLUSTER_SIZES = (1, 2, 4)  # CTAs of a cluster along M (sharing B) or along N (sharing A)
 
 
 def tile_k(dtype: str = "bfloat16") -> int:
@@ -228,7 +229,17 @@ def tma_boxes(
     plan's A stage, or its top ``a_rows / cluster_n`` rows (:func:`a_box`: this rank's share);
     B's, this rank's multicast share (:func:`b_share`); C's, the staging tile, or its top
     ``a_rows`` rows for tiles of fewer than 64 (:func:`c_box`). ``plan`` is the kernel's
-    :func:`hopper_gemm_persistent_plan` when the caller has it already."""
+    :func:`hopper_gemm_persistent_plan` when the caller has it already. Clusters are one of
+    :data:`CLUSTER_SIZES` along one direction at most (GemmShapeError otherwise)."""
+    check_input_type(dtype)
+    for name, size in (("cluster_m", cluster_m), ("cluster_n", cluster_n)):
+        if type(size) is not int or size not in CLUSTER_SIZES:
+            raise GemmShapeError(f"{name} is one of {CLUSTER_SIZES}, got {size!r}")
+    if cluster_m > 1 and cluster_n > 1:
+        raise GemmShapeError(
+            f"a cluster runs along M (sharing B) or along N (sharing A), not both; got "
+            f"cluster_m={cluster_m}, cluster_n={cluster_n}: set one of them to 1"
+        )
     if plan is None:
         plan = hopper_gemm_persistent_plan(dtype, target, tile_n, a_rows)
     rows = a_rows // cluster_n
