@@ -3,15 +3,20 @@ process to show the spread between runs.
 
     PYTHONPATH=src python3 benchmarks/gemm_configs.py DTYPE MxNxK[,...] CONFIG[,...] \
         [ROUNDS] [REPEATS]
+    PYTHONPATH=src python3 benchmarks/gemm_configs.py profile DTYPE MxNxK CONFIG
 
-``CONFIG`` is ``WxCrR`` with an optional trailing ``s``: tiles ``W`` wide (``hopper.TILE_NS``)
-in clusters of ``C`` CTAs along M, ``R`` rows of A a stage (``plan.A_ROWS``), ``s`` for the
-stream-K kernel; e.g. ``128x1r64`` (64-row tiles 128 wide, alone), ``192x1r128s``. fp8 kernels
-promote every two K tiles, as AutoGemm's. For each shape, REPEATS times (3 by default): the
-policy and every configuration with benchmarks/gemm.py's method (every product checked against
-a float64 reference first, fresh inputs, NaN-poisoned C, rotating order, median of ROUNDS
-rounds, 5 by default). One ``CONFIGS`` line a repeat (ratios cuBLAS time / tilemem time), then
-a ``MEDIAN`` line of each label's median over the repeats. Needs an sm_90 GPU and torch.
+The second form only checks the product and launches CONFIG three times (for ncu).
+
+``CONFIG`` is ``WxCrR`` with an optional trailing ``s`` or ``nN``: tiles ``W`` wide
+(``hopper.TILE_NS``) in clusters of ``C`` CTAs along M, ``R`` rows of A a stage
+(``plan.A_ROWS``), ``s`` for the stream-K kernel, ``nN`` for clusters of ``N`` CTAs along N
+(sharing A; ``C`` then 1); e.g. ``128x1r64`` (64-row tiles 128 wide, alone), ``192x1r128s``,
+``64x1r32n2``. fp8 kernels promote every two K tiles, as AutoGemm's. For each shape,
+REPEATS times (3 by default): the policy and every configuration with benchmarks/gemm.py's
+method (every product checked against a float64 reference first, fresh inputs, NaN-poisoned C,
+rotating order, median of ROUNDS rounds, 5 by default). One ``CONFIGS`` line a repeat
+(ratios cuBLAS time / tilemem time), then a ``MEDIAN`` line of each label's median over the
+repeats. Needs an sm_90 GPU and torch.
 """
 
 from __future__ import annotations
@@ -31,23 +36,57 @@ from tilemem.gemm import hopper
 
 
 class ConfigAuto(hopper.AutoGemm):
-    """One configuration ``(tile_n, cluster_m, a_rows, stream_k)`` on every shape."""
+    """One configuration ``(tile_n, cluster_m, a_rows, stream_k, cluster_n)`` on every shape."""
 
-    def __init__(self, dtype: str, config: tuple[int, int, int, bool]):
+    def __init__(self, dtype: str, config: tuple[int, int, int, bool, int]):
         super().__init__(dtype=dtype)
         self.fixed = config
 
     def config(self, m, n, k=None):
-        tile_n, cluster_m, a_rows, stream_k = self.fixed
+        tile_n, cluster_m, a_rows, stream_k, _ = self.fixed
         return tile_n, cluster_m, 1, a_rows, stream_k
 
+    def _gemm(self, config):
+        if self.fixed[4] == 1:
+            return super()._gemm(config)
+        tile_n, cluster_m, _, a_rows, stream_k = config
+        key = (tile_n, cluster_m, False, a_rows, stream_k)
+        if key not in self.gemms:
+            self.gemms[key] = hopper.HopperGemm(
+                self.group_m,
+                cluster_m,
+                self.dtype,
+                self.l2_promotion,
+                tile_n,
+                a_rows=a_rows,
+                promote=self.promote,
+                promote_every=self.promote_every,
+                stream_k=stream_k,
+                programmatic=self.programmatic,
+                cluster_n=self.fixed[4],
+            )
+        return self.gemms[key]
 
-def parse_config(text: str) -> tuple[int, int, int, bool]:
-    """``WxCrR[s]`` as ``(tile_n, cluster_m, a_rows, stream_k)``."""
+
+def parse_config(text: str) -> tuple[int, int, int, bool, int]:
+    """``WxCrR[s][nN]`` as ``(tile_n, cluster_m, a_rows, stream_k, cluster_n)``."""
+    text, _, along_n = text.partition("n")
     stream_k = text.endswith("s")
     width, rest = text.removesuffix("s").split("x")
     cluster, rows = rest.split("r")
-    return int(width), int(cluster), int(rows), stream_k
+    return int(width), int(cluster), int(rows), stream_k, int(along_n or 1)
+
+
+def profile(dtype: str, shape: str, label: str) -> None:
+    """Check ``label``'s product on ``shape``, then launch it three times (for ncu)."""
+    m, n, k = (int(x) for x in shape.split("x"))
+    gemm = ConfigAuto(dtype, parse_config(label))
+    bench.check([gemm], m, n, k, seed=1)
+    a, b = bench._inputs(m, n, k, bench.TORCH_TYPES[dtype])
+    run = gemm.prepare(a, b, torch.empty(m, n, device="cuda", dtype=torch.bfloat16))
+    for _ in range(3):
+        run()
+    torch.cuda.synchronize()
 
 
 def repeated(gemms, labels, m, n, k, rounds, repeats, tag, prefix) -> dict[str, float]:
@@ -68,6 +107,10 @@ def repeated(gemms, labels, m, n, k, rounds, repeats, tag, prefix) -> dict[str, 
 
 
 def main() -> None:
+    if sys.argv[1] == "profile":
+        torch.zeros(1, device="cuda")
+        profile(*sys.argv[2:5])
+        return
     dtype = sys.argv[1]
     shapes = [tuple(int(x) for x in s.split("x")) for s in sys.argv[2].split(",")]
     labels = sys.argv[3].split(",")

@@ -9,7 +9,10 @@ pytestmark = pytest.mark.gpu
 
 # 240 / 4 = 60 rows of B is no whole swizzle atom: 240 runs alone or in pairs only
 CONFIGS = [
-    (t, cm) for t in (256, 240, 192, 160, 128, 96, 64) for cm in (1, 2, 4) if (t, cm) != (240, 4)
+    (t, cm)
+    for t in (256, 240, 224, 192, 160, 128, 96, 64)
+    for cm in (1, 2, 4)
+    if (t, cm) != (240, 4)
 ]
 
 
@@ -27,8 +30,8 @@ def gemm(torch, request):
         (256, 512, 640, None),  # whole tiles, one per CTA; the 4-stage ring wraps
         (1000, 1032, 520, 3),  # ragged in M, N and K; 40 tiles over 3 CTAs, 9 K steps each
         (1100, 1032, 520, 4),  # 9 M tiles: with clusters the last unit has tiles outside M
-        # 1000 = 5 x 192 + 40 = 4 x 240 + 40: 128 x 192 and 128 x 240 CTAs (odd slice
-        # counts) alternate staging tiles across their tiles
+        # 1000 = 5 x 192 + 40 = 4 x 240 + 40 = 4 x 224 + 104: 128 x 192, 128 x 240 and
+        # 128 x 224 CTAs (odd slice counts: 3, 5, 7) alternate staging tiles across their tiles
         (520, 1000, 136, 2),
     ],
 )
@@ -69,7 +72,8 @@ def test_fp8_inputs_give_the_fp32_product(torch):
     a = torch.randn(m, k, device="cuda", generator=gen).to(torch.float8_e4m3fn)
     b = torch.randn(n, k, device="cuda", generator=gen).to(torch.float8_e4m3fn)
     ref = a.float() @ b.float().T
-    for cluster_m, tile_n in ((1, 256), (2, 256), (1, 240), (2, 240), (1, 192), (2, 192)):
+    widths = (256, 240, 224, 192)
+    for cluster_m, tile_n in ((c, w) for w in widths for c in (1, 2)):
         c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
         HopperGemm(group_m=3, cluster_m=cluster_m, dtype="float8_e4m3fn", tile_n=tile_n)(a, b, c)
         torch.cuda.synchronize()
@@ -92,6 +96,27 @@ def test_shape_policy_picks_and_runs_the_240_wide_tile_on_the_ragged_shape(torch
     err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
     assert bool(torch.isfinite(c).all()) and err < 1e-2, err
     assert [(g.tile_n, g.cluster_m) for g in gemm.gemms.values()] == [(240, 2)]
+
+
+@pytest.mark.parametrize(("m", "k"), [(200, 520), (16, 264)])
+def test_shape_policy_runs_224_wide_tiles_alone_on_the_mlp_width(torch, m, k):
+    # N = 28672 = 128 x 224 (Llama-3 8B's MLP): 224-wide tiles alone, 128 and 16 rows; K
+    # ragged (9 and 3 K tiles, the last partial)
+    from tilemem.gemm.hopper import AutoGemm
+
+    n = 28672
+    gen = torch.Generator(device="cuda").manual_seed(m + k)
+    a = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)
+    b = torch.randn(n, k, device="cuda", generator=gen).to(torch.bfloat16)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    gemm = AutoGemm(group_m=8)
+    gemm(a, b, c)
+    torch.cuda.synchronize()
+    ref = a.float() @ b.float().T
+    err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
+    assert bool(torch.isfinite(c).all()) and err < 1e-2, err
+    rows = 128 if m > 64 else 16
+    assert [(g.tile_n, g.cluster_m, g.a_rows) for g in gemm.gemms.values()] == [(224, 1, rows)]
 
 
 @pytest.mark.parametrize(

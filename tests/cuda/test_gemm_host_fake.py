@@ -626,21 +626,27 @@ def test_stream_k_takes_positive_int_splits_and_only_bools(drv, splits):
 
 
 def test_auto_gemm_runs_stream_k_where_its_policy_says(drv):
-    # 512 x 28672 x 4096 bf16 (stream_k_policy: 256 wide; the tiled policy's 240 x 2 pairs):
-    # 4 M tiles x 112 N tiles, 64 K tiles, groups of 4 CTAs, 33 groups; then 256 x 6144 x 4096
-    # (31 K steps a CTA: not stream-K; the tiled kernel's 128 x 96 tiles, 128 in one round,
-    # cost 64 K steps x 96 x 1.75 = 10752, 64-row tiles of 64 x 192, 4 x 32 = 128 in one
-    # round, 64 x 192 x 0.8 = 9830.4: those run)
+    # 384 x 14336 x 4096 bf16 (stream_k_policy: 256 wide; the tiled policy's 224-wide tiles
+    # alone, 3 x 64 = 192 in two rounds of 132, fill 0.73 < STREAM_K_KEEP_FILL): 3 M tiles x
+    # 56 N tiles, 64 K tiles, groups of 3 CTAs, 44 groups; then 256 x 6144 x 4096 (31 K steps
+    # a CTA: not stream-K; the tiled kernel's 128 x 96 tiles, 128 in one round, cost 64 K
+    # steps x 96 x 1.75 = 10752, 64-row tiles of 64 x 192, 4 x 32 = 128 in one round, 64 x
+    # 192 x 0.8 = 9830.4: those run); then 512 x 28672 x 4096, where 4 x 128 = 512 tiles of
+    # 224 fill four rounds to 0.97: tiled, alone (ALONE_WIDTHS), 128 CTAs
     auto = AutoGemm()
-    assert auto.config(512, 28672, 4096) == (256, 1, 1, 128, True)
-    auto(*operands(512, 28672, 4096))
+    assert auto.config(384, 14336, 4096) == (256, 1, 1, 128, True)
+    auto(*operands(384, 14336, 4096))
     auto(*operands(256, 6144, 4096))
-    (name, sk), (name2, _) = drv.kernel_launches()
-    assert (name, name2) == (
+    assert auto.config(512, 28672, 4096) == (224, 1, 1, 128, False)
+    auto(*operands(512, 28672, 4096))
+    (name, sk), (name2, _), (name3, tiled) = drv.kernel_launches()
+    assert (name, name2, name3) == (
         "hopper_gemm_persistent_streamk",
         "hopper_gemm_persistent_n192_a64",
+        "hopper_gemm_persistent_n224",
     )
-    assert sk.grid == (132, 1, 1) and ints(sk.params[3:8]) == [4, 112, 64, 8, 4]
+    assert sk.grid == (132, 1, 1) and ints(sk.params[3:8]) == [3, 56, 64, 8, 3]
+    assert tiled.grid == (132, 1, 1) and ints(tiled.params[3:6]) == [4, 128, 64]
 
 
 def test_a_device_that_holds_no_cluster_is_refused_before_the_launch(drv):
@@ -884,9 +890,9 @@ def test_the_cluster_sweep_builds_pairs_along_m_and_n(drv, monkeypatch):
     # one M tile of 64 rows over 96 N tiles: 1x2 pairs
     assert auto.config(64, 6144, 4096)[1:] == (1, 1, 64, False)
     assert sweep.pairs_for(auto, 64, 6144, 4096)[2:] == (1, 2)
-    # clusters already (8192^3: 256 x 2), stream-K (512 x 28672 x 4096): unchanged
+    # clusters already (8192^3: 256 x 2), stream-K (1024 x 10240 x 8192): unchanged
     assert auto.config(8192, 8192, 8192)[1] == 2 and sweep.pairs_for(auto, 8192, 8192, 8192) is None
-    assert auto.config(512, 28672, 4096)[4] and sweep.pairs_for(auto, 512, 28672, 4096) is None
+    assert auto.config(1024, 10240, 8192)[4] and sweep.pairs_for(auto, 1024, 10240, 8192) is None
 
 
 def test_the_arrivals_benchmark_rebuilds_the_serial_release(drv, monkeypatch):
@@ -936,13 +942,14 @@ def test_the_stream_k_cluster_benchmark_pairs_the_policys_stream_k(drv, monkeypa
     bench = _load_benchmark(monkeypatch, "gemm_stream_k_clusters")
     auto = bench.hopper.AutoGemm()
     auto.sms = 132
-    assert auto.config(384, 28672, 4096) == (256, 1, 1, 128, True)  # 3 M tiles
-    pairs = bench.clustered(auto, 384, 28672, 4096)
+    assert auto.config(384, 14336, 4096) == (256, 1, 1, 128, True)  # 3 M tiles
+    pairs = bench.clustered(auto, 384, 14336, 4096)
     assert [(label, g.cluster_m, g.tile_n, g.stream_k) for label, g in pairs] == [
         ("pairs", 2, 256, True)
     ]
-    assert auto.config(512, 28672, 4096) == (256, 1, 1, 128, True)
-    assert [label for label, _ in bench.clustered(auto, 512, 28672, 4096)] == ["pairs", "fours"]
+    assert auto.config(1024, 10240, 8192) == (256, 1, 1, 128, True)  # 8 M tiles
+    assert [label for label, _ in bench.clustered(auto, 1024, 10240, 8192)] == ["pairs", "fours"]
+    assert bench.clustered(auto, 512, 28672, 4096) == []  # 224-wide tiles alone
     assert bench.clustered(auto, 8192, 8192, 8192) == []  # the tiled kernel
     # stream-K over one M tile (64 rows: a 2-way split run as stream-K)
     assert auto.config(64, 4096, 14336) == (64, 1, 2, 64, True)
@@ -981,14 +988,23 @@ def test_the_promotion_benchmark_builds_what_it_names(drv, monkeypatch):
 
 
 def test_the_configs_benchmark_reads_its_labels(drv, monkeypatch):
-    """benchmarks/gemm_configs.py: ``WxCrR[s]`` labels, each one configuration on every shape."""
+    """benchmarks/gemm_configs.py: ``WxCrR[s][nN]`` labels, each one configuration on every
+    shape; ``nN`` builds the kernel of clusters of N CTAs along N."""
     bench = _load_benchmark(monkeypatch, "gemm_configs")
-    assert bench.parse_config("128x1r64") == (128, 1, 64, False)
-    assert bench.parse_config("192x2r128s") == (192, 2, 128, True)
+    assert bench.parse_config("128x1r64") == (128, 1, 64, False, 1)
+    assert bench.parse_config("192x2r128s") == (192, 2, 128, True, 1)
+    assert bench.parse_config("64x1r32n2") == (64, 1, 32, False, 2)
     auto = bench.ConfigAuto("bfloat16", bench.parse_config("256x1r64"))
     auto.sms = 132
     assert auto.config(256, 4096, 14336) == (256, 1, 1, 64, False)
     assert auto.config(8192, 8192, 8192) == (256, 1, 1, 64, False)
+    assert auto.gemm_for(64, 4096, 4096).cluster_n == 1
+    along_n = bench.ConfigAuto("float8_e4m3fn", bench.parse_config("64x1r64n4"))
+    along_n.sms = 132
+    gemm = along_n.gemm_for(64, 4096, 14336)
+    assert (gemm.cluster_n, gemm.cluster_m, gemm.a_rows, gemm.tile_n) == (4, 1, 64, 64)
+    assert (gemm.promote, gemm.promote_every) == (True, 2)  # as AutoGemm's fp8
+    assert "_clustern4" in gemm.program.name
 
 
 def test_the_zero_rows_benchmark_builds_what_it_names(drv, monkeypatch):
@@ -1024,3 +1040,35 @@ def test_the_stagger_benchmark_builds_the_consumers_in_step(drv, monkeypatch):
     instep = bench.InStepAuto(dtype=bench.FP8)._gemm(config).program.source
     assert "kg_1" in policy and "kg_1" not in instep
     assert bench.hopper.STAGGER_K_TILES == 1  # restored after the build
+
+
+def test_the_cluster_cost_benchmark_builds_what_it_names(drv, monkeypatch):
+    """benchmarks/gemm_cluster_cost.py: ``pairs`` is the library's 2x1 kernel (B multicast in
+    halves, each stage freed in both CTAs); ``coupled`` loads all of B in each CTA, no
+    multicast, still freeing each stage in both; ``local`` shares nothing (each stage's
+    ``empty`` counts this CTA's one consumer, arrived on locally); the library's kernels are
+    unchanged after the builds."""
+    bench = _load_benchmark(monkeypatch, "gemm_cluster_cost")
+    kwargs = dict(tile_n=64, a_rows=32)
+    library = bench.hopper.HopperGemm(cluster_m=2, **kwargs).program.source
+    built = {v: bench.pair(v, **kwargs) for v in ("mc", "coupled", "local")}
+    source = {v: g.program.source for v, g in built.items()}
+    assert source["mc"] == library
+    assert bench.hopper.HopperGemm(cluster_m=2, **kwargs).program.source == library
+    assert "multicast::cluster" in library and "mapa.shared::cluster" in library
+    for v in ("coupled", "local"):
+        assert "multicast::cluster" not in source[v]
+        assert "barrier.cluster.arrive" in source[v]  # still a cluster launch's kernel
+        assert built[v].b_share.shape == (64, 64)  # the whole B tile a stage
+    assert built["mc"].b_share.shape == (32, 64)  # this rank's half
+    assert "mapa.shared::cluster" in source["coupled"]  # frees the stage in both CTAs
+    assert "mapa.shared::cluster" not in source["local"]
+    empty_counts = {
+        v: {
+            line.split('"r"((uint32_t)(')[1][0]
+            for line in s.splitlines()
+            if "empty_bar +" in line and "mbarrier.init" in line
+        }
+        for v, s in source.items()
+    }
+    assert empty_counts == {"mc": {"2"}, "coupled": {"2"}, "local": {"1"}}

@@ -235,3 +235,34 @@ def test_the_160_wide_tile_runs_tiled_where_it_fills_the_sms():
     assert stream_k_policy(512, 10240, 8192, 132, *fp8) is None
     # other tiled widths still give way to stream-K where its model says so
     assert stream_k_policy(256, 4096, 14336, 132) == 192
+
+
+def test_the_224_wide_tile_runs_alone_and_stays_where_it_fills_its_rounds():
+    from tilemem.gemm.hopper import (
+        ALONE_WIDTHS,
+        STREAM_K_KEEP_FILL,
+        STREAM_K_KEEPS_FILLED,
+        launch_config,
+        policy,
+        stream_k_policy,
+    )
+
+    assert ALONE_WIDTHS == (224,) and STREAM_K_KEEPS_FILLED == (224,)
+    assert STREAM_K_KEEP_FILL == 0.95
+    # 256 x 28672: 2 x 128 = 256 tiles of 224; launch_config pairs them (128 units over 66
+    # pairs, 2 rounds: 2 x 224 x 1.03 = 461.4 against 2 x 256 = 512 for 256-wide pairs), the
+    # policy runs them alone: 256 / (2 x 132) = 0.970 of two rounds, so stream-K (whose model
+    # costs 112 units x 64 K tiles / 66 groups = 108.6 steps x 256 = 27,803, below 0.95 of the
+    # tiles' 2 x 64 x 224 x 1.03 = 29,532) does not replace them
+    assert launch_config(256, 28672, 132) == (224, 2)
+    assert policy(256, 28672, 4096, 132) == (224, 1, 1)
+    assert stream_k_policy(256, 28672, 4096, 132) is None
+    # one SM fewer: 256 / (2 x 131) = 0.977, kept; 134 SMs: 256 tiles in 2 rounds of 134,
+    # 0.955, kept; 135: 0.948, below the fill: stream-K's model decides (and replaces them)
+    assert stream_k_policy(256, 28672, 4096, 131) is None
+    assert stream_k_policy(256, 28672, 4096, 134) is None
+    assert policy(256, 28672, 4096, 135) == (224, 1, 1)
+    assert stream_k_policy(256, 28672, 4096, 135) == 256
+    # 1024 x 10240: 8 x 46 = 368 tiles of 224 in three rounds of 132, 0.929: stream-K
+    assert policy(1024, 10240, 8192, 132) == (224, 1, 1)
+    assert stream_k_policy(1024, 10240, 8192, 132) == 256

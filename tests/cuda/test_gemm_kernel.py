@@ -202,7 +202,8 @@ def test_240_wide_b_tile_does_not_split_four_ways():
 
 def test_tile_width_is_one_the_kernel_knows():
     with pytest.raises(
-        GemmShapeError, match=r"128 x one of \(256, 240, 192, 160, 128, 96, 64\) columns, got 176"
+        GemmShapeError,
+        match=r"128 x one of \(256, 240, 224, 192, 160, 128, 96, 64\) columns, got 176",
     ):
         hopper_gemm_persistent(tile_n=176)
     assert _check_operands(_tensor(300, 200), _tensor(128, 200), _tensor(300, 128), tile_n=128)
@@ -225,9 +226,14 @@ def test_tile_width_is_one_the_kernel_knows():
         (304, 528, (64, 1)),
         # one row of M tiles: 16 x 57344 in 224 tiles of 256 would pair up (> 132 tiles), but
         # the second CTA of a pair would only compute rows past M; alone: 2 rounds of 224
-        # tiles for 256 (512), 2 of 239 for 240 (2 x 240 x 1.01 = 484.8), 3 of 299 for 192
-        # (593.3), 4 of 448 for 128 (716.8), 7 of 896 for 64 (851.2)
-        (16, 57344, (240, 1)),
+        # tiles for 256 (512), 2 of 239 for 240 (2 x 240 x 1.01 = 484.8), 2 of 256 for 224
+        # (2 x 224 x 1.03 = 461.4), 3 of 299 for 192 (593.3), 4 of 448 for 128 (716.8), 7 of
+        # 896 for 64 (851.2)
+        (16, 57344, (224, 1)),
+        # 4 x 128 tiles of 224: 256 units of pairs over 66, 4 rounds (4 x 224 x 1.03 = 922.9);
+        # 256: 4 rounds of 224 units (1024); 240: 4 of 240 units (969.6). launch_config pairs
+        # them; the policy runs them alone (ALONE_WIDTHS)
+        (512, 28672, (224, 2)),
     ],
 )
 def test_launch_config_counts_rounds_of_whole_tiles(m, n, config):
@@ -670,3 +676,13 @@ def test_each_tensor_map_is_prefetched_once_before_the_first_load(kwargs, maps):
     assert src.rindex("prefetch.tensormap") < src.index("cp.async.bulk.tensor")
     before = src[:first_prefetch].rsplit("if (", 1)[1]
     assert before.startswith("((int)threadIdx.x == 0))")
+
+
+@pytest.mark.parametrize("cluster_m", [1, 2])
+def test_224_wide_bf16_kernel_compiles_without_spills(cluster_m):
+    # 112 fp32 accumulators a thread of the consumer's 232 registers; ptxas must keep
+    # setmaxnreg (C7508), not spill, and keep the wgmmas asynchronous (C7514)
+    pytest.importorskip("cuda.core")
+    info = _ptxas_info(hopper_gemm_persistent(cluster_m=cluster_m, tile_n=224))
+    assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in info, info
+    assert "C7508" not in info and "C7514" not in info, info

@@ -1,9 +1,10 @@
-"""The 128 x 96 and 128 x 160 CTA tiles in the simulator against numpy's fp32 product: wgmma
-m64n96k16 and m64n160k16 (PTX ISA 9.0, "Asynchronous Warpgroup Level Matrix Multiply-
-Accumulate": N a multiple of 8 up to 256 for .bf16 and .e4m3), B boxes of 96 and 160 rows
-(twelve and twenty 8-row 128-byte swizzle atoms; a pair's or a four's share of them) and C
-epilogues in unswizzled slices where 64 does not divide the width: two of 48 columns for 96,
-two of 80 for 160. C starts as NaN, so a column nobody writes fails (the check: gemmsim.py)."""
+"""The 128 x 96, 128 x 160 and 128 x 224 CTA tiles in the simulator against numpy's fp32
+product: wgmma m64n96k16, m64n160k16 and m64n224k16 (PTX ISA 9.0, "Asynchronous Warpgroup
+Level Matrix Multiply-Accumulate": N a multiple of 8 up to 256 for .bf16 and .e4m3), B boxes
+of 96, 160 and 224 rows (12, 20 and 28 8-row 128-byte swizzle atoms; a pair's or a four's
+share of them) and C epilogues in unswizzled slices where 64 does not divide the width: two
+of 48 columns for 96, two of 80 for 160, seven of 32 for 224. C starts as NaN, so a column
+nobody writes fails (the check: gemmsim.py)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,12 @@ def _program(tile_n: int, cluster_m: int, dtype: str):
         (160, 512, 256, 128, 4, 4, "bfloat16"),
         # fp8 promoted every two K tiles, in pairs (80 rows of B each)
         (160, 256, 168, 384, 2, 2, "float8_e4m3fn"),
+        # pairs sharing B (112 of the 224 rows each); N = 456: 224 + 224 + 8 columns, the
+        # third N tile's seventh 32-column slice past N, 2 K tiles; 3 units over one pair, so
+        # the odd slice count carries the staging alternation from tile to tile
+        (224, 256, 456, 128, 2, 2, "bfloat16"),
+        # fours sharing B: 56 rows each (7 swizzle atoms); one tile of 200 columns
+        (224, 512, 200, 64, 4, 4, "bfloat16"),
     ],
 )
 def test_the_narrow_tiles_match_numpy(tile_n, m, n, k, cluster_m, grid, dtype):
@@ -61,6 +68,25 @@ def test_96_columns_stage_seven_times_beside_two_48_column_c_slices():
     # (HARDWARE: sm_90 227 KiB a block), an 8th stage would need 248 KiB
     assert gemm_plan.epilogue_cols(96) == 48
     assert gemm_plan.stages("sm_90a", "bfloat16", 96).stages == 7
+
+
+def test_224_columns_stage_four_times_beside_seven_32_column_c_slices():
+    # A 128 x 64 bf16 = 16 KiB, B 224 x 64 = 28 KiB a stage (+ two 8-byte barriers); C: 2
+    # consumers x 2 buffers of 64 x 32 bf16 (4 KiB each, 16 KiB); 4 x 45,072 + 16,384 =
+    # 196,672 bytes of the 232,448 a block may opt into (227 KiB, sm_90), a 5th stage would
+    # need 241,744. Two 112-column slices (56 KiB of staging) would leave three stages.
+    assert gemm_plan.epilogue_cols(224) == 32
+    solution = gemm_plan.stages("sm_90a", "bfloat16", 224)
+    assert (solution.stages, solution.bytes_used) == (4, 196_672)
+    # the promoted kernel's two fragments of 112 registers + 40 others exceed 232
+    assert 224 not in PROMOTED_TILE_NS
+    source = hopper_gemm_persistent(cluster_m=2, tile_n=224).source
+    assert source.count("wgmma.mma_async.sync.aligned.m64n224k16.f32.bf16.bf16") == 4
+    assert "float acc[112]" in source and "(st_row * 32)" in source
+    # seven slices a tile: the staging tile of slice j of the CTA's tile t is (7 t + j) % 2
+    assert "((t_1 * 7) % 2)" in source and "(((t_1 * 7) + 6) % 2)" in source
+    assert "((n_tile_1 * 224) + 192)" in source  # the seventh slice's first column
+    assert "(cta_rank * 112u)" in source  # each CTA of a pair multicasts 112 of B's rows
 
 
 def test_160_columns_stage_five_times_beside_two_80_column_c_slices():

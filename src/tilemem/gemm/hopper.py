@@ -17,7 +17,8 @@ tiles of its cluster (``Schedule``):
   ``k`` has been issued and the older one has completed (in a cluster, lane ``r`` of the
   warpgroup's first warp arrives on CTA ``r``'s barrier). Promoted fp8 (``promote``) sums
   each K tile in a second fragment and adds it into the accumulators (:func:`_promote`).
-- the epilogue rounds to bf16, writes 64-column slices (48 for the 240-wide tile) with
+- the epilogue rounds to bf16, writes 64-column slices (48, 80 or 32 for widths 64 does
+  not divide) with
   ``stmatrix`` into the consumer's two staging tiles and TMA-stores them; meanwhile the
   producer is already filling the ring for the next tile. TMA zero-fills loads and clips
   stores outside the matrices, so M, N and K need not be multiples of the tile, nor as
@@ -570,11 +571,12 @@ def _promote(acc, part, empty, stage, size: int) -> None:
 
 def _epilogue(acc, c, tma_c, consumer, m0, n0, tile) -> None:
     """bf16 C slices of 64 rows x ``c.shape[-1]`` columns (:func:`~.plan.epilogue_cols`: 64,
-    or 48 for the 240-wide tile) through the consumer's two staging tiles, stored by TMA.
+    48 for the 240- and 96-wide tiles, 80 for 160, 32 for 224) through the consumer's two
+    staging tiles, stored by TMA.
     Slices alternate between the two tiles; ``tile`` (the CTA's tile counter) carries the
     alternation on from one output tile to the next when a tile has an odd number of slices
-    (3 for 128 x 192, 5 for 128 x 240), so a slice never overwrites the tile whose TMA store
-    may still be reading.
+    (3 for 128 x 192, 5 for 128 x 240, 7 for 128 x 224), so a slice never overwrites the tile
+    whose TMA store may still be reading.
 
     Accumulator fragment of wgmma m64nN (PTX ISA, "wgmma register fragments"): in warp w,
     ``acc[4 j + r]`` is row ``16 w + lane / 4 + 8 (r / 2)``, column ``8 j + 2 (lane % 4) + r % 2``.
@@ -1529,7 +1531,24 @@ def stream_k_grid(
 # against 2.67 for 192 and 3.0 for 128, and stages C in two unswizzled 80-column slices;
 # WIDTH_COST_160 below.
 WIDTH_COST_160 = 1.215
-WIDTH_COST = {256: 1.0, 240: 1.01, 192: 1.03, 160: WIDTH_COST_160, 128: 1.40, 96: 1.75, 64: 1.9}
+# 128 x 224 (28672 = 128 x 224 and 57344 = 256 x 224 columns, the MLP widths of Llama-3 8B and
+# 70B, where 240 leaves half a tile and 256 a partial round): streams (2 * 64 + 2 * 224) / 224
+# = 2.57 rows of 32 bytes per column against 2.50 for 256, and stages C in seven unswizzled
+# 32-column slices: 1.03 from that count, set before any run. It wins on the products of N =
+# 28672 and 57344 (their 224-wide tiles fill 97% of whole rounds), where the H200 measured
+# 224 at 1.002 to 1.022 times the speed of 240 (one round of tiles) and faster than or as fast
+# as 256-wide stream-K (docs/PERFORMANCE.md, "The 224-wide tile").
+WIDTH_COST_224 = 1.03
+WIDTH_COST = {
+    256: 1.0,
+    240: 1.01,
+    224: WIDTH_COST_224,
+    192: 1.03,
+    160: WIDTH_COST_160,
+    128: 1.40,
+    96: 1.75,
+    64: 1.9,
+}
 
 
 def launch_config(
@@ -1633,6 +1652,11 @@ LONG_K_TILES = 200
 # benchmarks/gemm_alone.py: alone faster on 15 of the 16 fp8 shapes the policy pairs; the
 # slower one, the ragged 5008 x 3008 x 2032, runs 192-wide tiles).
 FP8_ALONE_WIDTHS = (160, 128)
+# Widths whose tiles run alone in either type where launch_config pairs them: 224. Alone beside
+# 2x1 clusters of the same tiles, bf16 (H200, benchmarks/gemm_configs.py, median of 3 repeats
+# in one process; docs/PERFORMANCE.md "The 224-wide tile"): 256 x 28672 x 4096 1.118 against
+# 1.101 of cuBLAS, 512 x 28672 x 4096 0.946 / 0.944, 256 x 57344 x 8192 0.966 / 0.955.
+ALONE_WIDTHS = (224,)
 
 
 def policy(
@@ -1649,9 +1673,10 @@ def policy(
     that width; then where that is an unsplit 128 x 64 or 128 x 128 tile over M > 64 rows
     (the 128-row A box) and K has at least :data:`LONG_K_TILES` K tiles, the tile twice as
     wide with split-K replaces it when :func:`split_count` splits that at all (the measured
-    gain: :data:`LONG_K_TILES`). fp8 tiles of :data:`FP8_ALONE_WIDTHS` run alone."""
+    gain: :data:`LONG_K_TILES`). Tiles of :data:`ALONE_WIDTHS`, and fp8 tiles of
+    :data:`FP8_ALONE_WIDTHS`, run alone."""
     tile_n, cluster_m = launch_config(m, n, sms, widths)
-    if dtype == "float8_e4m3fn" and tile_n in FP8_ALONE_WIDTHS:
+    if tile_n in ALONE_WIDTHS or (dtype == "float8_e4m3fn" and tile_n in FP8_ALONE_WIDTHS):
         cluster_m = 1
     splits = split_count(m, n, k, tile_n, sms, dtype)
     long_k = ceil_div(k, tile_k(dtype)) >= LONG_K_TILES
@@ -1682,6 +1707,15 @@ STREAM_K_GAIN = 0.95  # modelled time against the tiled kernel's, at or below wh
 # 1.125 of cuBLAS against 0.90-0.96), its tiles filling the SMs to 91-97% a round; stream-K's
 # model, fitted against the other widths, costs none of its hand-over.
 STREAM_K_NEVER_REPLACES = (160,)
+# Tiled widths stream-K does not replace where their tiles fill at least STREAM_K_KEEP_FILL of
+# the SMs' rounds (tiles / (rounds x SMs)): 224. Where the policy picks it and stream-K's model
+# would replace it with its tiles filling 97% of two or four rounds (bf16 256 and 512 x 28672
+# x 4096, 256 x 57344 x 8192), the 224-wide tiles alone ran 1.118, 0.946 and 0.966 of cuBLAS
+# against 1.029, 0.934 and 0.967 for 256-wide stream-K (H200, docs/PERFORMANCE.md "The
+# 224-wide tile"). Where they fill less (1024 x 10240 x 8192: 368 tiles in three rounds of
+# 132, 93%) stream-K runs as before; not measured against the tiles.
+STREAM_K_KEEPS_FILLED = (224,)
+STREAM_K_KEEP_FILL = 0.95
 # Tiled widths stream-K does not replace in promoted fp8 kernels: also 128. Wherever the
 # policy picks 128-wide tiles and stream-K's model would replace them (256 x 8192 x 28672,
 # 512 x 4096 x 14336, 512 x 8192 x 8192, 512 x 8192 x 28672, 1024 x 4096 x 14336), 128 x 128
@@ -1711,10 +1745,11 @@ def stream_k_policy(
     runs where M has at least two M tiles, the tiled width is not one of
     :data:`STREAM_K_NEVER_REPLACES` (:data:`STREAM_K_NEVER_REPLACES_PROMOTED`), a CTA gets
     at least :data:`STREAM_K_MIN_STEPS` steps and its cost is at most :data:`STREAM_K_GAIN`
-    of the tiled kernel's. Its width is 256 where there are at least as many units as
-    groups, else 192 (measured: with fewer units each is shared by more CTAs and 128 x 256
-    lost, 256 x 4096 x 14336: 0.83 against 0.95 for 192); the widths of ``widths`` only
-    (fp8 promoted: 192)."""
+    of the tiled kernel's; tiles of :data:`STREAM_K_KEEPS_FILLED` are kept where they fill
+    at least :data:`STREAM_K_KEEP_FILL` of their rounds. Its width is 256 where there are at
+    least as many units as groups, else 192 (measured: with fewer units each is shared by more
+    CTAs and 128 x 256 lost, 256 x 4096 x 14336: 0.83 against 0.95 for 192); the widths of
+    ``widths`` only (fp8 promoted: 192)."""
     if type(promoted) is not bool:
         raise GemmShapeError(f"stream_k_policy's promoted is True or False, got {promoted!r}")
     tiled = policy(m, n, k, sms, dtype, widths)
@@ -1736,6 +1771,12 @@ def _stream_k_width(m, n, k, sms, dtype, widths, tiled_config, promoted=False) -
     kept = STREAM_K_NEVER_REPLACES_PROMOTED if promoted else STREAM_K_NEVER_REPLACES
     if m_tiles < 2 or tiled_config[0] in kept:
         return None
+    if tiled_config[0] in STREAM_K_KEEPS_FILLED:
+        tile_n, cluster_m, splits = tiled_config
+        units = ceil_div(m_tiles, cluster_m) * ceil_div(n, tile_n) * splits
+        slots = sms // cluster_m
+        if units / (ceil_div(units, slots) * slots) >= STREAM_K_KEEP_FILL:
+            return None
     tiled = _tiled_cost(m, n, k, sms, dtype, tiled_config)
     for width in (w for w in (256, 192) if w in widths):
         grid, m_group = stream_k_grid(m_tiles, ceil_div(n, width), k_tiles, sms)

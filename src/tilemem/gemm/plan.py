@@ -23,15 +23,17 @@ from ..validate import is_int
 
 TILE_M, TILE_N = 128, 256
 # CTA tile widths: wgmma m64nN takes N up to 256 in steps of 8
-TILE_NS = (256, 240, 192, 160, 128, 96, 64)
+TILE_NS = (256, 240, 224, 192, 160, 128, 96, 64)
 SWIZZLE_ROW_BYTES = 128  # a K tile is one 128-byte swizzle row of A and B
 SWIZZLE_ATOM_ROWS = 8  # the 128-byte swizzle repeats every 8 rows (1024 bytes)
 INPUT_TYPES = ("bfloat16", "float8_e4m3fn")  # A and B; C is bfloat16, accumulation float32
 CONSUMERS = 2  # consumer warpgroups, TILE_M / CONSUMERS rows each
 EPILOGUE_COLS = 64  # columns of C per staging tile: one 128-byte swizzle row of bf16
-# for widths that 64 does not divide, the first of these that does (240 = 5 x 48, 160 = 2 x 80):
-# unswizzled, a 128-byte swizzle needs 128-byte rows
-NARROW_EPILOGUE_COLS = (48, 80)
+# for widths that 64 does not divide, the first of these that does (240 = 5 x 48, 160 = 2 x 80,
+# 224 = 7 x 32): unswizzled, a 128-byte swizzle needs 128-byte rows. 224 could take two slices
+# of 112 columns, but four such staging tiles (56 KiB) leave the 44 KiB stages three in the
+# ring, where seven slices of 32 (16 KiB of staging) leave four
+NARROW_EPILOGUE_COLS = (48, 80, 32)
 EPILOGUE_BUFFERS = 2  # per consumer: fill one while the TMA store of the other drains
 PHASES = ("mainloop", "epilogue")
 A_ROWS = (128, 64, 32, 16, 8)  # rows of A a stage loads: all of the tile, or fewer for small M
@@ -69,8 +71,8 @@ def check_input_type(dtype: str) -> str:
 def epilogue_cols(tile_n: int = TILE_N) -> int:
     """Columns of C per staging tile: :data:`EPILOGUE_COLS` (a 128-byte swizzle row) when they
     divide ``tile_n``, else the first of :data:`NARROW_EPILOGUE_COLS` that does (48 for 240:
-    96-byte rows; 80 for 160: 160-byte rows; no swizzle, which needs 128-byte rows), so a slice
-    never reaches into the next tile's columns."""
+    96-byte rows; 80 for 160: 160-byte rows; 32 for 224: 64-byte rows; no swizzle, which needs
+    128-byte rows), so a slice never reaches into the next tile's columns."""
     if check_tile_n(tile_n) % EPILOGUE_COLS == 0:
         return EPILOGUE_COLS
     return next(c for c in NARROW_EPILOGUE_COLS if tile_n % c == 0)
@@ -104,7 +106,7 @@ def requests(
     A stage is ``TILE_M x tile_k`` of A and ``tile_n x tile_k`` of B, K-major with the
     128-byte swizzle: 16 KiB + ``tile_n / 8`` KiB for either input type. ``C_stage`` is
     ``CONSUMERS x EPILOGUE_BUFFERS`` tiles of ``TILE_M / CONSUMERS x epilogue_cols(tile_n)``
-    bf16 (8 KiB each with 128-byte swizzle; 6 KiB unswizzled for 240), written with
+    bf16 (8 KiB each with 128-byte swizzle; 6 KiB unswizzled for 240, 4 KiB for 224), written with
     ``stmatrix`` and stored with TMA (the top :func:`tile_rows` of them for tiles of fewer than
     64 rows, :func:`c_box`). With ``a_rows`` of 64 or fewer (:func:`stage_rows`) one
     consumer computes: A is 64 rows a stage and C_stage one consumer's tiles, so the ring
@@ -131,9 +133,9 @@ def stages(
     target: str = "sm_90a", dtype: str = "bfloat16", tile_n: int = TILE_N, a_rows: int = TILE_M
 ) -> StageSolution:
     """The deepest A/B ring beside the C staging tiles: 4 stages on sm_90a for 128 x 256
-    (224 KiB + 64 B), 128 x 240 and 128 x 192, 6 for 128 x 128, 7 for 128 x 96, 8 for
-    128 x 64; with 64-row tiles (``a_rows`` <= 64) 5 for 64 x 256, 6 for 64 x 192, 8 for
-    64 x 128, 10 for 64 x 96, 13 for 64 x 64."""
+    (224 KiB + 64 B), 128 x 240, 128 x 224 and 128 x 192, 6 for 128 x 128, 7 for 128 x 96, 8
+    for 128 x 64; with 64-row tiles (``a_rows`` <= 64) 5 for 64 x 256, 6 for 64 x 224 and
+    64 x 192, 8 for 64 x 128, 10 for 64 x 96, 13 for 64 x 64."""
     return solve_stages(requests(dtype, tile_n, a_rows), target, ctas_per_sm=1)
 
 

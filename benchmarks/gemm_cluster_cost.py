@@ -1,0 +1,117 @@
+"""Where the 2x1 clusters' time goes: the same tiles alone, in pairs sharing B by multicast
+(the library's), in pairs that each load all of B but still free each stage in both CTAs
+(``coupled``: no multicast, the pair waits for its slower CTA), and in pairs that share
+nothing (``local``: no multicast, each CTA frees only its own stages; a cluster launch of two
+independent CTAs).
+
+    PYTHONPATH=src python3 benchmarks/gemm_cluster_cost.py [ROUNDS] [REPEATS]
+
+On bf16 64x4096x4096 with 32-row tiles 64 wide (the policy's tile; cuBLAS runs the same
+tile count in 2x1 pairs sharing B) and 256x6144x4096 with 128 x 96 tiles. ``coupled`` and
+``local`` are diagnostic kernels built here by wrapping the library's producer and barrier
+set-up while the kernel is generated; the library's kernels are unchanged after each build.
+Ratios cuBLAS time / tilemem time with benchmarks/gemm.py's method (every product checked
+against a float64 reference first, fresh inputs, NaN-poisoned C, rotating order, median of
+ROUNDS rounds), REPEATS times. Needs an sm_90 GPU and torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import pathlib
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+
+from gemm_configs import repeated  # benchmarks/gemm.py's check and timing, repeated
+
+from tilemem import lang as T
+from tilemem.gemm import hopper
+from tilemem.gemm import plan as gemm_plan
+
+SHAPES = [((64, 4096, 4096), dict(tile_n=64, a_rows=32)), ((256, 6144, 4096), dict(tile_n=96))]
+
+
+class _AloneToTheProducer:
+    """The producer's view of a pair's schedule: the pair's tiles, but no cluster to
+    multicast into (``cluster_m`` 1: this CTA loads all of B at row 0 of its stage)."""
+
+    cluster_m = 1
+    cluster_n = 1
+    size = 1
+
+    def __init__(self, sched):
+        self._sched = sched
+
+    def __getattr__(self, name):
+        return getattr(self._sched, name)
+
+
+@contextlib.contextmanager
+def _patched(**functions):
+    saved = {name: getattr(hopper, name) for name in functions}
+    for name, function in functions.items():
+        setattr(hopper, name, function)
+    try:
+        yield
+    finally:
+        for name, function in saved.items():
+            setattr(hopper, name, function)
+
+
+def _no_multicast_producer(library_producer):
+    def producer(tma_a, tma_b, a, b, full, empty, sched, a_rows=hopper.TILE_M):
+        library_producer(tma_a, tma_b, a, b, full, empty, _AloneToTheProducer(sched), a_rows)
+
+    return producer
+
+
+def _local_barriers(full, empty, size, consumers=hopper.CONSUMERS):
+    """Each stage's ``empty`` counts only this CTA's consumers; the cluster still syncs."""
+    with T.If(T.thread_id() == 0):
+        for s in range(full.shape[0]):
+            T.ptx.mbarrier.init((full, s), 1)
+            T.ptx.mbarrier.init((empty, s), consumers)
+        T.ptx.fence.mbarrier_init()
+    T.ptx.cluster.sync()
+
+
+def _local_release(library_release):
+    def release(empty, stage, size):
+        library_release(empty, stage, 1)
+
+    return release
+
+
+def pair(variant: str, **kwargs) -> hopper.HopperGemm:
+    """2x1 pairs of ``kwargs``'s tiles: ``mc`` (the library's), ``coupled`` or ``local``."""
+    if variant == "mc":
+        return hopper.HopperGemm(cluster_m=2, **kwargs)
+    patches = dict(_producer=_no_multicast_producer(hopper._producer))
+    if variant == "local":
+        patches.update(_init_barriers=_local_barriers, _release=_local_release(hopper._release))
+    with _patched(**patches):
+        gemm = hopper.HopperGemm(cluster_m=2, **kwargs)
+    # each CTA's B box is the whole B tile, as for CTAs alone
+    gemm.b_share = gemm_plan.b_share(1, gemm.dtype, tile_n=gemm.tile_n)
+    return gemm
+
+
+def main() -> None:
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
+    repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    import torch
+
+    torch.zeros(1, device="cuda")
+    start = time.time()
+    for (m, n, k), kwargs in SHAPES:
+        gemms = [hopper.HopperGemm(cluster_m=1, **kwargs)]
+        gemms += [pair(v, **kwargs) for v in ("mc", "coupled", "local")]
+        labels = ["alone", "pairs", "coupled", "local"]
+        repeated(gemms, labels, m, n, k, rounds, repeats, "COST", f"bfloat16 {m}x{n}x{k}")
+    print(f"elapsed {time.time() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
