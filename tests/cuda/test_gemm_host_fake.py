@@ -1072,3 +1072,22 @@ def test_the_cluster_cost_benchmark_builds_what_it_names(drv, monkeypatch):
         for v, s in source.items()
     }
     assert empty_counts == {"mc": {"2"}, "coupled": {"2"}, "local": {"1"}}
+
+
+def test_the_ring_depth_benchmark_builds_shallower_rings(drv, monkeypatch):
+    """benchmarks/gemm_ring_depth.py: the policy's kernel with at most D stages (its plan,
+    its dynamic shared memory and its ring arithmetic), the library's plan unchanged after."""
+    bench = _load_benchmark(monkeypatch, "gemm_ring_depth")
+    shallow = bench.DepthAuto("bfloat16", 9)
+    shallow.sms = 132
+    config = shallow.config(64, 4096, 4096)
+    assert config == (64, 1, 1, 32, False)  # 32-row tiles 64 wide: 13 stages in the library
+    gemm = shallow.gemm_for(64, 4096, 4096)
+    assert gemm.plan.buffer("A").shape[0] == 9 and gemm.plan.buffer("B").shape[0] == 9
+    assert "(stage * 4096)" in gemm.program.source  # a B stage: 64 x 64 bf16
+    assert "% 9)" in gemm.program.source and "% 13)" not in gemm.program.source
+    library = bench.hopper.AutoGemm()
+    library.sms = 132
+    assert library.gemm_for(64, 4096, 4096).plan.buffer("A").shape[0] == 13
+    assert "% 13)" in library.gemm_for(64, 4096, 4096).program.source
+    assert bench.gemm_plan.stages("sm_90a", "bfloat16", 64, 32).stages == 13

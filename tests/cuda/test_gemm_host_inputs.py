@@ -263,6 +263,14 @@ def test_the_224_wide_tile_runs_alone_and_stays_where_it_fills_its_rounds():
     assert stream_k_policy(256, 28672, 4096, 134) is None
     assert policy(256, 28672, 4096, 135) == (224, 1, 1)
     assert stream_k_policy(256, 28672, 4096, 135) == 256
+    # 20 SMs, 256 x 4256: 2 x 19 = 38 tiles of 224 in two rounds of 20, 0.95 exactly: kept;
+    # 21 SMs: 38 / 42 = 0.905, stream-K
+    assert policy(256, 4256, 4096, 20) == (224, 1, 1)
+    assert stream_k_policy(256, 4256, 4096, 20) is None
+    assert stream_k_policy(256, 4256, 4096, 21) == 256
+    # one M tile (16 x 8192 x 14336): never stream-K, though its model alone would take 192
+    # (8192 / 192 = 43 units of 224 K tiles over 132 groups, 73 steps a CTA)
+    assert stream_k_policy(16, 8192, 14336, 132) is None
     # 1024 x 10240: 8 x 46 = 368 tiles of 224 in three rounds of 132, 0.929: stream-K
     assert policy(1024, 10240, 8192, 132) == (224, 1, 1)
     assert stream_k_policy(1024, 10240, 8192, 132) == 256

@@ -1756,26 +1756,33 @@ def stream_k_policy(
     return _stream_k_width(m, n, k, sms, dtype, widths, tiled, promoted)
 
 
+def _tiled_rounds(m, n, sms, tiled_config) -> tuple[int, int, int]:
+    """``(units, rounds, slots)`` of the tiled kernel of :func:`policy`'s ``(tile_n,
+    cluster_m, splits)``: its work units (clusters' tiles, times the K ranges), the units a
+    round runs (``sms / cluster_m``) and the rounds they take."""
+    tile_n, cluster_m, splits = tiled_config
+    units = ceil_div(ceil_div(m, TILE_M), cluster_m) * ceil_div(n, tile_n) * splits
+    slots = sms // cluster_m
+    return units, ceil_div(units, slots), slots
+
+
 def _tiled_cost(m, n, k, sms, dtype, tiled_config) -> float:
     """The tiled kernel's modelled cost for :func:`policy`'s ``(tile_n, cluster_m, splits)``:
     ``rounds * k_tiles / splits * tile_n * WIDTH_COST[tile_n]``."""
-    tile_n, cluster_m, splits = tiled_config
-    units = ceil_div(ceil_div(m, TILE_M), cluster_m) * ceil_div(n, tile_n) * splits
-    rounds = ceil_div(units, sms // cluster_m)
+    tile_n, _, splits = tiled_config
+    rounds = _tiled_rounds(m, n, sms, tiled_config)[1]
     return rounds * ceil_div(k, tile_k(dtype)) / splits * tile_n * WIDTH_COST[tile_n]
 
 
-def _stream_k_width(m, n, k, sms, dtype, widths, tiled_config, promoted=False) -> int | None:
+def _stream_k_width(m, n, k, sms, dtype, widths, tiled_config, promoted) -> int | None:
     """:func:`stream_k_policy` given :func:`policy`'s answer ``tiled_config`` for the shape."""
     m_tiles, k_tiles = ceil_div(m, TILE_M), ceil_div(k, tile_k(dtype))
     kept = STREAM_K_NEVER_REPLACES_PROMOTED if promoted else STREAM_K_NEVER_REPLACES
     if m_tiles < 2 or tiled_config[0] in kept:
         return None
     if tiled_config[0] in STREAM_K_KEEPS_FILLED:
-        tile_n, cluster_m, splits = tiled_config
-        units = ceil_div(m_tiles, cluster_m) * ceil_div(n, tile_n) * splits
-        slots = sms // cluster_m
-        if units / (ceil_div(units, slots) * slots) >= STREAM_K_KEEP_FILL:
+        units, rounds, slots = _tiled_rounds(m, n, sms, tiled_config)
+        if units / (rounds * slots) >= STREAM_K_KEEP_FILL:
             return None
     tiled = _tiled_cost(m, n, k, sms, dtype, tiled_config)
     for width in (w for w in (256, 192) if w in widths):

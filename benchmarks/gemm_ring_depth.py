@@ -1,0 +1,81 @@
+"""How much the ring's depth matters to the products that stream B from memory: the policy's
+kernel beside the same kernel built with fewer stages.
+
+    PYTHONPATH=src python3 benchmarks/gemm_ring_depth.py DTYPE MxNxK[,...] DEPTH[,...] \
+        [ROUNDS] [REPEATS]
+
+For each shape the policy's configuration is built once as the library builds it (the
+deepest ring beside the C staging tiles, ``plan.stages``) and once for each DEPTH below that
+(``dD``); ratios cuBLAS time / tilemem time with benchmarks/gemm.py's method (every product
+checked against a float64 reference first, fresh inputs, NaN-poisoned C, rotating order,
+median of ROUNDS rounds), REPEATS times in one process. If the time grows as the ring
+shrinks, a deeper ring (smaller stages) is a lead; if not, the depth is not what bounds these
+products. Needs an sm_90 GPU and torch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import pathlib
+import sys
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+
+from gemm_configs import repeated  # benchmarks/gemm.py's check and timing, repeated
+
+from tilemem.gemm import hopper
+from tilemem.gemm import plan as gemm_plan
+
+
+@contextlib.contextmanager
+def ring_of(depth: int):
+    """While open, plans are built with at most ``depth`` stages."""
+    library = gemm_plan.stages
+
+    def shallower(*args, **kwargs):
+        solution = library(*args, **kwargs)
+        return dataclasses.replace(solution, stages=min(depth, solution.stages))
+
+    gemm_plan.stages = shallower
+    try:
+        yield
+    finally:
+        gemm_plan.stages = library
+
+
+class DepthAuto(hopper.AutoGemm):
+    """The policy's configuration on every shape, with a ring of at most ``depth`` stages."""
+
+    def __init__(self, dtype: str, depth: int):
+        super().__init__(dtype=dtype)
+        self.depth = depth
+
+    def _gemm(self, config):
+        with ring_of(self.depth):  # builds on first use, under the shallower plan
+            return super()._gemm(config)
+
+
+def main() -> None:
+    import torch
+
+    dtype = sys.argv[1]
+    shapes = [tuple(int(x) for x in s.split("x")) for s in sys.argv[2].split(",")]
+    depths = [int(d) for d in sys.argv[3].split(",")]
+    rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 5
+    repeats = int(sys.argv[5]) if len(sys.argv) > 5 else 3
+    torch.zeros(1, device="cuda")
+    start = time.time()
+    auto = hopper.AutoGemm(dtype=dtype)
+    gemms = [auto] + [DepthAuto(dtype, d) for d in depths]
+    for m, n, k in shapes:
+        tile_n, _, _, a_rows, _ = auto.config(m, n, k)
+        full = gemm_plan.stages("sm_90a", dtype, tile_n, a_rows).stages
+        labels = [f"policy:d{full}"] + [f"d{d}" for d in depths]
+        repeated(gemms, labels, m, n, k, rounds, repeats, "DEPTH", f"{dtype} {m}x{n}x{k}")
+    print(f"elapsed {time.time() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
