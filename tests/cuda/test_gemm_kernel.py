@@ -686,3 +686,32 @@ def test_224_wide_bf16_kernel_compiles_without_spills(cluster_m):
     info = _ptxas_info(hopper_gemm_persistent(cluster_m=cluster_m, tile_n=224))
     assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in info, info
     assert "C7508" not in info and "C7514" not in info, info
+
+
+def test_fp8_64_wide_tiles_of_one_consumer_ring_ten_stages():
+    # RING_CAPS: fp8 64-wide tiles that one consumer computes keep 10 of the 13 stages that
+    # fit (a 64 x 128-byte A stage and B stage, 16 KiB + two barriers; 16 KiB of C staging:
+    # 13 x 16,400 + 16,384 = 229,584 of 232,448 bytes); bf16 keeps 13, and 128-row fp8 tiles
+    # (two consumers) all that fit
+    assert gemm_plan.RING_CAPS == {("float8_e4m3fn", 64): 10}
+    assert gemm_plan.stages("sm_90a", "bfloat16", 64, 32).stages == 13
+    assert gemm_plan.stages("sm_90a", "bfloat16", 64, 32).bytes_used == 229_584
+    for rows in (64, 32, 16, 8):
+        assert gemm_plan.ring_cap("float8_e4m3fn", 64, rows) == 10
+        assert gemm_plan.stages("sm_90a", "float8_e4m3fn", 64, rows).stages == 10
+    assert gemm_plan.ring_cap("float8_e4m3fn", 64, 128) is None
+    assert gemm_plan.stages("sm_90a", "float8_e4m3fn", 64, 128).stages == 8
+    assert gemm_plan.ring_cap("float8_e4m3fn", 96, 64) is None
+    assert gemm_plan.ring_cap("bfloat16", 64, 64) is None
+    with pytest.raises(GemmShapeError, match="one of"):
+        gemm_plan.ring_cap("float16", 64, 64)
+    with pytest.raises(GemmShapeError, match="got 176"):
+        gemm_plan.ring_cap("float8_e4m3fn", 176, 64)
+    with pytest.raises(GemmShapeError, match="got 48"):
+        gemm_plan.ring_cap("float8_e4m3fn", 64, 48)
+    source = hopper_gemm_persistent(
+        dtype="float8_e4m3fn", tile_n=64, a_rows=32, promote=True, promote_every=2
+    ).source
+    assert "% 10)" in source and "% 13)" not in source
+    plan = gemm_plan.hopper_gemm_persistent_plan("float8_e4m3fn", "sm_90a", 64, 32)
+    assert plan.buffer("A").shape[0] == plan.buffer("B").shape[0] == 10

@@ -37,6 +37,17 @@ NARROW_EPILOGUE_COLS = (48, 80, 32)
 EPILOGUE_BUFFERS = 2  # per consumer: fill one while the TMA store of the other drains
 PHASES = ("mainloop", "epilogue")
 A_ROWS = (128, 64, 32, 16, 8)  # rows of A a stage loads: all of the tile, or fewer for small M
+# The most stages of a ring, by (input type, tile width), for tiles that one consumer computes
+# (a_rows <= 64), where fewer than fit ran faster: fp8 64-wide tiles, 10 of the 13 that fit.
+# Measured on the H200 (docs/PERFORMANCE.md, "The 224-wide tile; clusters of small tiles",
+# runs 3 and 5; benchmarks/gemm_ring_depth.py, median of 3 in one process): over the 12 fp8
+# shapes of the benchmark that run them, 10 stages against 13 gave 1.012 on the geometric mean,
+# faster on 10 (64x6144x4096 1.104 of cuBLASLt against 1.053, 64x4096x14336 0.946 against
+# 0.925), slower on 2 (128x4096x14336 1.043 against 1.080, 16x4096x4096 0.990 against 1.000);
+# 11 stages gave 1.010, 9 less. The bf16 rings of the same tiles gain nothing from it (within
+# 1% either way on six shapes; 32-row tiles lose 1% at 11 and 6% at 9). Our reading, not
+# measured: fewer loads in flight over the 128 CTAs keep more of them within open DRAM rows.
+RING_CAPS = {("float8_e4m3fn", 64): 10}
 CLUSTER_SIZES = (1, 2, 4)  # CTAs of a cluster along M (sharing B) or along N (sharing A)
 
 
@@ -132,11 +143,23 @@ def requests(
 def stages(
     target: str = "sm_90a", dtype: str = "bfloat16", tile_n: int = TILE_N, a_rows: int = TILE_M
 ) -> StageSolution:
-    """The deepest A/B ring beside the C staging tiles: 4 stages on sm_90a for 128 x 256
-    (224 KiB + 64 B), 128 x 240, 128 x 224 and 128 x 192, 6 for 128 x 128, 7 for 128 x 96, 8
-    for 128 x 64; with 64-row tiles (``a_rows`` <= 64) 5 for 64 x 256, 6 for 64 x 224 and
-    64 x 192, 8 for 64 x 128, 10 for 64 x 96, 13 for 64 x 64."""
-    return solve_stages(requests(dtype, tile_n, a_rows), target, ctas_per_sm=1)
+    """The deepest A/B ring beside the C staging tiles, up to :func:`ring_cap`: 4 stages on
+    sm_90a for 128 x 256 (224 KiB + 64 B), 128 x 240, 128 x 224 and 128 x 192, 6 for 128 x
+    128, 7 for 128 x 96, 8 for 128 x 64; with 64-row tiles (``a_rows`` <= 64) 5 for 64 x 256,
+    6 for 64 x 224 and 64 x 192, 8 for 64 x 128, 10 for 64 x 96, 13 for 64 x 64 (fp8: 10)."""
+    cap = ring_cap(dtype, tile_n, a_rows)
+    reqs = requests(dtype, tile_n, a_rows)
+    if cap is None:
+        return solve_stages(reqs, target, ctas_per_sm=1)
+    return solve_stages(reqs, target, ctas_per_sm=1, max_stages=cap)
+
+
+def ring_cap(dtype: str = "bfloat16", tile_n: int = TILE_N, a_rows: int = TILE_M) -> int | None:
+    """The most stages :func:`stages` gives this kernel's ring (:data:`RING_CAPS`, for tiles
+    that one consumer computes), or None: as many as fit."""
+    if computing_consumers(a_rows) != 1:
+        return None
+    return RING_CAPS.get((check_input_type(dtype), check_tile_n(tile_n)))
 
 
 def hopper_gemm_persistent_plan(
