@@ -64,6 +64,24 @@ def pairs_for(auto: hopper.AutoGemm, m: int, n: int, k: int):
     return None
 
 
+def kernel_like(auto: hopper.AutoGemm, tile_n, a_rows, cluster_m, cluster_n, stream_k=False):
+    """The HopperGemm of one configuration with ``auto``'s type, rasterisation, L2 promotion,
+    fp8 promotion and launch (what AutoGemm would build for it, clusters along N included)."""
+    return hopper.HopperGemm(
+        auto.group_m,
+        cluster_m,
+        auto.dtype,
+        auto.l2_promotion,
+        tile_n,
+        a_rows=a_rows,
+        promote=auto.promote,
+        promote_every=auto.promote_every,
+        stream_k=stream_k,
+        programmatic=auto.programmatic,
+        cluster_n=cluster_n,
+    )
+
+
 class PairsAuto(hopper.AutoGemm):
     """The policy, with its tiled configurations of CTAs alone run in pairs (:func:`pairs_for`)."""
 
@@ -75,18 +93,7 @@ class PairsAuto(hopper.AutoGemm):
         tile_n, a_rows, cm, cn = pick
         key = ("pairs", tile_n, a_rows, cm, cn)
         if key not in self.gemms:
-            self.gemms[key] = hopper.HopperGemm(  # type: ignore[index]
-                self.group_m,
-                cm,
-                self.dtype,
-                self.l2_promotion,
-                tile_n,
-                a_rows=a_rows,
-                promote=self.promote,
-                promote_every=self.promote_every,
-                programmatic=self.programmatic,
-                cluster_n=cn,
-            )
+            self.gemms[key] = kernel_like(self, tile_n, a_rows, cm, cn)  # type: ignore[index]
         return self.gemms[key].prepare(a, b, c, ctas)  # type: ignore[index]
 
 

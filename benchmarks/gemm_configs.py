@@ -30,7 +30,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 
 import gemm as bench  # benchmarks/gemm.py: its shapes, check and timing
 import torch
-from gemm_clusters import timed
+from gemm_clusters import kernel_like, timed
 
 from tilemem.gemm import hopper
 
@@ -52,19 +52,7 @@ class ConfigAuto(hopper.AutoGemm):
         tile_n, cluster_m, _, a_rows, stream_k = config
         key = (tile_n, cluster_m, False, a_rows, stream_k)
         if key not in self.gemms:
-            self.gemms[key] = hopper.HopperGemm(
-                self.group_m,
-                cluster_m,
-                self.dtype,
-                self.l2_promotion,
-                tile_n,
-                a_rows=a_rows,
-                promote=self.promote,
-                promote_every=self.promote_every,
-                stream_k=stream_k,
-                programmatic=self.programmatic,
-                cluster_n=self.fixed[4],
-            )
+            self.gemms[key] = kernel_like(self, tile_n, a_rows, cluster_m, self.fixed[4], stream_k)
         return self.gemms[key]
 
 

@@ -81,11 +81,12 @@ def test_fp8_inputs_give_the_fp32_product(torch):
         assert bool(torch.isfinite(c).all()) and err < 1e-2, (cluster_m, tile_n, err)
 
 
-def test_shape_policy_picks_and_runs_the_240_wide_tile_on_the_ragged_shape(torch):
+def _policy_product(torch, m, n, k, seed):
+    """AutoGemm's product of random bf16 operands (C NaN-poisoned) checked against the fp32
+    one; the AutoGemm, whose ``gemms`` say which kernels it built."""
     from tilemem.gemm.hopper import AutoGemm
 
-    m, n, k = 4999, 3000, 2040  # the benchmark's ragged shape
-    gen = torch.Generator(device="cuda").manual_seed(5)
+    gen = torch.Generator(device="cuda").manual_seed(seed)
     a = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)
     b = torch.randn(n, k, device="cuda", generator=gen).to(torch.bfloat16)
     c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
@@ -95,6 +96,11 @@ def test_shape_policy_picks_and_runs_the_240_wide_tile_on_the_ragged_shape(torch
     ref = a.float() @ b.float().T
     err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
     assert bool(torch.isfinite(c).all()) and err < 1e-2, err
+    return gemm
+
+
+def test_shape_policy_picks_and_runs_the_240_wide_tile_on_the_ragged_shape(torch):
+    gemm = _policy_product(torch, 4999, 3000, 2040, seed=5)  # the benchmark's ragged shape
     assert [(g.tile_n, g.cluster_m) for g in gemm.gemms.values()] == [(240, 2)]
 
 
@@ -102,19 +108,7 @@ def test_shape_policy_picks_and_runs_the_240_wide_tile_on_the_ragged_shape(torch
 def test_shape_policy_runs_224_wide_tiles_alone_on_the_mlp_width(torch, m, k):
     # N = 28672 = 128 x 224 (Llama-3 8B's MLP): 224-wide tiles alone, 128 and 16 rows; K
     # ragged (9 and 3 K tiles, the last partial)
-    from tilemem.gemm.hopper import AutoGemm
-
-    n = 28672
-    gen = torch.Generator(device="cuda").manual_seed(m + k)
-    a = torch.randn(m, k, device="cuda", generator=gen).to(torch.bfloat16)
-    b = torch.randn(n, k, device="cuda", generator=gen).to(torch.bfloat16)
-    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-    gemm = AutoGemm(group_m=8)
-    gemm(a, b, c)
-    torch.cuda.synchronize()
-    ref = a.float() @ b.float().T
-    err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
-    assert bool(torch.isfinite(c).all()) and err < 1e-2, err
+    gemm = _policy_product(torch, m, 28672, k, seed=m + k)
     rows = 128 if m > 64 else 16
     assert [(g.tile_n, g.cluster_m, g.a_rows) for g in gemm.gemms.values()] == [(224, 1, rows)]
 
