@@ -709,6 +709,11 @@ def test_fp8_64_wide_tiles_of_one_consumer_ring_ten_stages():
         gemm_plan.ring_cap("float8_e4m3fn", 176, 64)
     with pytest.raises(GemmShapeError, match="got 48"):
         gemm_plan.ring_cap("float8_e4m3fn", 64, 48)
+    # refused whatever the row count, not only where a cap could apply
+    with pytest.raises(GemmShapeError, match="one of"):
+        gemm_plan.ring_cap("float16", 64, 128)
+    with pytest.raises(GemmShapeError, match="got 176"):
+        gemm_plan.ring_cap("bfloat16", 176, 128)
     source = hopper_gemm_persistent(
         dtype="float8_e4m3fn", tile_n=64, a_rows=32, promote=True, promote_every=2
     ).source

@@ -1536,7 +1536,7 @@ WIDTH_COST_160 = 1.215
 # = 2.57 rows of 32 bytes per column against 2.50 for 256, and stages C in seven unswizzled
 # 32-column slices: 1.03 from that count, set before any run. It wins on the products of N =
 # 28672 and 57344 (their 224-wide tiles fill 97% of whole rounds), where the H200 measured
-# 224 at 1.002 to 1.022 times the speed of 240 (one round of tiles) and faster than or as fast
+# 224 at 1.010 to 1.022 times the speed of 240 (one round of tiles) and faster than or as fast
 # as 256-wide stream-K (docs/PERFORMANCE.md, "The 224-wide tile").
 WIDTH_COST_224 = 1.03
 WIDTH_COST = {

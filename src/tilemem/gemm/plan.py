@@ -156,10 +156,10 @@ def stages(
 
 def ring_cap(dtype: str = "bfloat16", tile_n: int = TILE_N, a_rows: int = TILE_M) -> int | None:
     """The most stages :func:`stages` gives this kernel's ring (:data:`RING_CAPS`, for tiles
-    that one consumer computes), or None: as many as fit."""
-    if computing_consumers(a_rows) != 1:
-        return None
-    return RING_CAPS.get((check_input_type(dtype), check_tile_n(tile_n)))
+    that one consumer computes), or None: as many as fit. GemmShapeError for an input type,
+    width or row count the kernel does not take."""
+    key = (check_input_type(dtype), check_tile_n(tile_n))
+    return RING_CAPS.get(key) if computing_consumers(a_rows) == 1 else None
 
 
 def hopper_gemm_persistent_plan(
