@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import os
 import platform
 import random
@@ -52,7 +53,7 @@ FAMILIES = ("any live sets", "interval lifetimes", "6 phases", "8 phases", "dist
 
 def smem_buffers(stages: int) -> list[tuple[str, str, tuple[int, ...], str, int, bool]]:
     """(kind, name, shape, dtype, align, mainloop only) of every SMEM buffer, in order."""
-    out = []
+    out: list[tuple[str, str, tuple[int, ...], str, int, bool]] = []
     for s in range(stages):
         out.append(("mma", f"A{s}", (128, 128), "float8_e4m3fn", 1024, True))
         out.append(("mma", f"B{s}", (128, 128), "float8_e4m3fn", 1024, True))
@@ -136,7 +137,9 @@ def paired(ours: Callable[[], object], theirs: Callable[[], object], rounds: int
         else:
             a = cpu_time(ours, repeat)
             b = cpu_time(theirs, repeat)
-        mine.append(a), other.append(b), ratios.append(a / b)
+        mine.append(a)
+        other.append(b)
+        ratios.append(a / b)
     return mine, other, ratios
 
 
@@ -162,8 +165,8 @@ def planning_rows(rounds: int) -> list[str]:
     for title, stages, phases, tmem, target, count in cases:
         repeat = max(2, 40 // stages)
         mine, other, ratios = paired(
-            lambda s=stages, p=phases, t=tmem, g=target: tilemem_plan(s, p, t, g),
-            lambda s=stages: tirx_plan(s),
+            functools.partial(tilemem_plan, stages, phases, tmem, target),
+            functools.partial(tirx_plan, stages),
             rounds,
             repeat,
         )
@@ -203,7 +206,9 @@ def layout_rows(rounds: int) -> list[str]:
             for x in flats:
                 apply(x)
 
-        mine, other, ratios = paired(lambda a=ours: run(a), lambda b=theirs: run(b), rounds, 1)
+        mine, other, ratios = paired(
+            functools.partial(run, ours), functools.partial(run, theirs), rounds, 1
+        )
         per_element = [cpu_time(ours.positions, 10) / size for _ in range(rounds)]
         rows.append(
             f"| {title} | {statistics.median(mine) / len(flats) * 1e6:.2f} us "
@@ -314,7 +319,8 @@ def adversarial_row() -> str:
     """42 buffers in 14 triples; two buffers conflict unless they share a triple (each is
     live in the phases of the other triples' pairs it meets), so every choice of one buffer
     per triple is a maximal clique: 3^14 = 4,782,969 of them (Moon-Moser)."""
-    triples, phase_of = 14, {}
+    triples = 14
+    phase_of: dict[tuple[tuple[int, int], tuple[int, int]], str] = {}
     buffers = [(t, k) for t in range(triples) for k in range(3)]
     for i, a in enumerate(buffers):
         for b in buffers[i + 1 :]:
@@ -322,7 +328,8 @@ def adversarial_row() -> str:
                 phase_of[a, b] = f"x{len(phase_of)}"
     live: dict[tuple[int, int], set[str]] = {b: set() for b in buffers}
     for (a, b), phase in phase_of.items():
-        live[a].add(phase), live[b].add(phase)
+        live[a].add(phase)
+        live[b].add(phase)
     items = [Item(f"t{t}_{k}", 1024 * (k + 1), 1024, frozenset(live[t, k])) for t, k in buffers]
     packing, seconds = timed_pack(items, tuple(phase_of.values()))
     return (
@@ -350,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     skip = set(args.skip.split(","))
     machine = platform.processor() or platform.machine()
-    now = datetime.datetime.now(datetime.UTC)
+    now = datetime.datetime.now(datetime.timezone.utc)
     print(f"# {now:%Y-%m-%d %H:%M} UTC, {platform.node()}, {machine}, {os.cpu_count()} CPUs, "
           f"Python {platform.python_version()}")  # fmt: skip
     print(f"# {' '.join(sys.argv)}; CPU time (time.process_time), medians over rounds\n")
