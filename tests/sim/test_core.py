@@ -167,6 +167,34 @@ def test_missing_wait_races_with_the_tma_load():
     assert races and races[0].buffer == "tile" and line("bump") in sources(races[0])
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_two_tma_loads_of_one_thread_into_one_tile_race_unless_one_waits(mode):
+    # PTX ISA, "cp.async.bulk.tensor": the copies a thread issues are asynchronous and
+    # complete in no order among themselves; only the mbarrier's completion orders them
+    a = np.arange(128 * 32, dtype=np.float32).reshape(128, 32)
+    k, buf = kernels.tma_twice(wait_between=False)
+    result = sim.run(k, tile_map(a, buf), tile_map(np.zeros_like(a), buf), schedule=mode)
+    (h,) = [h for h in result.of_kind("race") if h.buffer == "tile"]
+    assert sources(h) == {line("twice-load-1"), line("twice-load-2")}
+    k, buf = kernels.tma_twice(wait_between=True)
+    result = sim.run(k, tile_map(a, buf), tile_map(np.zeros_like(a), buf), schedule=mode)
+    assert result.ok, result.hazards
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_two_tma_stores_of_one_thread_to_one_tile_race_unless_one_waits(mode):
+    a = np.arange(64 * 32, dtype=np.float32).reshape(64, 32)
+    out = np.zeros_like(a)
+    k, buf = kernels.tma_twice(wait_between=False, stores=True)
+    result = sim.run(k, tile_map(a, buf), tile_map(out, buf), schedule=mode)
+    (h,) = [h for h in result.of_kind("race") if h.space == "global"]
+    assert sources(h) == {line("twice-store-1"), line("twice-store-2")}
+    k, buf = kernels.tma_twice(wait_between=True, stores=True)
+    result = sim.run(k, tile_map(a, buf), tile_map(out, buf), schedule=mode)
+    assert result.ok, result.hazards
+    assert np.array_equal(out, a)
+
+
 def test_deadlock_names_the_waiting_warp():
     result = sim.run(kernels.never_arrives(), np.zeros(64, np.float32))
     (h,) = result.of_kind("deadlock")

@@ -16,6 +16,7 @@ from ..ir.nodes import Call
 from .machine import (
     CTA,
     QUEUE_WAITS,
+    QUEUES,
     SMEM_BASE,
     TMEM_COLS,
     TMEM_LANES,
@@ -26,14 +27,12 @@ from .machine import (
     Queue,
     Wait,
     Warp,
+    queue_agents,
     write_conflict,
 )
 from .values import LANES
 
 LANE_IDS = np.arange(LANES, dtype=np.int32)
-_QUEUE_INDEX = {
-    q: i for i, q in enumerate(("wgmma", "bulk", "tma", "tcgen05", "tcgen05.ld", "tcgen05.st"))
-}
 
 
 class Context:
@@ -525,12 +524,11 @@ class Context:
     def _queue(self, name: str) -> Queue:
         w = self.w
         if name not in w.queues:
-            if name not in _QUEUE_INDEX:
+            if name not in QUEUES:
                 raise SimError(f"unknown asynchronous queue {name!r}")
-            agent = w.cta.first_gid + self.m.warps_per_cta * (1 + _QUEUE_INDEX[name]) + w.index
-            q = Queue(agent, self.m.nthreads)
-            q.vc[:] = self.m.vc[agent]
-            w.queues[name] = q
+            rows = self.m.warps_per_cta
+            agents = [w.cta.first_gid + rows * (1 + r) + w.index for r in queue_agents(name)]
+            w.queues[name] = Queue(agents, [self.m.vc[a].copy() for a in agents])
         return w.queues[name]
 
     def issue(self, queue: str, complete: Callable, what: str, *, writes=()) -> None:
@@ -538,13 +536,16 @@ class Context:
         pairs whose first ``count`` elements the operation writes (see :meth:`_reserve`)."""
         q = self._queue(queue)
         gid = self.w.gid
-        np.maximum(q.vc, self.m.vc[gid], out=q.vc)
-        q.vc[q.agent] += 1
+        slot = q.issued % len(q.agents)
+        q.issued += 1
+        agent, vc = q.agents[slot], q.vcs[slot]
+        np.maximum(vc, self.m.vc[gid], out=vc)
+        vc[agent] += 1
         self.m.tick(gid)
         op = AsyncOp(
             complete,
-            q.vc.copy(),
-            q.agent,
+            vc.copy(),
+            agent,
             what,
             self.w,
             queue,

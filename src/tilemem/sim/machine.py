@@ -25,6 +25,15 @@ from .result import Access, Hazard
 from .shadow import Shadow
 
 QUEUES = ("wgmma", "bulk", "tma", "tcgen05", "tcgen05.ld", "tcgen05.st")
+# Agents (forked threads of the vector clocks) a warp's queue's operations take in turn. The
+# bulk copies a thread issues (TMA loads; TMA and bulk stores) complete in no order among
+# themselves (PTX ISA, "cp.async.bulk.tensor": only their mbarrier or bulk-group completion
+# orders them), so each of the last QUEUE_SLOTS of them has an agent of its own and two that
+# touch the same bytes race unless the warp acquired the first before issuing the second; the
+# (QUEUE_SLOTS + 1)-th reuses the first's agent and is taken as ordered after it. The other
+# queues' operations are ordered by the hardware (wgmma into one accumulator; tcgen05 in issue
+# order): one agent each.
+QUEUE_SLOTS = {"bulk": 4, "tma": 4}
 # the instruction that completes each queue's operations for the issuing warp
 QUEUE_WAITS = {
     "wgmma": "wgmma.wait_group",
@@ -77,13 +86,21 @@ class AsyncOp:
     writes: set = field(default_factory=set)  # local arrays reserved at the issue
 
 
-class Queue:
-    """One warp's asynchronous queue: a forked thread (agent) and its groups of operations."""
+def queue_agents(name: str) -> range:
+    """Rows (in units of a CTA's warps, after the warps' own) of queue ``name``'s agents."""
+    first = sum(QUEUE_SLOTS.get(q, 1) for q in QUEUES[: QUEUES.index(name)])
+    return range(first, first + QUEUE_SLOTS.get(name, 1))
 
-    def __init__(self, agent: int, n: int):
-        self.agent = agent
-        self.vc = np.zeros(n, np.int32)
-        self.vc[agent] = 1
+
+class Queue:
+    """One warp's asynchronous queue: forked threads (agents, :data:`QUEUE_SLOTS` of them
+    taken in turn, each with its clocks) and its groups of operations."""
+
+    def __init__(self, agents: list[int], vcs: list[np.ndarray]):
+        self.agents = agents
+        self.vcs = vcs  # each agent's clocks (what its operations knew at their issue)
+        self.issued = 0
+        n = vcs[0].size
         self.pending: deque[AsyncOp] = deque()
         self.group = 0  # the open group's number
         self.group_vc: dict[int, np.ndarray] = {}  # group -> clocks of its operations
@@ -229,7 +246,7 @@ class Machine:
         self.rng = np.random.default_rng(seed)
         self.schedule = schedule
         self.warps_per_cta = math.ceil(math.prod(kernel.block) / 32)
-        self.threads_per_cta = self.warps_per_cta * (1 + len(QUEUES))
+        self.threads_per_cta = self.warps_per_cta * (1 + sum(map(len, map(queue_agents, QUEUES))))
         # CTAs run in waves of `sms` whole clusters; a wave's CTAs use thread slots 0.. again
         self.wave_ctas = sms * math.prod(cluster)
         self.nthreads = self.wave_ctas * self.threads_per_cta

@@ -1,12 +1,13 @@
 """Shadow state for hazard detection: who last wrote and read each memory unit, and when.
 
-Happens-before is tracked with vector clocks over *threads*: every warp, and one agent
-per warp and asynchronous queue (an asynchronous operation is a thread forked at its
-issue and joined by its wait). An access is stamped with an epoch ``(thread, clock)``
-(FastTrack: Flanagan and Freund, PLDI 2009); a later access by thread ``u`` with vector
-clock ``V`` is ordered after it iff ``clock <= V[thread]``. Writes keep one epoch per
-unit; reads keep either the last reader's epoch or, where many threads read one unit
-concurrently (shared memory), one clock per thread of the CTA.
+Happens-before is tracked with vector clocks over *threads*: every warp, and the agents
+of each warp's asynchronous queues (an asynchronous operation is a thread forked at its
+issue and joined by its wait; a queue whose operations complete in no set order has
+several agents, taken in turn: ``machine.QUEUE_SLOTS``). An access is stamped with an
+epoch ``(thread, clock)`` (FastTrack: Flanagan and Freund, PLDI 2009); a later access by
+thread ``u`` with vector clock ``V`` is ordered after it iff ``clock <= V[thread]``. Writes
+keep one epoch per unit; reads keep either the last reader's epoch or, where many threads
+read one unit concurrently (shared memory), one clock per thread of the CTA.
 """
 
 from __future__ import annotations
