@@ -121,46 +121,74 @@ def tma_roundtrip(
     return k, holder["tile"]
 
 
-def tma_twice(wait_between: bool, stores: bool = False):
+def tma_twice(wait_between: bool, between: int = 0):
     """Thread 0 fills one 64 x 32 fp32 tile twice from ``tma_in`` (rows 0..63, then 64..127):
     with ``wait_between`` it waits for the first load's phase before issuing the second,
     else both loads are in flight at once, writing the same bytes (a write-write race: TMA
-    loads of one thread complete in no set order). ``stores``: instead, the tile is loaded
-    once and stored twice to the same place of ``tma_out``, the second store with or
-    without a ``wait_group`` on the first (stores of one thread likewise). Returns the kernel
-    and the tile buffer (for tile_map)."""
+    loads of one thread complete in no set order); ``between`` (no wait): that many loads
+    into tiles of their own go between the two. Returns the kernel and the tile buffer (for
+    tile_map)."""
     holder = {}
     nbytes = 64 * 32 * 4
+    loads = 2 + between
 
     @T.kernel(target="sm_90a", grid=1, block=32)
-    def k(tma_in: T.TensorMap, tma_out: T.TensorMap):
+    def k(tma_in: T.TensorMap):
         smem = T.SMEMPool(name="smem")
         a = smem.alloc_mma((64, 32), "float32", "128B", name="tile")
+        others = smem.alloc_mma((max(between, 1), 64, 32), "float32", "128B", name="others")
         bar = smem.alloc((1,), "uint64", name="full")
         smem.commit()
         holder["tile"] = a
         with T.If(T.thread_id() == 0):
             T.ptx.mbarrier.init((bar, 0), 1)
             T.ptx.fence.mbarrier_init()
-            T.ptx.mbarrier.arrive_expect_tx(
-                (bar, 0), nbytes if wait_between or stores else 2 * nbytes
-            )
+            T.ptx.mbarrier.arrive_expect_tx((bar, 0), nbytes if wait_between else loads * nbytes)
             T.ptx.tma.load_tile(tma_in, a, (bar, 0), 0, 0)  # @twice-load-1
-            if stores:
+            for i in range(between):
+                T.ptx.tma.load(tma_in, (others, i, 0, 0), (bar, 0), [0, 64])
+            if wait_between:
                 T.ptx.mbarrier.wait((bar, 0), 0)
-                T.ptx.tma.store_tile(tma_out, a, 0, 0)  # @twice-store-1
-                T.ptx.tma.commit_group()
-                if wait_between:
-                    T.ptx.tma.wait_group(0)
-                T.ptx.tma.store_tile(tma_out, a, 0, 0)  # @twice-store-2
-                T.ptx.tma.commit_group()
-                T.ptx.tma.wait_group(0)
-            else:
-                if wait_between:
-                    T.ptx.mbarrier.wait((bar, 0), 0)
-                    T.ptx.mbarrier.arrive_expect_tx((bar, 0), nbytes)
-                T.ptx.tma.load_tile(tma_in, a, (bar, 0), 64, 0)  # @twice-load-2
-                T.ptx.mbarrier.wait((bar, 0), 1 if wait_between else 0)
+                T.ptx.mbarrier.arrive_expect_tx((bar, 0), nbytes)
+            T.ptx.tma.load_tile(tma_in, a, (bar, 0), 64, 0)  # @twice-load-2
+            T.ptx.mbarrier.wait((bar, 0), 1 if wait_between else 0)
+
+    return k, holder["tile"]
+
+
+def tma_fifth(wait_last: bool):
+    """Thread 0 loads ``tile`` by TMA and waits for it; then issues four more loads, three
+    into tiles of their own and the fourth into ``tile`` again (the fifth load of the thread:
+    its agent is the first load's, :data:`tilemem.sim.machine.QUEUE_SLOTS`), and waits for
+    them only with ``wait_last``; then every thread reads ``tile``. Without the wait the read
+    races with the fifth load, whose agent the warp has acquired only up to the first load."""
+    holder = {}
+    nbytes = 64 * 32 * 4
+
+    @T.kernel(target="sm_90a", grid=1, block=32)
+    def k(tma_in: T.TensorMap, out: T.Buffer((32,), "float32")):
+        smem = T.SMEMPool(name="smem")
+        a = smem.alloc_mma((64, 32), "float32", "128B", name="tile")
+        others = smem.alloc_mma((3, 64, 32), "float32", "128B", name="others")
+        bar = smem.alloc((2,), "uint64", name="full")
+        smem.commit()
+        holder["tile"] = a
+        t = T.thread_id()
+        with T.If(t == 0):
+            T.ptx.mbarrier.init((bar, 0), 1)
+            T.ptx.mbarrier.init((bar, 1), 1)
+            T.ptx.fence.mbarrier_init()
+            T.ptx.mbarrier.arrive_expect_tx((bar, 0), nbytes)
+            T.ptx.tma.load_tile(tma_in, a, (bar, 0), 0, 0)
+            T.ptx.mbarrier.wait((bar, 0), 0)
+            T.ptx.mbarrier.arrive_expect_tx((bar, 1), 4 * nbytes)
+            for i in range(3):
+                T.ptx.tma.load(tma_in, (others, i, 0, 0), (bar, 1), [0, 64])
+            T.ptx.tma.load_tile(tma_in, a, (bar, 1), 64, 0)  # @fifth-load
+            if wait_last:
+                T.ptx.mbarrier.wait((bar, 1), 0)
+        T.cuda.syncwarp()
+        out[t] = a[t, 0]  # @fifth-read
 
     return k, holder["tile"]
 

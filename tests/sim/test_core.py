@@ -168,31 +168,63 @@ def test_missing_wait_races_with_the_tma_load():
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_two_tma_loads_of_one_thread_into_one_tile_race_unless_one_waits(mode):
+@pytest.mark.parametrize("between", [0, 1, 2])
+def test_two_tma_loads_of_one_thread_into_one_tile_race_unless_one_waits(mode, between):
     # PTX ISA, "cp.async.bulk.tensor": the copies a thread issues are asynchronous and
-    # complete in no order among themselves; only the mbarrier's completion orders them
+    # complete in no order among themselves; only the mbarrier's completion orders them.
+    # ``between`` loads into other tiles go between the two (each of the four in flight has
+    # an agent of its own)
     a = np.arange(128 * 32, dtype=np.float32).reshape(128, 32)
-    k, buf = kernels.tma_twice(wait_between=False)
-    result = sim.run(k, tile_map(a, buf), tile_map(np.zeros_like(a), buf), schedule=mode)
+    k, buf = kernels.tma_twice(wait_between=False, between=between)
+    result = sim.run(k, tile_map(a, buf), schedule=mode)
     (h,) = [h for h in result.of_kind("race") if h.buffer == "tile"]
     assert sources(h) == {line("twice-load-1"), line("twice-load-2")}
     k, buf = kernels.tma_twice(wait_between=True)
-    result = sim.run(k, tile_map(a, buf), tile_map(np.zeros_like(a), buf), schedule=mode)
+    result = sim.run(k, tile_map(a, buf), schedule=mode)
     assert result.ok, result.hazards
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_two_tma_stores_of_one_thread_to_one_tile_race_unless_one_waits(mode):
-    a = np.arange(64 * 32, dtype=np.float32).reshape(64, 32)
-    out = np.zeros_like(a)
-    k, buf = kernels.tma_twice(wait_between=False, stores=True)
-    result = sim.run(k, tile_map(a, buf), tile_map(out, buf), schedule=mode)
-    (h,) = [h for h in result.of_kind("race") if h.space == "global"]
-    assert sources(h) == {line("twice-store-1"), line("twice-store-2")}
-    k, buf = kernels.tma_twice(wait_between=True, stores=True)
-    result = sim.run(k, tile_map(a, buf), tile_map(out, buf), schedule=mode)
+def test_a_load_that_reuses_an_earlier_loads_agent_is_still_waited_for(mode):
+    # in-order, the fifth load lands at its issue and the read comes after it: only the
+    # load's own clock on its agent, past what the first load's wait acquired, tells that
+    # the read is not ordered after it; later schedules find the read first
+    a = np.arange(128 * 32, dtype=np.float32).reshape(128, 32)
+    k, buf = kernels.tma_fifth(wait_last=False)
+    result = sim.run(k, tile_map(a, buf), np.zeros(32, np.float32), schedule=mode)
+    races = [h for h in result.of_kind("race") if h.buffer == "tile"]
+    assert races and sources(races[0]) == {line("fifth-load"), line("fifth-read")}
+    out = np.zeros(32, np.float32)
+    k, buf = kernels.tma_fifth(wait_last=True)
+    result = sim.run(k, tile_map(a, buf), out, schedule="adversarial")
     assert result.ok, result.hazards
-    assert np.array_equal(out, a)
+    assert np.array_equal(out, a[64:96, 0])  # the fifth load's rows
+
+
+def test_every_warp_and_queue_agent_has_a_thread_of_its_own():
+    # the vector clocks' threads: each CTA of a wave has warps_per_cta warp threads, then one
+    # row of warps_per_cta per queue agent (four for the TMA loads, last: they never read
+    # shared memory, whose read clocks cover the rows before them); no two coincide, and all
+    # of them index the clocks
+    from tilemem.sim.machine import QUEUE_SLOTS, QUEUES, Machine
+
+    assert QUEUE_SLOTS == {"tma": 4} and QUEUES[-1] == "tma"
+    k, _ = kernels.tma_roundtrip()  # 128 threads: 4 warps
+    m = Machine(k.ir, grid=(4, 1, 1), cluster=(2, 1, 1), sms=2, seed=0, schedule="in-order")
+    assert m.warps_per_cta == 4 and m.threads_per_cta == 4 * (1 + 5 + 4)
+    assert m.smem_readers == 4 * (1 + 5)
+    assert m.nthreads == 2 * 2 * 4 * 10  # 2 SMs x a pair of CTAs
+    assert min(m.agents(0, 0, "tma")) == m.smem_readers
+    seen = []
+    for cta in range(4):
+        first = cta * m.threads_per_cta
+        for warp in range(4):
+            seen.append(first + warp)  # the warp's own thread
+            for queue in QUEUES:
+                agents = m.agents(first, warp, queue)
+                assert len(agents) == QUEUE_SLOTS.get(queue, 1)
+                seen += agents
+    assert sorted(seen) == list(range(m.nthreads))
 
 
 def test_deadlock_names_the_waiting_warp():

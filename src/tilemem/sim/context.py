@@ -27,7 +27,6 @@ from .machine import (
     Queue,
     Wait,
     Warp,
-    queue_agents,
     write_conflict,
 )
 from .values import LANES
@@ -526,8 +525,7 @@ class Context:
         if name not in w.queues:
             if name not in QUEUES:
                 raise SimError(f"unknown asynchronous queue {name!r}")
-            rows = self.m.warps_per_cta
-            agents = [w.cta.first_gid + rows * (1 + r) + w.index for r in queue_agents(name)]
+            agents = self.m.agents(w.cta.first_gid, w.index, name)
             w.queues[name] = Queue(agents, [self.m.vc[a].copy() for a in agents])
         return w.queues[name]
 

@@ -24,16 +24,20 @@ from ..ir.nodes import DeclBuffer, For, IfThenElse, PhaseStmt, SeqStmt
 from .result import Access, Hazard
 from .shadow import Shadow
 
-QUEUES = ("wgmma", "bulk", "tma", "tcgen05", "tcgen05.ld", "tcgen05.st")
+# (the TMA loads' last: their agents never read shared memory, so a CTA's shared-memory read
+# clocks stop before them, SMEMPool-sized tables being the simulator's largest)
+QUEUES = ("wgmma", "bulk", "tcgen05", "tcgen05.ld", "tcgen05.st", "tma")
 # Agents (forked threads of the vector clocks) a warp's queue's operations take in turn. The
-# bulk copies a thread issues (TMA loads; TMA and bulk stores) complete in no order among
-# themselves (PTX ISA, "cp.async.bulk.tensor": only their mbarrier or bulk-group completion
-# orders them), so each of the last QUEUE_SLOTS of them has an agent of its own and two that
-# touch the same bytes race unless the warp acquired the first before issuing the second; the
-# (QUEUE_SLOTS + 1)-th reuses the first's agent and is taken as ordered after it. The other
-# queues' operations are ordered by the hardware (wgmma into one accumulator; tcgen05 in issue
-# order): one agent each.
-QUEUE_SLOTS = {"bulk": 4, "tma": 4}
+# TMA loads a thread issues complete in no order among themselves (PTX ISA,
+# "cp.async.bulk.tensor": only their mbarrier's completion orders them), so each of the last
+# four has an agent of its own and two that write the same bytes race unless the warp
+# acquired the first before issuing the second; the fifth reuses the first's agent and is
+# taken as ordered after it (a bound on what is checked). The other queues share one agent
+# each: the hardware orders wgmma into one accumulator and tcgen05 in issue order; the bulk
+# (TMA) stores of one thread are unordered too but share one, as their shared-memory reads
+# keep one clock per thread and agents (a known gap: two stores of one thread to the same
+# global bytes are not reported).
+QUEUE_SLOTS = {"tma": 4}
 # the instruction that completes each queue's operations for the issuing warp
 QUEUE_WAITS = {
     "wgmma": "wgmma.wait_group",
@@ -222,7 +226,7 @@ class CTA:
         self.smem = np.zeros(self.smem_size, np.uint8)
         self.first_gid = slot * machine.threads_per_cta
         self.smem_shadow = Shadow(
-            self.smem_size, readers=machine.threads_per_cta, first_reader=self.first_gid
+            self.smem_size, readers=machine.smem_readers, first_reader=self.first_gid
         )
         self.mbarriers: dict[int, MBarrier] = {}
         self.barriers: dict[int, Barrier] = {}
@@ -247,6 +251,8 @@ class Machine:
         self.schedule = schedule
         self.warps_per_cta = math.ceil(math.prod(kernel.block) / 32)
         self.threads_per_cta = self.warps_per_cta * (1 + sum(map(len, map(queue_agents, QUEUES))))
+        # threads that may read shared memory: the warps and every agent but the TMA loads'
+        self.smem_readers = self.threads_per_cta - self.warps_per_cta * len(queue_agents("tma"))
         # CTAs run in waves of `sms` whole clusters; a wave's CTAs use thread slots 0.. again
         self.wave_ctas = sms * math.prod(cluster)
         self.nthreads = self.wave_ctas * self.threads_per_cta
@@ -283,6 +289,13 @@ class Machine:
         own = self.vc.diagonal().copy() + 1
         self.vc[:] = 0
         self.vc[np.arange(self.nthreads), np.arange(self.nthreads)] = own
+
+    def agents(self, first_gid: int, warp: int, queue: str) -> list[int]:
+        """The vector-clock threads of warp ``warp``'s queue ``queue`` in the CTA whose thread
+        slots start at ``first_gid``: after the CTA's warps, one row of ``warps_per_cta``
+        per agent (:func:`queue_agents`)."""
+        rows = self.warps_per_cta
+        return [first_gid + rows * (1 + r) + warp for r in queue_agents(queue)]
 
     def tick(self, gid: int) -> None:
         self.vc[gid, gid] += 1

@@ -2,8 +2,8 @@
 
 Happens-before is tracked with vector clocks over *threads*: every warp, and the agents
 of each warp's asynchronous queues (an asynchronous operation is a thread forked at its
-issue and joined by its wait; a queue whose operations complete in no set order has
-several agents, taken in turn: ``machine.QUEUE_SLOTS``). An access is stamped with an
+issue and joined by its wait; a warp's TMA loads, which complete in no set order, take
+several agents in turn: ``machine.QUEUE_SLOTS``). An access is stamped with an
 epoch ``(thread, clock)`` (FastTrack: Flanagan and Freund, PLDI 2009); a later access by
 thread ``u`` with vector clock ``V`` is ordered after it iff ``clock <= V[thread]``. Writes
 keep one epoch per unit; reads keep either the last reader's epoch or, where many threads
