@@ -34,9 +34,9 @@ QUEUES = ("wgmma", "bulk", "tcgen05", "tcgen05.ld", "tcgen05.st", "tma")
 # acquired the first before issuing the second; the fifth reuses the first's agent and is
 # taken as ordered after it (a bound on what is checked). The other queues share one agent
 # each: the hardware orders wgmma into one accumulator and tcgen05 in issue order; the bulk
-# (TMA) stores of one thread are unordered too but share one, as their shared-memory reads
-# keep one clock per thread and agents (a known gap: two stores of one thread to the same
-# global bytes are not reported).
+# (TMA) stores of one thread are unordered too but share one, since every agent that reads
+# shared memory adds a read clock to each of its bytes (a known gap: two stores of one thread
+# to the same global bytes are not reported).
 QUEUE_SLOTS = {"tma": 4}
 # the instruction that completes each queue's operations for the issuing warp
 QUEUE_WAITS = {
