@@ -17,10 +17,10 @@ ROUNDS rounds), REPEATS times. Needs an sm_90 GPU and torch.
 
 from __future__ import annotations
 
-import contextlib
 import pathlib
 import sys
 import time
+from unittest import mock
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 
@@ -46,18 +46,6 @@ class _AloneToTheProducer:
 
     def __getattr__(self, name):
         return getattr(self._sched, name)
-
-
-@contextlib.contextmanager
-def _patched(**functions):
-    saved = {name: getattr(hopper, name) for name in functions}
-    for name, function in functions.items():
-        setattr(hopper, name, function)
-    try:
-        yield
-    finally:
-        for name, function in saved.items():
-            setattr(hopper, name, function)
 
 
 def _no_multicast_producer(library_producer):
@@ -91,7 +79,7 @@ def pair(variant: str, **kwargs) -> hopper.HopperGemm:
     patches = dict(_producer=_no_multicast_producer(hopper._producer))
     if variant == "local":
         patches.update(_init_barriers=_local_barriers, _release=_local_release(hopper._release))
-    with _patched(**patches):
+    with mock.patch.multiple(hopper, **patches):
         gemm = hopper.HopperGemm(cluster_m=2, **kwargs)
     # each CTA's B box is the whole B tile, as for CTAs alone
     gemm.b_share = gemm_plan.b_share(1, gemm.dtype, tile_n=gemm.tile_n)

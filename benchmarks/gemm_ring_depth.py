@@ -15,11 +15,11 @@ products. Needs an sm_90 GPU and torch.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import pathlib
 import sys
 import time
+from unittest import mock
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 
@@ -29,7 +29,6 @@ from tilemem.gemm import hopper
 from tilemem.gemm import plan as gemm_plan
 
 
-@contextlib.contextmanager
 def ring_of(depth: int):
     """While open, plans are built with at most ``depth`` stages."""
     library = gemm_plan.stages
@@ -38,11 +37,7 @@ def ring_of(depth: int):
         solution = library(*args, **kwargs)
         return dataclasses.replace(solution, stages=min(depth, solution.stages))
 
-    gemm_plan.stages = shallower
-    try:
-        yield
-    finally:
-        gemm_plan.stages = library
+    return mock.patch.object(gemm_plan, "stages", shallower)
 
 
 class DepthAuto(hopper.AutoGemm):

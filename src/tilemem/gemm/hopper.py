@@ -1411,10 +1411,8 @@ class HopperGemm:
         (``a_rows`` of 64 or fewer) over two or more M tiles (``m_tiles``) with at least
         :data:`PDL_PLAIN_K_TILES` K tiles (``k_tiles``), which launch plainly. The three are
         positive ints (GemmShapeError)."""
-        ctas = check_int(ctas, "launches_programmatically's ctas", minimum=1, error=GemmShapeError)
-        m_tiles, k_tiles = (
-            check_int(v, f"launches_programmatically's {x}", minimum=1, error=GemmShapeError)
-            for x, v in (("m_tiles", m_tiles), ("k_tiles", k_tiles))
+        ctas, m_tiles, k_tiles = _positive_ints(
+            "launches_programmatically", ctas=ctas, m_tiles=m_tiles, k_tiles=k_tiles
         )
         if self.programmatic is not None:
             return self.programmatic
@@ -1476,9 +1474,8 @@ def stream_k_grid(
     is a cluster: ``m_group`` is ``cluster_m``, and a unit whose M tiles run past M (an odd
     ``m_tiles`` in pairs) computes zeros there that its stores clip, as the tiled kernel's
     clusters do; ``sms`` is then the CTAs of the clusters resident at once."""
-    m_tiles, n_tiles, k_tiles, sms = (
-        check_int(v, f"stream_k_grid's {x}", minimum=1, error=GemmShapeError)
-        for x, v in (("m_tiles", m_tiles), ("n_tiles", n_tiles), ("k_tiles", k_tiles), ("sms", sms))
+    m_tiles, n_tiles, k_tiles, sms = _positive_ints(
+        "stream_k_grid", m_tiles=m_tiles, n_tiles=n_tiles, k_tiles=k_tiles, sms=sms
     )
     if type(cluster_m) is not int or cluster_m not in CLUSTER_SIZES:
         raise GemmShapeError(
@@ -1608,10 +1605,7 @@ def split_count(
     bytes ``(m + n) k`` elements; 1 (no split) when none does. A tile count that already fills
     the SMs gets 1: splitting cannot add CTAs there, only traffic.
     """
-    m, n, k = (
-        check_int(v, f"split_count's {x}", minimum=1, error=GemmShapeError)
-        for x, v in (("m", m), ("n", n), ("k", k))
-    )
+    m, n, k = _positive_ints("split_count", m=m, n=n, k=k)
     sms = check_int(
         sms, "split_count's sms (the device's SM count)", minimum=1, error=GemmShapeError
     )
