@@ -1091,3 +1091,24 @@ def test_the_ring_depth_benchmark_builds_shallower_rings(drv, monkeypatch):
     assert library.gemm_for(64, 4096, 4096).plan.buffer("A").shape[0] == 13
     assert "% 13)" in library.gemm_for(64, 4096, 4096).program.source
     assert bench.gemm_plan.stages("sm_90a", "bfloat16", 64, 32).stages == 13
+
+
+def test_the_ring_depth_benchmark_builds_named_configurations_at_each_depth(drv, monkeypatch):
+    """benchmarks/gemm_ring_depth.py with CONFIGs: each configuration (here 32-row tiles 64
+    wide alone and in 2x1 pairs) at its full depth (13: plan.stages) and at each DEPTH given,
+    whatever the policy would pick; the library's plan unchanged after."""
+    bench = _load_benchmark(monkeypatch, "gemm_ring_depth")
+    gemms, names = bench.configs("bfloat16", ["64x1r32", "64x2r32"], [11, 9])
+    assert names == ["64x1r32:d13", "64x1r32:d11", "64x1r32:d9"] + [
+        "64x2r32:d13",
+        "64x2r32:d11",
+        "64x2r32:d9",
+    ]
+    for gemm, name in zip(gemms, names):
+        gemm.sms = 132
+        kernel = gemm.gemm_for(64, 4096, 4096)
+        depth = int(name.split(":d")[1])
+        assert kernel.plan.buffer("A").shape[0] == depth == kernel.plan.buffer("B").shape[0]
+        assert kernel.cluster_m == (2 if name.startswith("64x2") else 1)
+        assert f"% {depth})" in kernel.program.source
+    assert bench.gemm_plan.stages("sm_90a", "bfloat16", 64, 32).stages == 13
