@@ -5,6 +5,10 @@ nothing (``local``: no multicast, each CTA frees only its own stages; a cluster 
 independent CTAs).
 
     PYTHONPATH=src python3 benchmarks/gemm_cluster_cost.py [ROUNDS] [REPEATS]
+    PYTHONPATH=src python3 benchmarks/gemm_cluster_cost.py profile VARIANT
+
+The second form (for ncu) checks one kernel on bf16 64x4096x4096 (``alone``, ``pairs``,
+``coupled`` or ``local``) and launches it three times.
 
 On bf16 64x4096x4096 with 32-row tiles 64 wide (the policy's tile; cuBLAS runs the same
 tile count in 2x1 pairs sharing B) and 256x6144x4096 with 128 x 96 tiles. ``coupled`` and
@@ -86,7 +90,36 @@ def pair(variant: str, **kwargs) -> hopper.HopperGemm:
     return gemm
 
 
+VARIANTS = {"alone": None, "pairs": "mc", "coupled": "coupled", "local": "local"}
+
+
+def variant_gemm(label: str, **kwargs) -> hopper.HopperGemm:
+    """The kernel a label of this benchmark names, on ``kwargs``'s tiles."""
+    if label not in VARIANTS:
+        raise SystemExit(f"a variant is one of {sorted(VARIANTS)}, got {label!r}")
+    built = VARIANTS[label]
+    return hopper.HopperGemm(cluster_m=1, **kwargs) if built is None else pair(built, **kwargs)
+
+
+def profile(label: str) -> None:
+    """Check ``label``'s kernel on the first shape, then launch it three times (for ncu)."""
+    import gemm as bench  # benchmarks/gemm.py: its check and inputs
+    import torch
+
+    (m, n, k), kwargs = SHAPES[0]
+    gemm = variant_gemm(label, **kwargs)
+    bench.check([gemm], m, n, k, seed=1)
+    a, b = bench._inputs(m, n, k, torch.bfloat16)
+    run = gemm.prepare(a, b, torch.empty(m, n, device="cuda", dtype=torch.bfloat16))
+    for _ in range(3):
+        run()
+    torch.cuda.synchronize()
+
+
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] == "profile":
+        profile(sys.argv[2])
+        return
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     repeats = int(sys.argv[2]) if len(sys.argv) > 2 else 3
     import torch
@@ -94,9 +127,8 @@ def main() -> None:
     torch.zeros(1, device="cuda")
     start = time.time()
     for (m, n, k), kwargs in SHAPES:
-        gemms = [hopper.HopperGemm(cluster_m=1, **kwargs)]
-        gemms += [pair(v, **kwargs) for v in ("mc", "coupled", "local")]
-        labels = ["alone", "pairs", "coupled", "local"]
+        labels = list(VARIANTS)
+        gemms = [variant_gemm(label, **kwargs) for label in labels]
         repeated(gemms, labels, m, n, k, rounds, repeats, "COST", f"bfloat16 {m}x{n}x{k}")
     print(f"elapsed {time.time() - start:.0f} s")
 

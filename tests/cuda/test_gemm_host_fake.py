@@ -1072,6 +1072,14 @@ def test_the_cluster_cost_benchmark_builds_what_it_names(drv, monkeypatch):
         for v, s in source.items()
     }
     assert empty_counts == {"mc": {"2"}, "coupled": {"2"}, "local": {"1"}}
+    # the labels the timing lines and the profile mode use name the same kernels
+    named = {label: bench.variant_gemm(label, **kwargs) for label in bench.VARIANTS}
+    assert list(named) == ["alone", "pairs", "coupled", "local"]
+    assert named["alone"].cluster_m == 1 and "barrier.cluster" not in named["alone"].program.source
+    for label, v in (("pairs", "mc"), ("coupled", "coupled"), ("local", "local")):
+        assert named[label].program.source == source[v]
+    with pytest.raises(SystemExit, match="one of"):
+        bench.variant_gemm("paired", **kwargs)
 
 
 def test_the_ring_depth_benchmark_builds_shallower_rings(drv, monkeypatch):
