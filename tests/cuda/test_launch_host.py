@@ -586,6 +586,43 @@ def test_a_kernel_without_griddepcontrol_wait_is_refused_a_programmatic_launch(m
     assert len(drv.launches) == 1
 
 
+def test_a_wait_in_one_branch_or_loop_counts_and_a_launch_dependents_alone_does_not(monkeypatch):
+    """The launcher looks for the instruction in the kernel's statements: a wait inside an
+    if (else branch) or a loop is found; a kernel that only signals its dependents
+    (``launch_dependents``, no wait) is refused."""
+
+    @T.kernel(target="sm_90a", block=32, name="in_else")
+    def in_else(y: T.Buffer((32,), "int32")):
+        with T.If(T.thread_id() > 40):
+            with T.Then():
+                y[0] = 1
+            with T.Else():
+                T.ptx.griddepcontrol.wait()
+        y[T.thread_id()] = 2
+
+    @T.kernel(target="sm_90a", block=32, name="in_loop")
+    def in_loop(y: T.Buffer((32,), "int32")):
+        for _ in T.serial(2):
+            T.ptx.griddepcontrol.wait()
+        y[T.thread_id()] = 3
+
+    @T.kernel(target="sm_90a", block=32, name="signals_only")
+    def signals_only(y: T.Buffer((32,), "int32")):
+        T.ptx.griddepcontrol.launch_dependents()
+        y[T.thread_id()] = 4
+
+    y = DeviceArray(0x1000, (32,), "<i4")
+    for kernel in (in_else, in_loop):
+        drv = FakeDriver()
+        loaded(monkeypatch, kernel, drv)(y, programmatic=True)
+        assert [launch.programmatic for launch in drv.launches] == [True]
+    drv = FakeDriver()
+    launcher = loaded(monkeypatch, signals_only, drv)
+    with pytest.raises(LaunchError, match=r"'signals_only' never issues griddepcontrol\.wait"):
+        launcher(y, programmatic=True)
+    assert drv.launches == []
+
+
 @pytest.mark.parametrize("bad", [1, 0, "yes", None, 1.0])
 def test_programmatic_is_a_bool(monkeypatch, bad):
     drv = FakeDriver()

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..dtype import DataType
-from ..ir.nodes import Var
+from ..ir.nodes import Var, issues
 from .device import LaunchError, array_shape, check, device_pointer, driver, element_bytes
 from .tma import EncodedTensorMap
 
@@ -252,9 +252,10 @@ class Launcher:
         del keep
 
     def _check_waits_for_grid(self) -> None:
-        """LaunchError unless the kernel issues ``griddepcontrol.wait`` (looked up once)."""
+        """LaunchError unless the kernel issues ``griddepcontrol.wait`` anywhere in its body
+        (looked up in the kernel's statements once, not in its generated text)."""
         if "_waits_for_grid" not in self.__dict__:
-            self._waits_for_grid = "griddepcontrol.wait;" in self.program.source
+            self._waits_for_grid = issues(self.program.ir.body, "ptx.griddepcontrol.wait")
         if not self._waits_for_grid:
             raise LaunchError(
                 f"kernel {self.name!r} never issues griddepcontrol.wait, so launched with "

@@ -8,6 +8,7 @@ a :class:`Kernel`. Nothing here knows CUDA C++; ``cuda/`` lowers it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any
 
@@ -443,6 +444,30 @@ class PhaseStmt(Stmt):
 
     name: str
     body: Stmt
+
+
+def statements(s: Stmt) -> Iterator[Stmt]:
+    """``s`` and every statement nested in it (sequences, both branches of an if, loop and
+    phase bodies), in program order."""
+    yield s
+    if isinstance(s, SeqStmt):
+        for x in s.stmts:
+            yield from statements(x)
+    elif isinstance(s, IfThenElse):
+        yield from statements(s.then)
+        if s.else_ is not None:
+            yield from statements(s.else_)
+    elif isinstance(s, (For, PhaseStmt)):
+        yield from statements(s.body)
+
+
+def issues(body: Stmt, op: str) -> bool:
+    """Whether ``body`` issues the intrinsic ``op`` (a :class:`Call` statement of that name)
+    anywhere, in any branch or loop."""
+    return any(
+        isinstance(x, ExprStmt) and isinstance(x.expr, Call) and x.expr.op == op
+        for x in statements(body)
+    )
 
 
 @dataclass(frozen=True, eq=False)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import SimError
-from ..ir.nodes import DeclBuffer, For, IfThenElse, PhaseStmt, SeqStmt
+from ..ir.nodes import DeclBuffer, statements
 from .result import Access, Hazard
 from .shadow import Shadow
 
@@ -658,24 +658,12 @@ def _unset(machine, op):
 def _shared_buffers(kernel) -> list[tuple]:
     """(first byte, end, name, live phases) of every shared buffer the kernel declares."""
     out = []
-
-    def walk(s):
-        if isinstance(s, SeqStmt):
-            for x in s.stmts:
-                walk(x)
-        elif isinstance(s, DeclBuffer) and s.buffer.scope != "local":
+    for s in statements(kernel.body):
+        if isinstance(s, DeclBuffer) and s.buffer.scope != "local":
             b = s.buffer
             size = b.nbytes if b.nbytes is not None else math.prod(b.shape) * b.dtype.bits // 8
             lo = SMEM_BASE + (b.byte_offset or 0)
             out.append((lo, lo + size, b.name, b.live))
-        elif isinstance(s, IfThenElse):
-            walk(s.then)
-            if s.else_ is not None:
-                walk(s.else_)
-        elif isinstance(s, (For, PhaseStmt)):
-            walk(s.body)
-
-    walk(kernel.body)
     return out
 
 
