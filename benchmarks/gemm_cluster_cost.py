@@ -1,5 +1,6 @@
 """Where the 2x1 clusters' time goes: the same tiles alone, in pairs sharing B by multicast
-(the library's), in pairs that each load all of B but still free each stage in both CTAs
+(the library's, and ``relay``: the same freeing stages through a relay warp), in pairs that
+each load all of B but still free each stage in both CTAs
 (``coupled``: no multicast, the pair waits for its slower CTA), and in pairs that share
 nothing (``local``: no multicast, each CTA frees only its own stages; a cluster launch of two
 independent CTAs).
@@ -59,7 +60,7 @@ def _no_multicast_producer(library_producer):
     return producer
 
 
-def _local_barriers(full, empty, size, consumers=hopper.CONSUMERS):
+def _local_barriers(full, empty, size, consumers=hopper.CONSUMERS, freed=None):
     """Each stage's ``empty`` counts only this CTA's consumers; the cluster still syncs."""
     with T.If(T.thread_id() == 0):
         for s in range(full.shape[0]):
@@ -77,9 +78,14 @@ def _local_release(library_release):
 
 
 def pair(variant: str, **kwargs) -> hopper.HopperGemm:
-    """2x1 pairs of ``kwargs``'s tiles: ``mc`` (the library's), ``coupled`` or ``local``."""
+    """2x1 pairs of ``kwargs``'s tiles: ``mc`` (the library's: each consumer arrives on both
+    CTAs' barriers), ``relay`` (the same with the stages freed through a relay warp,
+    ``hopper._relay``), ``coupled`` or ``local``."""
     if variant == "mc":
         return hopper.HopperGemm(cluster_m=2, **kwargs)
+    if variant == "relay":
+        with mock.patch.object(hopper, "RELAY_CONSUMERS", (1, 2)):
+            return hopper.HopperGemm(cluster_m=2, **kwargs)
     patches = dict(_producer=_no_multicast_producer(hopper._producer))
     if variant == "local":
         patches.update(_init_barriers=_local_barriers, _release=_local_release(hopper._release))
@@ -90,7 +96,13 @@ def pair(variant: str, **kwargs) -> hopper.HopperGemm:
     return gemm
 
 
-VARIANTS = {"alone": None, "pairs": "mc", "coupled": "coupled", "local": "local"}
+VARIANTS = {
+    "alone": None,
+    "pairs": "mc",
+    "relay": "relay",
+    "coupled": "coupled",
+    "local": "local",
+}
 
 
 def variant_gemm(label: str, **kwargs) -> hopper.HopperGemm:

@@ -1074,10 +1074,15 @@ def test_the_cluster_cost_benchmark_builds_what_it_names(drv, monkeypatch):
     assert empty_counts == {"mc": {"2"}, "coupled": {"2"}, "local": {"1"}}
     # the labels the timing lines and the profile mode use name the same kernels
     named = {label: bench.variant_gemm(label, **kwargs) for label in bench.VARIANTS}
-    assert list(named) == ["alone", "pairs", "coupled", "local"]
+    assert list(named) == ["alone", "pairs", "relay", "coupled", "local"]
     assert named["alone"].cluster_m == 1 and "barrier.cluster" not in named["alone"].program.source
     for label, v in (("pairs", "mc"), ("coupled", "coupled"), ("local", "local")):
         assert named[label].program.source == source[v]
+    # the relay variant: its consumers arrive on a local freed_bar; the library's pairs have none
+    relay = named["relay"].program.source
+    assert "freed_bar" in relay and "freed_bar" not in library
+    assert named["relay"].plan.buffer("freed_bar").shape == (13,)
+    assert bench.hopper.RELAY_CONSUMERS == ()  # the library is unchanged after the build
     with pytest.raises(SystemExit, match="one of"):
         bench.variant_gemm("paired", **kwargs)
 

@@ -132,11 +132,18 @@ class Schedule:
     m_group: Any = 1  # stream-K: CTAs that take the same N tile and K steps (a kernel parameter)
     tile_m: int = TILE_M  # rows of C a tile covers: 128, or 64 where one consumer computes
     cluster_n: int = 1  # CTAs of a cluster along N (sharing A); 1 where cluster_m is not
+    relay: bool = False  # consumers free stages locally, a relay warp frees them cluster-wide
 
     @property
     def size(self) -> int:
         """CTAs in a cluster (1 without clusters)."""
         return self.cluster_m * self.cluster_n
+
+    @property
+    def release_size(self) -> int:
+        """CTAs a consumer's release arrives on: the cluster's, or 1 with a relay
+        (:func:`_relay`), where it arrives on this CTA's ``freed`` barrier only."""
+        return 1 if self.relay else self.size
 
     def units(self):
         """(units this CTA's cluster takes, its first unit, the unit stride, M units, N
@@ -214,17 +221,22 @@ class Schedule:
         return T.let("m_tile", m_unit * self.cluster_m + self.rank), n_unit, split
 
 
-def _init_barriers(full, empty, size: int, consumers: int = CONSUMERS) -> None:
+def _init_barriers(full, empty, size: int, consumers: int = CONSUMERS, freed=None) -> None:
     """Thread 0 arms each stage's barriers: ``full`` for the producer's one arrival (plus the
     TMA bytes), ``empty`` for one arrival per computing consumer warpgroup (``consumers``)
     of every CTA in the cluster of ``size`` (each of them reads the share of B, or of A, that
-    this CTA's producer multicasts).
+    this CTA's producer multicasts). With a relay (``freed`` given, :func:`_relay`) this
+    CTA's consumers arrive on ``freed`` and ``empty`` counts one relay arrival per CTA.
     Then the block, or the whole cluster, syncs so no peer arrives on a barrier before it
     exists."""
     with T.If(T.thread_id() == 0):
         for s in range(full.shape[0]):
             T.ptx.mbarrier.init((full, s), 1)
-            T.ptx.mbarrier.init((empty, s), consumers * size)
+            if freed is None:
+                T.ptx.mbarrier.init((empty, s), consumers * size)
+            else:
+                T.ptx.mbarrier.init((freed, s), consumers)
+                T.ptx.mbarrier.init((empty, s), size)
         T.ptx.fence.mbarrier_init()
     if size > 1:
         T.ptx.cluster.sync()
@@ -277,7 +289,7 @@ def _producer(tma_a, tma_b, a, b, full, empty, sched: Schedule, a_rows: int = TI
     compute the same M tile). So each CTA's ``full`` barrier still receives a whole stage."""
     stages, tk, tile_n = a.shape[0], a.shape[-1], b.shape[1]
     stage_bytes = (a.nbytes * a_rows // a.shape[1] + b.nbytes) // stages  # A: the top a_rows
-    k_tiles, cm, cn = sched.k_tiles, sched.cluster_m, sched.cluster_n
+    cm, cn = sched.cluster_m, sched.cluster_n
     everyone = (1 << sched.size) - 1 if sched.size > 1 else None
     # the first row of this rank's share of the A tile and of the B tile
     a_row = sched.rank * (a_rows // cn) if cn > 1 else 0
@@ -301,27 +313,54 @@ def _producer(tma_a, tma_b, a, b, full, empty, sched: Schedule, a_rows: int = TI
             multicast_mask=everyone if cm > 1 else None,
         )
 
-    if sched.stream_k:
-        sk = sched.segments()
-        for i in T.serial(sk.count, name="t"):
-            seg = sched.segment(i, sk)
-            for kt in T.serial(seg.k_count, name="kt"):
-                s, phase = _stage_and_phase(seg.first_step + kt, stages)
-                load(s, phase, T.let("k0", (seg.k_first + kt) * tk), seg.m_tile, seg.n_tile)
-    else:
-        units = sched.units()
-        for i in T.serial(units[0], name="t"):
-            m_tile, n_tile, split = sched.tile(i, units)
-            for kt in T.serial(k_tiles, name="kt"):
-                s, phase = _stage_and_phase(i * k_tiles + kt, stages)
-                k0 = kt * tk if isinstance(split, int) else T.let("k0", (split * k_tiles + kt) * tk)
-                load(s, phase, k0, m_tile, n_tile)
+    _each_step(sched, stages, tk, load)
     # every load issued: the CTA's last K steps and epilogue are left, under which the next
     # kernel's CTAs may start their set-up (a CTA counts as signalled at its first
     # launch_dependents, whichever thread issues it). Signalled as the CTA starts instead,
     # the large full-grid products measured 2-4% slower in one run, this way 0-2% faster
     # (docs/PERFORMANCE.md, "Programmatic dependent launch": within the run-to-run spread).
     T.ptx.griddepcontrol.launch_dependents()
+
+
+def _each_step(sched: Schedule, stages: int, tk: int, visit: Callable[..., None]) -> None:
+    """``visit(stage, phase, k0, m_tile, n_tile)`` for each K step this CTA computes, in ring
+    order: the producer's loads and the relay's releases walk the same steps."""
+    if sched.stream_k:
+        sk = sched.segments()
+        for i in T.serial(sk.count, name="t"):
+            seg = sched.segment(i, sk)
+            for kt in T.serial(seg.k_count, name="kt"):
+                s, phase = _stage_and_phase(seg.first_step + kt, stages)
+                visit(s, phase, T.let("k0", (seg.k_first + kt) * tk), seg.m_tile, seg.n_tile)
+    else:
+        k_tiles = sched.k_tiles
+        units = sched.units()
+        for i in T.serial(units[0], name="t"):
+            m_tile, n_tile, split = sched.tile(i, units)
+            for kt in T.serial(k_tiles, name="kt"):
+                s, phase = _stage_and_phase(i * k_tiles + kt, stages)
+                k0 = kt * tk if isinstance(split, int) else T.let("k0", (split * k_tiles + kt) * tk)
+                visit(s, phase, k0, m_tile, n_tile)
+
+
+def _relay(freed, empty, sched: Schedule) -> None:
+    """A cluster's stage releases, off the consumers' path: lane ``r`` of the producer
+    warpgroup's second warp waits for this CTA's consumers to free each stage (``freed``,
+    their local arrivals) and arrives on CTA ``r``'s ``empty`` barrier of that stage, whose
+    producer may then refill it here (its multicast share).
+
+    Why: a consumer that arrived on a peer's barrier itself (``mapa`` + a remote
+    ``mbarrier.arrive``) stalled at its next K tile's first wgmma until the remote arrival
+    completed (H200, ncu's warp-state samples on 2x1 pairs of 32-row tiles: 22% of the
+    consumer's samples at that wgmma against 6% alone), a fixed cost each K step that no
+    ring depth hid (pairs ran 0.69-0.70 of cuBLAS at 13, 11, 9 and 7 stages; docs/
+    PERFORMANCE.md, "Pairs of small tiles")."""
+
+    def release(s, phase, *_) -> None:
+        T.ptx.mbarrier.wait((freed, s), phase)
+        T.ptx.mbarrier.arrive_cluster((empty, s), T.lane_id())
+
+    _each_step(sched, freed.shape[0], 0, release)
 
 
 def _release(empty, stage, size: int) -> None:
@@ -398,14 +437,14 @@ def _mainloop(
         first = 0 if part is not None else (kt > 0)  # a promoted K tile starts from zero
         _k_tile(acc if part is None else part, a, b, full, s, phase, consumer, first)
         if part is not None:
-            _promote(acc, part, empty, s, sched.size)
+            _promote(acc, part, empty, s, sched.release_size)
         else:
             T.ptx.wgmma.wait_group(1)  # K tile kt - 1 is done: its stage may be refilled
             with T.If(kt > 0):
-                _release(empty, (first_step + kt - 1) % stages, sched.size)
+                _release(empty, (first_step + kt - 1) % stages, sched.release_size)
     if part is None:
         T.ptx.wgmma.wait_group(0)
-        _release(empty, (first_step + k_tiles - 1) % stages, sched.size)
+        _release(empty, (first_step + k_tiles - 1) % stages, sched.release_size)
 
 
 def _k_tile(frag, a, b, full, stage, phase, consumer, first) -> None:
@@ -509,7 +548,7 @@ def _promote_run(acc, parts, a, b, full, empty, consumer, step, sched, every, ti
 
     def release(first: int, count: int) -> None:
         for j in range(count):
-            _release(empty, (step + first + j) % stages, sched.size)
+            _release(empty, (step + first + j) % stages, sched.release_size)
 
     for g, first in enumerate(starts):
         frag, count = parts[g % 2], min(every, tiles - first)
@@ -542,8 +581,8 @@ def _promote_group(acc, part, a, b, full, empty, consumer, step, count: int, sch
         stages.append(s)
     for j, s in enumerate(stages[:-1]):
         T.ptx.wgmma.wait_group(count - 1 - j)
-        _release(empty, s, sched.size)
-    _promote(acc, part, empty, stages[-1], sched.size)
+        _release(empty, s, sched.release_size)
+    _promote(acc, part, empty, stages[-1], sched.release_size)
 
 
 def _promote(acc, part, empty, stage, size: int) -> None:
@@ -835,6 +874,25 @@ def _take_over(acc, work, flags, consumer, sk: StreamK, peers_end, size) -> None
             acc[r] = acc[r] + work[row + r, t]
 
 
+# Computing consumers (gemm.plan.computing_consumers: 1 for tiles of 64 or fewer rows, 2 for
+# 128) whose cluster kernels free stages through a relay warp (_relay) instead of arriving on
+# the peers' barriers themselves: none. Measured on the H200 (docs/PERFORMANCE.md, "Pairs of
+# small tiles: the consumers' remote arrivals"; benchmarks/gemm_relay.py, medians of 2): the
+# relay makes bf16 pairs of one-consumer tiles much faster than the direct release (64 x 4096
+# x 4096, 32-row tiles: 0.816 of cuBLAS against 0.694; 128 x 4096 x 14336 0.886 / 0.708) but
+# they stay slower than the same tiles alone (0.931, 1.036), which the policy runs; on fp8
+# pairs and on the policy's 2x1 clusters of 128-row tiles it is within the run's spread
+# either way or slower (fp8 1024 x 8192 x 1024: 1.105 against 1.124). Kept for the next
+# attempt at pairs of small tiles, where it is the measured half of the cost.
+RELAY_CONSUMERS: tuple[int, ...] = ()
+
+
+def relays(size: int, a_rows: int = TILE_M) -> bool:
+    """Whether a kernel of clusters of ``size`` CTAs over tiles of ``a_rows`` rows frees its
+    stages through a relay warp (:data:`RELAY_CONSUMERS`, :func:`_relay`)."""
+    return size > 1 and gemm_plan.computing_consumers(a_rows) in RELAY_CONSUMERS
+
+
 def _check_cluster_n(cluster_n, cluster_m: int, a_rows, split_k, stream_k) -> None:
     """GemmShapeError unless ``cluster_n`` (CTAs along N sharing A) is 1, or one of
     :data:`CLUSTER_SIZES` in a kernel whose CTAs do not also pair along M, that neither
@@ -945,12 +1003,16 @@ def hopper_gemm_persistent(
     name += f"_p{promote_every}" if promote_every != 1 else ""
     name += "_streamk" if stream_k else ""
 
+    size = cluster_m * cluster_n
+    relay = relays(size, a_rows)
+
     def body(
         tma_a, tma_b, tma_c, m_tiles, n_tiles, k_tiles, group_m, splits=1, partial=None, m_group=1
     ):
-        smem = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n, a_rows)
+        smem = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n, a_rows, relay)
         a, b, c = smem.buffer("A"), smem.buffer("B"), smem.buffer("C_stage")
         full, empty = smem.buffer("full_bar"), smem.buffer("empty_bar")
+        freed = smem.buffer("freed_bar") if relay else None
         # the tensor maps' descriptors fetched while the barriers are set up (and, launched
         # programmatically, under the previous kernel's tail: they are this launch's
         # parameters, which no kernel writes), not by the first load of each
@@ -958,8 +1020,7 @@ def hopper_gemm_persistent(
             for tmap in (tma_a, tma_b, tma_c):
                 if tmap is not None:
                     T.ptx.tma.prefetch_descriptor(tmap)
-        size = cluster_m * cluster_n
-        _init_barriers(full, empty, size, gemm_plan.computing_consumers(a_rows))
+        _init_barriers(full, empty, size, gemm_plan.computing_consumers(a_rows), freed)
         # launched with programmatic serialization (HopperGemm(programmatic=True)), the set-up
         # above ran under the previous kernel's tail; nothing touched global memory yet
         T.ptx.griddepcontrol.wait()
@@ -976,6 +1037,7 @@ def hopper_gemm_persistent(
             m_group if cluster_m == 1 else cluster_m,  # a stream-K group is the cluster
             gemm_plan.tile_rows(a_rows),
             cluster_n,
+            relay,
         )
         warpgroup = _warpgroup()
         with T.If(warpgroup == 0):
@@ -983,6 +1045,9 @@ def hopper_gemm_persistent(
                 T.ptx.setmaxnreg.dec(PRODUCER_REGS)
                 with T.If(T.all_of(T.warp_id() == 0, T.ptx.elect_sync())), T.phase("mainloop"):
                     _producer(tma_a, tma_b, a, b, full, empty, sched, a_rows)
+                if freed is not None:
+                    with T.If(T.all_of(T.warp_id() == 1, T.lane_id() < size)):
+                        _relay(freed, empty, sched)
             with T.Else():
                 T.ptx.setmaxnreg.inc(CONSUMER_REGS)
                 consumer = warpgroup - 1
@@ -992,7 +1057,7 @@ def hopper_gemm_persistent(
                     b,
                     c,
                     full,
-                    empty,
+                    empty if freed is None else freed,  # with a relay it frees stages here
                     consumer,
                     sched,
                     partial,
@@ -1212,7 +1277,9 @@ class HopperGemm:
         )
         self.launcher = Launcher(self.program)
         self.reduce = Launcher(splitk_reduce()) if split_k else None
-        self.plan = gemm_plan.hopper_gemm_persistent_plan(dtype, "sm_90a", tile_n, a_rows)
+        self.plan = gemm_plan.hopper_gemm_persistent_plan(
+            dtype, "sm_90a", tile_n, a_rows, relays(cluster_m * cluster_n, a_rows)
+        )
         self.a_box, self.b_share, self.c_box = gemm_plan.tma_boxes(
             dtype, tile_n, a_rows, cluster_m, cluster_n, plan=self.plan
         )

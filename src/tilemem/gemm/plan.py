@@ -110,9 +110,11 @@ def computing_consumers(a_rows: int = TILE_M) -> int:
 
 
 def requests(
-    dtype: str = "bfloat16", tile_n: int = TILE_N, a_rows: int = TILE_M
+    dtype: str = "bfloat16", tile_n: int = TILE_N, a_rows: int = TILE_M, relay: bool = False
 ) -> list[BufferRequest]:
-    """The kernel's buffers in allocation order; A, B and both barriers once per stage.
+    """The kernel's buffers in allocation order; A, B and both barriers once per stage, and
+    with ``relay`` (a cluster kernel whose consumers free stages through a relay warp,
+    ``hopper.RELAY_CONSUMERS``) a third, ``freed_bar``, on which this CTA's consumers arrive.
 
     A stage is ``TILE_M x tile_k`` of A and ``tile_n x tile_k`` of B, K-major with the
     128-byte swizzle: 16 KiB + ``tile_n / 8`` KiB for either input type. ``C_stage`` is
@@ -137,18 +139,23 @@ def requests(
         ),
         BufferRequest("full_bar", (), "uint64", per_stage=True),
         BufferRequest("empty_bar", (), "uint64", per_stage=True),
-    ]
+    ] + ([BufferRequest("freed_bar", (), "uint64", per_stage=True)] if relay else [])
 
 
 def stages(
-    target: str = "sm_90a", dtype: str = "bfloat16", tile_n: int = TILE_N, a_rows: int = TILE_M
+    target: str = "sm_90a",
+    dtype: str = "bfloat16",
+    tile_n: int = TILE_N,
+    a_rows: int = TILE_M,
+    relay: bool = False,
 ) -> StageSolution:
     """The deepest A/B ring beside the C staging tiles, up to :func:`ring_cap`: 4 stages on
     sm_90a for 128 x 256 (224 KiB + 64 B), 128 x 240, 128 x 224 and 128 x 192, 6 for 128 x
     128, 7 for 128 x 96, 8 for 128 x 64; with 64-row tiles (``a_rows`` <= 64) 5 for 64 x 256,
-    6 for 64 x 224 and 64 x 192, 8 for 64 x 128, 10 for 64 x 96, 13 for 64 x 64 (fp8: 10)."""
+    6 for 64 x 224 and 64 x 192, 8 for 64 x 128, 10 for 64 x 96, 13 for 64 x 64 (fp8: 10).
+    ``relay``'s third barrier (8 bytes a stage) leaves every one of these counts as it is."""
     cap = ring_cap(dtype, tile_n, a_rows)
-    reqs = requests(dtype, tile_n, a_rows)
+    reqs = requests(dtype, tile_n, a_rows, relay)
     if cap is None:
         return solve_stages(reqs, target, ctas_per_sm=1)
     return solve_stages(reqs, target, ctas_per_sm=1, max_stages=cap)
@@ -163,13 +170,17 @@ def ring_cap(dtype: str = "bfloat16", tile_n: int = TILE_N, a_rows: int = TILE_M
 
 
 def hopper_gemm_persistent_plan(
-    dtype: str = "bfloat16", target: str = "sm_90a", tile_n: int = TILE_N, a_rows: int = TILE_M
+    dtype: str = "bfloat16",
+    target: str = "sm_90a",
+    tile_n: int = TILE_N,
+    a_rows: int = TILE_M,
+    relay: bool = False,
 ) -> SMEMPool:
     """Allocate :func:`requests` with the solved stage count in a pool with :data:`PHASES`;
     inside a kernel the pool emits."""
-    depth = stages(target, dtype, tile_n, a_rows).stages
+    depth = stages(target, dtype, tile_n, a_rows, relay).stages
     smem = SMEMPool(name="smem", target=target, phases=PHASES)
-    for r in requests(dtype, tile_n, a_rows):
+    for r in requests(dtype, tile_n, a_rows, relay):
         shape = ((depth,) + tuple(r.shape)) if r.per_stage else tuple(r.shape)
         if r.swizzle is not None:
             smem.alloc_mma(shape, r.dtype, r.swizzle, name=r.name, live=r.live)
