@@ -3,7 +3,7 @@
 each load all of B but still free each stage in both CTAs
 (``coupled``: no multicast, the pair waits for its slower CTA), and in pairs that share
 nothing (``local``: no multicast, each CTA frees only its own stages; a cluster launch of two
-independent CTAs).
+independent CTAs), and the same without the cluster barriers at its start and end (``bare``).
 
     PYTHONPATH=src python3 benchmarks/gemm_cluster_cost.py [ROUNDS] [REPEATS]
     PYTHONPATH=src python3 benchmarks/gemm_cluster_cost.py profile VARIANT
@@ -22,6 +22,7 @@ ROUNDS rounds), REPEATS times. Needs an sm_90 GPU and torch.
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
 import sys
 import time
@@ -70,6 +71,16 @@ def _local_barriers(full, empty, size, consumers=hopper.CONSUMERS, freed=None):
     T.ptx.cluster.sync()
 
 
+def _bare_barriers(full, empty, size, consumers=hopper.CONSUMERS, freed=None):
+    """As :func:`_local_barriers`, the CTA alone syncing: no cluster barrier at all."""
+    with T.If(T.thread_id() == 0):
+        for s in range(full.shape[0]):
+            T.ptx.mbarrier.init((full, s), 1)
+            T.ptx.mbarrier.init((empty, s), consumers)
+        T.ptx.fence.mbarrier_init()
+    T.cuda.syncthreads()
+
+
 def _local_release(library_release):
     def release(empty, stage, size):
         library_release(empty, stage, 1)
@@ -80,16 +91,21 @@ def _local_release(library_release):
 def pair(variant: str, **kwargs) -> hopper.HopperGemm:
     """2x1 pairs of ``kwargs``'s tiles: ``mc`` (the library's: each consumer arrives on both
     CTAs' barriers), ``relay`` (the same with the stages freed through a relay warp,
-    ``hopper._relay``), ``coupled`` or ``local``."""
+    ``hopper._relay``), ``coupled``, ``local`` or ``bare`` (``local`` without the cluster
+    barriers at the start and the end: a cluster launch of CTAs that never meet)."""
     if variant == "mc":
         return hopper.HopperGemm(cluster_m=2, **kwargs)
     if variant == "relay":
         with mock.patch.object(hopper, "RELAY_CONSUMERS", (1, 2)):
             return hopper.HopperGemm(cluster_m=2, **kwargs)
     patches = dict(_producer=_no_multicast_producer(hopper._producer))
-    if variant == "local":
+    if variant in ("local", "bare"):
         patches.update(_init_barriers=_local_barriers, _release=_local_release(hopper._release))
-    with mock.patch.multiple(hopper, **patches):
+    with contextlib.ExitStack() as stack:
+        if variant == "bare":
+            patches.update(_init_barriers=_bare_barriers)
+            stack.enter_context(mock.patch.object(T.ptx.cluster, "sync", lambda: None))
+        stack.enter_context(mock.patch.multiple(hopper, **patches))
         gemm = hopper.HopperGemm(cluster_m=2, **kwargs)
     # each CTA's B box is the whole B tile, as for CTAs alone
     gemm.b_share = gemm_plan.b_share(1, gemm.dtype, tile_n=gemm.tile_n)
@@ -102,6 +118,7 @@ VARIANTS = {
     "relay": "relay",
     "coupled": "coupled",
     "local": "local",
+    "bare": "bare",
 }
 
 

@@ -1074,7 +1074,7 @@ def test_the_cluster_cost_benchmark_builds_what_it_names(drv, monkeypatch):
     assert empty_counts == {"mc": {"2"}, "coupled": {"2"}, "local": {"1"}}
     # the labels the timing lines and the profile mode use name the same kernels
     named = {label: bench.variant_gemm(label, **kwargs) for label in bench.VARIANTS}
-    assert list(named) == ["alone", "pairs", "relay", "coupled", "local"]
+    assert list(named) == ["alone", "pairs", "relay", "coupled", "local", "bare"]
     assert named["alone"].cluster_m == 1 and "barrier.cluster" not in named["alone"].program.source
     for label, v in (("pairs", "mc"), ("coupled", "coupled"), ("local", "local")):
         assert named[label].program.source == source[v]
@@ -1083,6 +1083,13 @@ def test_the_cluster_cost_benchmark_builds_what_it_names(drv, monkeypatch):
     assert "freed_bar" in relay and "freed_bar" not in library
     assert named["relay"].plan.buffer("freed_bar").shape == (13,)
     assert bench.hopper.RELAY_CONSUMERS == ()  # the library is unchanged after the build
+    # bare: local's kernel without any cluster barrier (the CTA syncs alone after the set-up)
+    bare = named["bare"].program.source
+    assert "barrier.cluster" not in bare and "mapa.shared::cluster" not in bare
+    assert "multicast::cluster" not in bare and "__syncthreads();" in bare
+    assert bare.replace("barrier.cluster", "") != source["local"]
+    assert "barrier.cluster" in source["local"]  # the patch is undone after the build
+    assert "barrier.cluster" in bench.pair("local", **kwargs).program.source
     with pytest.raises(SystemExit, match="one of"):
         bench.variant_gemm("paired", **kwargs)
 
