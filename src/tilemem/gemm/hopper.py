@@ -313,18 +313,21 @@ def _producer(tma_a, tma_b, a, b, full, empty, sched: Schedule, a_rows: int = TI
             multicast_mask=everyone if cm > 1 else None,
         )
 
-    _each_step(sched, stages, tk, load)
+    steps = _each_step(sched, stages, tk, load)
     # every load issued: the CTA's last K steps and epilogue are left, under which the next
     # kernel's CTAs may start their set-up (a CTA counts as signalled at its first
     # launch_dependents, whichever thread issues it). Signalled as the CTA starts instead,
     # the large full-grid products measured 2-4% slower in one run, this way 0-2% faster
     # (docs/PERFORMANCE.md, "Programmatic dependent launch": within the run-to-run spread).
     T.ptx.griddepcontrol.launch_dependents()
+    if sched.size > 1 and PRODUCER_TAIL:
+        _producer_tail(empty, steps, stages)
 
 
-def _each_step(sched: Schedule, stages: int, tk: int, visit: Callable[..., None]) -> None:
+def _each_step(sched: Schedule, stages: int, tk: int, visit: Callable[..., None]):
     """``visit(stage, phase, k0, m_tile, n_tile)`` for each K step this CTA computes, in ring
-    order: the producer's loads and the relay's releases walk the same steps."""
+    order: the producer's loads and the relay's releases walk the same steps. Returns the
+    number of steps (the ring step after the last)."""
     if sched.stream_k:
         sk = sched.segments()
         for i in T.serial(sk.count, name="t"):
@@ -332,15 +335,29 @@ def _each_step(sched: Schedule, stages: int, tk: int, visit: Callable[..., None]
             for kt in T.serial(seg.k_count, name="kt"):
                 s, phase = _stage_and_phase(seg.first_step + kt, stages)
                 visit(s, phase, T.let("k0", (seg.k_first + kt) * tk), seg.m_tile, seg.n_tile)
-    else:
-        k_tiles = sched.k_tiles
-        units = sched.units()
-        for i in T.serial(units[0], name="t"):
-            m_tile, n_tile, split = sched.tile(i, units)
-            for kt in T.serial(k_tiles, name="kt"):
-                s, phase = _stage_and_phase(i * k_tiles + kt, stages)
-                k0 = kt * tk if isinstance(split, int) else T.let("k0", (split * k_tiles + kt) * tk)
-                visit(s, phase, k0, m_tile, n_tile)
+        return sk.end - sk.begin
+    k_tiles = sched.k_tiles
+    units = sched.units()
+    for i in T.serial(units[0], name="t"):
+        m_tile, n_tile, split = sched.tile(i, units)
+        for kt in T.serial(k_tiles, name="kt"):
+            s, phase = _stage_and_phase(i * k_tiles + kt, stages)
+            k0 = kt * tk if isinstance(split, int) else T.let("k0", (split * k_tiles + kt) * tk)
+            visit(s, phase, k0, m_tile, n_tile)
+    return units[0] * k_tiles
+
+
+def _producer_tail(empty, steps, stages: int) -> None:
+    """The producer waits, as if it were to load ``stages`` more steps after its ``steps``,
+    until every stage has been freed by every consumer that reads it, the cluster's peers
+    included: then no peer will arrive on this CTA's barriers again, and the CTA may exit
+    without a cluster barrier at the end. (A peer's multicast into this CTA lands before this
+    CTA's consumers finish, since they wait for it; this CTA's own arrivals on its peers'
+    barriers are waited for by their producers' tails.) Stages the ring never used wait on
+    their fresh barriers' previous phase, which counts as complete."""
+    for j in T.serial(stages, name="tail"):
+        s, phase = _stage_and_phase(T.let("tail_step", steps + j), stages)
+        T.ptx.mbarrier.wait((empty, s), phase ^ 1)
 
 
 def _relay(freed, empty, sched: Schedule) -> None:
@@ -874,6 +891,11 @@ def _take_over(acc, work, flags, consumer, sk: StreamK, peers_end, size) -> None
             acc[r] = acc[r] + work[row + r, t]
 
 
+# A cluster kernel's CTA exits once its producer has seen every stage freed by the whole
+# cluster (_producer_tail) instead of at a cluster barrier that every thread of the cluster
+# meets at the end.
+PRODUCER_TAIL = True
+
 # Computing consumers (gemm.plan.computing_consumers: 1 for tiles of 64 or fewer rows, 2 for
 # 128) whose cluster kernels free stages through a relay warp (_relay) instead of arriving on
 # the peers' barriers themselves: none. Measured on the H200 (docs/PERFORMANCE.md, "Pairs of
@@ -1065,7 +1087,7 @@ def hopper_gemm_persistent(
                     promote,
                     promote_every,
                 )
-        if size > 1:  # no CTA leaves while a peer may still arrive on its barriers
+        if size > 1 and not PRODUCER_TAIL:  # no CTA leaves while a peer may still arrive
             T.ptx.cluster.sync()
 
     if stream_k:

@@ -92,7 +92,17 @@ class Context:
             raise SimError(
                 f"{self.op_name}: cluster rank {rank} outside the cluster of {len(cta.cluster)}"
             )
-        return cta.cluster[rank]
+        peer = cta.cluster[rank]
+        if peer.finished:
+            self.hazard(  # the peer's shared memory is past its lifetime: the CTA exited
+                "lifetime",
+                f"{self.op_name} reaches the shared memory of cluster rank {rank} (CTA "
+                f"{peer.block}) after every thread of that CTA exited; keep a CTA resident "
+                "until its peers' remote operations on it are done (a cluster barrier at the "
+                "end, or wait on the barriers they arrive on before exiting)",
+                space="shared",
+            )
+        return peer
 
     def _expand(self, addrs, nbytes: int) -> np.ndarray:
         return np.asarray(addrs, np.int64)[..., None] + np.arange(nbytes, dtype=np.int64)
