@@ -41,11 +41,14 @@ SHAPES = [((64, 4096, 4096), dict(tile_n=64, a_rows=32)), ((256, 6144, 4096), di
 
 class _AloneToTheProducer:
     """The producer's view of a pair's schedule: the pair's tiles, but no cluster to
-    multicast into (``cluster_m`` 1: this CTA loads all of B at row 0 of its stage)."""
+    multicast into (``cluster_m`` 1: this CTA loads all of B at row 0 of its stage). The
+    cluster's ``size`` stays the pair's, so the producer still waits at its end until both
+    CTAs freed every stage (``hopper._producer_tail``): ``coupled``'s consumers arrive on the
+    peer's barriers, and without that wait a CTA could exit before its peer's last arrival
+    (a first version without it failed on the H200 with an unspecified launch failure)."""
 
     cluster_m = 1
     cluster_n = 1
-    size = 1
 
     def __init__(self, sched):
         self._sched = sched

@@ -53,3 +53,40 @@ def test_an_arrival_after_the_peer_exited_is_a_lifetime_hazard():
 def test_a_cluster_barrier_at_the_end_or_a_wait_for_the_arrival_keeps_the_peer_resident():
     assert _kinds(_remote_arrival(end_barrier=True, wait=False)) == [set()] * 12
     assert _kinds(_remote_arrival(end_barrier=False, wait=True)) == [set()] * 12
+
+
+def test_the_gemm_producer_tail_is_what_keeps_its_pairs_resident(monkeypatch):
+    """The persistent GEMM's 2x1 pairs (32-row tiles, B multicast, each stage freed in both
+    CTAs) end without a cluster barrier: the producer's tail (hopper._producer_tail) waits
+    until both CTAs freed every stage. Without the tail a CTA may exit while its peer's
+    consumer still arrives on its barriers: the simulator reports it (and on the H200 a
+    diagnostic kernel built so failed with an unspecified launch failure)."""
+    import numpy as np
+
+    from tilemem.gemm import hopper
+    from tilemem.intmath import ceil_div
+
+    from .gemmsim import check_product, gemm_maps, random_operands
+
+    m, n, k = 64, 64, 64 * 16
+    a, b, c = random_operands(m, n, k, seed=3)
+    maps = gemm_maps(a, b, c, 64, 2, a_rows=32)
+    args = (*maps, ceil_div(m, 32), 1, 16, 8)
+    run = dict(grid=(2,), cluster=(2, 1, 1), sms=1, schedule="random")
+
+    def kinds(program) -> set[str]:
+        found: set[str] = set()
+        for seed in range(4):
+            c[:] = np.nan
+            found |= {h.kind for h in sim.run(program, *args, seed=seed, **run).hazards}
+        return found
+
+    assert hopper.PRODUCER_TAIL
+    program = hopper.hopper_gemm_persistent(cluster_m=2, tile_n=64, a_rows=32)
+    assert kinds(program) == set()
+    check_product(a, b, c)
+    monkeypatch.setattr(hopper, "_producer_tail", lambda empty, steps, stages: None)
+    untailed = hopper.hopper_gemm_persistent(cluster_m=2, tile_n=64, a_rows=32)
+    assert "barrier.cluster.wait" in untailed.source  # the start's barrier only
+    assert untailed.source.count("barrier.cluster.wait") == 1
+    assert "lifetime" in kinds(untailed)
