@@ -893,7 +893,14 @@ def _take_over(acc, work, flags, consumer, sk: StreamK, peers_end, size) -> None
 
 # A cluster kernel's CTA exits once its producer has seen every stage freed by the whole
 # cluster (_producer_tail) instead of at a cluster barrier that every thread of the cluster
-# meets at the end.
+# meets at the end. Measured on the H200 (docs/PERFORMANCE.md, "Cluster kernels without the
+# end barrier"; benchmarks/gemm_cluster_end.py, medians of 2, one process): on every shape of
+# the benchmark where the policy runs clusters, geometric mean 1.006 over 19 bf16 shapes
+# (faster on 15; 512 x 10240 x 8192 0.979 against 0.954 of cuBLAS, 1024 x 6144 x 4096 0.963
+# against 0.948; slowest 8192 x 8192 x 1024, 1.043 against 1.057) and 1.017 over 13 fp8 ones
+# (faster on 12; 1024 x 8192 x 1024 1.172 against 1.123). Pairs of 32-row tiles without any
+# cluster barrier (benchmarks/gemm_cluster_cost.py "bare") had run 0.903 of cuBLAS against
+# 0.848 with both barriers, which is what pointed here.
 PRODUCER_TAIL = True
 
 # Computing consumers (gemm.plan.computing_consumers: 1 for tiles of 64 or fewer rows, 2 for
