@@ -64,24 +64,24 @@ def _no_multicast_producer(library_producer):
     return producer
 
 
-def _local_barriers(full, empty, size, consumers=hopper.CONSUMERS, freed=None):
-    """Each stage's ``empty`` counts only this CTA's consumers; the cluster still syncs."""
+def _own_barriers(full, empty, consumers: int, sync) -> None:
+    """Each stage's ``empty`` counts only this CTA's consumers; then ``sync``."""
     with T.If(T.thread_id() == 0):
         for s in range(full.shape[0]):
             T.ptx.mbarrier.init((full, s), 1)
             T.ptx.mbarrier.init((empty, s), consumers)
         T.ptx.fence.mbarrier_init()
-    T.ptx.cluster.sync()
+    sync()
+
+
+def _local_barriers(full, empty, size, consumers=hopper.CONSUMERS, freed=None):
+    """This CTA's consumers only; the cluster still syncs."""
+    _own_barriers(full, empty, consumers, T.ptx.cluster.sync)
 
 
 def _bare_barriers(full, empty, size, consumers=hopper.CONSUMERS, freed=None):
-    """As :func:`_local_barriers`, the CTA alone syncing: no cluster barrier at all."""
-    with T.If(T.thread_id() == 0):
-        for s in range(full.shape[0]):
-            T.ptx.mbarrier.init((full, s), 1)
-            T.ptx.mbarrier.init((empty, s), consumers)
-        T.ptx.fence.mbarrier_init()
-    T.cuda.syncthreads()
+    """This CTA's consumers only, the CTA alone syncing: no cluster barrier at all."""
+    _own_barriers(full, empty, consumers, T.cuda.syncthreads)
 
 
 def _local_release(library_release):

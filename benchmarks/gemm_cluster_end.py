@@ -22,16 +22,15 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 
 import gemm as bench  # benchmarks/gemm.py: its shapes, check and timing
 from gemm_configs import repeated
+from gemm_promote_overlap import BuiltAuto
 
 from tilemem.gemm import hopper
 
 
-class BarrierAuto(hopper.AutoGemm):
+class BarrierAuto(BuiltAuto):
     """The policy, its cluster kernels ending at a cluster barrier."""
 
-    def _gemm(self, config):
-        with mock.patch.object(hopper, "PRODUCER_TAIL", False):
-            return super()._gemm(config)
+    building = staticmethod(lambda: mock.patch.object(hopper, "PRODUCER_TAIL", False))
 
 
 def cluster_shapes(auto: hopper.AutoGemm) -> list[tuple[int, int, int]]:

@@ -10,11 +10,11 @@ producer's warpgroup arrives on every CTA's ``empty`` barrier) beside the librar
 where the policy runs tiles alone that could pair up (:func:`pair_for`), the policy, the same tiles
 in pairs with the relay (``relay``) and in pairs without it (``direct``). ``policy``: on every
 shape of the benchmark's sets where the policy runs clusters, the policy beside itself with
-the relay (``relay``). (The run of docs/PERFORMANCE.md labels them the other way round: it ran
-with the relay on by default, the policy's column then being the relay's.) Ratios cuBLAS time / tilemem time with
-benchmarks/gemm.py's method (every product checked first, fresh inputs, NaN-poisoned C,
-rotating order, median of ROUNDS rounds), REPEATS times in one process, then each label's
-median. Needs an sm_90 GPU and torch.
+the relay (``relay``). (The run of docs/PERFORMANCE.md labels them the other way round: it
+ran with the relay on by default, the policy's column then being the relay's.) Ratios cuBLAS
+time / tilemem time with benchmarks/gemm.py's method (every product checked first, fresh
+inputs, NaN-poisoned C, rotating order, median of ROUNDS rounds), REPEATS times in one
+process, then each label's median. Needs an sm_90 GPU and torch.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import gemm as bench  # benchmarks/gemm.py: its shapes, check and timing
 from gemm_clusters import kernel_like
 from gemm_configs import repeated
+from gemm_promote_overlap import BuiltAuto
 
 from tilemem.gemm import hopper
 from tilemem.gemm.plan import tile_rows
@@ -41,12 +42,10 @@ def relayed():
     return mock.patch.object(hopper, "RELAY_CONSUMERS", (1, 2))
 
 
-class RelayAuto(hopper.AutoGemm):
+class RelayAuto(BuiltAuto):
     """The policy, its cluster kernels built with the relay."""
 
-    def _gemm(self, config):
-        with relayed():
-            return super()._gemm(config)
+    building = staticmethod(relayed)
 
 
 def pair_for(auto: hopper.AutoGemm, m: int, n: int, k: int):

@@ -1132,3 +1132,42 @@ def test_the_ring_depth_benchmark_builds_named_configurations_at_each_depth(drv,
         assert kernel.cluster_m == (2 if name.startswith("64x2") else 1)
         assert f"% {depth})" in kernel.program.source
     assert bench.gemm_plan.stages("sm_90a", "bfloat16", 64, 32).stages == 13
+
+
+def test_the_cluster_end_benchmark_builds_the_policy_with_the_end_barrier(drv, monkeypatch):
+    """benchmarks/gemm_cluster_end.py: the shapes where the policy runs clusters, and the
+    policy's kernel on them built with the cluster barrier at the end instead of the
+    producer's tail; the library builds with the tail after."""
+    bench = _load_benchmark(monkeypatch, "gemm_cluster_end")
+    auto = bench.hopper.AutoGemm()
+    auto.sms = 132
+    shapes = bench.cluster_shapes(auto)
+    assert (8192, 8192, 8192) in shapes and (64, 4096, 4096) not in shapes
+    assert all(auto.config(*s)[1] == 2 for s in shapes)
+    barrier = bench.BarrierAuto(dtype="bfloat16")
+    barrier.sms = 132
+    ended = barrier.gemm_for(8192, 8192, 8192).program.source
+    tailed = auto.gemm_for(8192, 8192, 8192).program.source
+    assert ended.count("barrier.cluster.wait.acquire;") == 2  # after init, and at the end
+    assert tailed.count("barrier.cluster.wait.acquire;") == 1 and "int tail = 0" in tailed
+    assert "int tail = 0" not in ended
+    assert bench.hopper.PRODUCER_TAIL is True
+
+
+def test_the_relay_benchmark_pairs_the_policys_tiles_and_builds_the_relay(drv, monkeypatch):
+    """benchmarks/gemm_relay.py: pair_for pairs the policy's tiles alone (2x1 over two or more
+    M tiles, 32-row tiles of M = 64 included; else 1x2), none where the policy runs clusters
+    or stream-K; Pairs and RelayAuto build with the relay only when asked; the library
+    keeps it off."""
+    bench = _load_benchmark(monkeypatch, "gemm_relay")
+    auto = bench.hopper.AutoGemm()
+    auto.sms = 132
+    assert auto.config(64, 4096, 4096) == (64, 1, 1, 32, False)
+    assert bench.pair_for(auto, 64, 4096, 4096) == (64, 32, 2, 1)
+    assert bench.pair_for(auto, 8192, 8192, 8192) is None  # the policy runs pairs already
+    assert bench.pair_for(auto, 64, 4096, 14336) is None  # stream-K
+    relay = bench.RelayAuto(dtype="bfloat16")
+    relay.sms = 132
+    assert "freed_bar" in relay.gemm_for(8192, 8192, 8192).program.source
+    assert "freed_bar" not in auto.gemm_for(8192, 8192, 8192).program.source
+    assert bench.hopper.RELAY_CONSUMERS == ()
