@@ -290,6 +290,9 @@ def test_cluster_kernel_multicasts_b_and_arrives_on_both_ctas():
     assert source.count("barrier.cluster.wait.acquire;") == 1
     tail = source[source.index("griddepcontrol.launch_dependents;") :]
     assert "for (int tail = 0; tail < 4; ++tail)" in tail
+    # CTAs alone keep their end as it was: no tail (nobody else arrives on their barriers)
+    assert "int tail = 0" not in hopper_gemm_persistent().source
+    assert "int tail = 0" not in hopper_gemm_persistent(stream_k=True, a_rows=64).source
     assert "tm_mbarrier_wait(tm_smem_addr((uint8_t*)empty_bar" in tail
 
 
