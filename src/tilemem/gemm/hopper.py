@@ -371,7 +371,8 @@ def _relay(freed, empty, sched: Schedule) -> None:
     completed (H200, ncu's warp-state samples on 2x1 pairs of 32-row tiles: 22% of the
     consumer's samples at that wgmma against 6% alone), a fixed cost each K step that no
     ring depth hid (pairs ran 0.69-0.70 of cuBLAS at 13, 11, 9 and 7 stages; docs/
-    PERFORMANCE.md, "Pairs of small tiles")."""
+    PERFORMANCE.md, "Cluster kernels without the end barrier; pairs of small tiles taken
+    further")."""
 
     def release(s, phase, *_) -> None:
         T.ptx.mbarrier.wait((freed, s), phase)
@@ -905,14 +906,16 @@ PRODUCER_TAIL = True
 
 # Computing consumers (gemm.plan.computing_consumers: 1 for tiles of 64 or fewer rows, 2 for
 # 128) whose cluster kernels free stages through a relay warp (_relay) instead of arriving on
-# the peers' barriers themselves: none. Measured on the H200 (docs/PERFORMANCE.md, "Pairs of
-# small tiles: the consumers' remote arrivals"; benchmarks/gemm_relay.py, medians of 2): the
+# the peers' barriers themselves: none. Measured on the H200 (docs/PERFORMANCE.md, "Cluster
+# kernels without the end barrier; pairs of small tiles taken further", run 4; benchmarks/
+# gemm_relay.py, medians of 2): the
 # relay makes bf16 pairs of one-consumer tiles much faster than the direct release (64 x 4096
 # x 4096, 32-row tiles: 0.816 of cuBLAS against 0.694; 128 x 4096 x 14336 0.886 / 0.708) but
 # they stay slower than the same tiles alone (0.931, 1.036), which the policy runs; on fp8
 # pairs and on the policy's 2x1 clusters of 128-row tiles it is within the run's spread
 # either way or slower (fp8 1024 x 8192 x 1024: 1.105 against 1.124). Kept for the next
-# attempt at pairs of small tiles, where it is the measured half of the cost.
+# attempt at pairs of small tiles, where it recovered most of what the consumers' remote
+# arrivals cost.
 RELAY_CONSUMERS: tuple[int, ...] = ()
 
 
