@@ -26,6 +26,8 @@ import contextlib
 import pathlib
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 
@@ -83,17 +85,24 @@ def kernel_like(auto: hopper.AutoGemm, tile_n, a_rows, cluster_m, cluster_n, str
 
 
 class PairsAuto(hopper.AutoGemm):
-    """The policy, with its tiled configurations of CTAs alone run in pairs (:func:`pairs_for`)."""
+    """The policy, with its tiled configurations of CTAs alone run in pairs (``pick``:
+    :func:`pairs_for`), each pair's kernel built inside ``building()`` (none here)."""
+
+    pick = staticmethod(pairs_for)
+    building: Callable[[], contextlib.AbstractContextManager[Any]] = staticmethod(
+        contextlib.nullcontext
+    )
 
     def prepare(self, a, b, c, ctas=None):
         m, k, n = hopper._check_layout(a, b, c, self.dtype)
-        pick = pairs_for(self, m, n, k)
+        pick = self.pick(self, m, n, k)
         if pick is None:
             return super().prepare(a, b, c, ctas)
         tile_n, a_rows, cm, cn = pick
         key = ("pairs", tile_n, a_rows, cm, cn)
         if key not in self.gemms:
-            self.gemms[key] = kernel_like(self, tile_n, a_rows, cm, cn)  # type: ignore[index]
+            with self.building():
+                self.gemms[key] = kernel_like(self, tile_n, a_rows, cm, cn)  # type: ignore[index]
         return self.gemms[key].prepare(a, b, c, ctas)  # type: ignore[index]
 
 

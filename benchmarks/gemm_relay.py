@@ -28,7 +28,7 @@ from unittest import mock
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 
 import gemm as bench  # benchmarks/gemm.py: its shapes, check and timing
-from gemm_clusters import kernel_like
+from gemm_clusters import PairsAuto
 from gemm_configs import repeated
 from gemm_promote_overlap import BuiltAuto
 
@@ -63,24 +63,15 @@ def pair_for(auto: hopper.AutoGemm, m: int, n: int, k: int):
     return None
 
 
-class Pairs(hopper.AutoGemm):
+class Pairs(PairsAuto):
     """The policy, its tiled configurations of CTAs alone run in pairs (:func:`pair_for`);
     ``relay`` builds them with the relay."""
 
+    pick = staticmethod(pair_for)
+
     def __init__(self, dtype: str, relay: bool):
         super().__init__(dtype=dtype)
-        self.relay = relay
-
-    def prepare(self, a, b, c, ctas=None):
-        m, k, n = hopper._check_layout(a, b, c, self.dtype)
-        pick = pair_for(self, m, n, k)
-        if pick is None:
-            return super().prepare(a, b, c, ctas)
-        key = ("pair", *pick)
-        if key not in self.gemms:
-            with relayed() if self.relay else contextlib.nullcontext():
-                self.gemms[key] = kernel_like(self, *pick)
-        return self.gemms[key].prepare(a, b, c, ctas)
+        self.building = relayed if relay else contextlib.nullcontext
 
 
 MAX_M = 128  # pairs mode: the products of few rows, where the policy runs tiles alone

@@ -893,6 +893,13 @@ def test_the_cluster_sweep_builds_pairs_along_m_and_n(drv, monkeypatch):
     # clusters already (8192^3: 256 x 2), stream-K (1024 x 10240 x 8192): unchanged
     assert auto.config(8192, 8192, 8192)[1] == 2 and sweep.pairs_for(auto, 8192, 8192, 8192) is None
     assert auto.config(1024, 10240, 8192)[4] and sweep.pairs_for(auto, 1024, 10240, 8192) is None
+    # PairsAuto runs what pairs_for picks: the 2x1 pair of 64 x 192 tiles, no relay
+    pairs = sweep.PairsAuto()
+    pairs.sms = 132
+    pairs.prepare(*operands(256, 6144, 4096))
+    (built,) = [g for key, g in pairs.gemms.items() if key[0] == "pairs"]
+    assert (built.tile_n, built.a_rows, built.cluster_m, built.cluster_n) == (192, 64, 2, 1)
+    assert "freed_bar" not in built.program.source
 
 
 def test_the_arrivals_benchmark_rebuilds_the_serial_release(drv, monkeypatch):
@@ -1169,5 +1176,14 @@ def test_the_relay_benchmark_pairs_the_policys_tiles_and_builds_the_relay(drv, m
     relay = bench.RelayAuto(dtype="bfloat16")
     relay.sms = 132
     assert "freed_bar" in relay.gemm_for(8192, 8192, 8192).program.source
+    # Pairs (gemm_clusters.PairsAuto with this benchmark's pair_for): the 2x1 pair of 32-row
+    # tiles on 64x4096x4096, with the relay only when asked
+    for with_relay in (True, False):
+        pairs = bench.Pairs("bfloat16", with_relay)
+        pairs.sms = 132
+        pairs.prepare(*operands(64, 4096, 4096))
+        (built,) = [g for key, g in pairs.gemms.items() if key[0] == "pairs"]
+        assert (built.tile_n, built.a_rows, built.cluster_m, built.cluster_n) == (64, 32, 2, 1)
+        assert ("freed_bar" in built.program.source) is with_relay
     assert "freed_bar" not in auto.gemm_for(8192, 8192, 8192).program.source
     assert bench.hopper.RELAY_CONSUMERS == ()
