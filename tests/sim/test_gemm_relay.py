@@ -118,3 +118,26 @@ def test_a_relay_that_does_not_wait_for_the_consumers_is_a_race(monkeypatch):
         )
         kinds |= {h.kind for h in result.hazards}
     assert kinds, "the simulator saw no hazard in a relay that never waits"
+
+
+@pytest.mark.parametrize("bad", [1, 0, "yes", None, 1.0])
+def test_the_plan_takes_relay_as_a_bool_only(bad):
+    from tilemem.errors import GemmShapeError
+
+    for call in (
+        lambda: gemm_plan.requests("bfloat16", 64, 32, bad),
+        lambda: gemm_plan.stages("sm_90a", "bfloat16", 64, 32, bad),
+        lambda: gemm_plan.hopper_gemm_persistent_plan("bfloat16", "sm_90a", 64, 32, bad),
+    ):
+        with pytest.raises(GemmShapeError, match=r"relay is True or False .*got "):
+            call()
+
+
+@pytest.mark.parametrize("bad", [3, 0, -2, 8, 2.0, True, "2", None])
+def test_relays_takes_a_cluster_size(bad):
+    from tilemem.errors import GemmShapeError
+
+    with pytest.raises(GemmShapeError, match=r"relays takes a cluster size, one of \(1, 2, 4\)"):
+        hopper.relays(bad, 64)
+    with pytest.raises(GemmShapeError, match=r"rows of A .*got 48"):
+        hopper.relays(2, 48)  # a row count the kernel does not take

@@ -921,7 +921,10 @@ RELAY_CONSUMERS: tuple[int, ...] = ()
 
 def relays(size: int, a_rows: int = TILE_M) -> bool:
     """Whether a kernel of clusters of ``size`` CTAs over tiles of ``a_rows`` rows frees its
-    stages through a relay warp (:data:`RELAY_CONSUMERS`, :func:`_relay`)."""
+    stages through a relay warp (:data:`RELAY_CONSUMERS`, :func:`_relay`). ``size`` is one of
+    :data:`CLUSTER_SIZES` (GemmShapeError otherwise), ``a_rows`` one of ``plan.A_ROWS``."""
+    if type(size) is not int or size not in CLUSTER_SIZES:
+        raise GemmShapeError(f"relays takes a cluster size, one of {CLUSTER_SIZES}, got {size!r}")
     return size > 1 and gemm_plan.computing_consumers(a_rows) in RELAY_CONSUMERS
 
 

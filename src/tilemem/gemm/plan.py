@@ -125,6 +125,8 @@ def requests(
     consumer computes: A is 64 rows a stage and C_stage one consumer's tiles, so the ring
     gets the bytes (8 KiB a stage fewer, 16 KiB of C staging fewer: deeper rings).
     """
+    if type(relay) is not bool:
+        raise GemmShapeError(f"relay is True or False (a freed_bar ring or none), got {relay!r}")
     rows, k, cols = TILE_M // CONSUMERS, tile_k(dtype), epilogue_cols(tile_n)
     computing = computing_consumers(a_rows)
     return [
