@@ -1111,6 +1111,7 @@ def test_the_ring_depth_benchmark_builds_shallower_rings(drv, monkeypatch):
     assert config == (64, 1, 1, 32, False)  # 32-row tiles 64 wide: 13 stages in the library
     gemm = shallow.gemm_for(64, 4096, 4096)
     assert gemm.plan.buffer("A").shape[0] == 9 and gemm.plan.buffer("B").shape[0] == 9
+    assert gemm.plan in gemm.program.ir.pools  # the kernel's own plan, not a second one
     assert "(stage * 4096)" in gemm.program.source  # a B stage: 64 x 64 bf16
     assert "% 9)" in gemm.program.source and "% 13)" not in gemm.program.source
     library = bench.hopper.AutoGemm()

@@ -53,6 +53,7 @@ from ..cuda.tma import tile_map
 from ..dtype import as_dtype
 from ..errors import GemmShapeError
 from ..intmath import ceil_div
+from ..pool import SMEMPool
 from ..validate import check_int
 from . import plan as gemm_plan
 from . import shapes
@@ -1312,9 +1313,8 @@ class HopperGemm:
         )
         self.launcher = Launcher(self.program)
         self.reduce = Launcher(splitk_reduce()) if split_k else None
-        self.plan = gemm_plan.hopper_gemm_persistent_plan(
-            dtype, "sm_90a", tile_n, a_rows, relays(cluster_m * cluster_n, a_rows)
-        )
+        # the kernel's own pool (gemm_plan.hopper_gemm_persistent_plan, as the kernel built it)
+        (self.plan,) = (p for p in self.program.ir.pools if isinstance(p, SMEMPool))
         self.a_box, self.b_share, self.c_box = gemm_plan.tma_boxes(
             dtype, tile_n, a_rows, cluster_m, cluster_n, plan=self.plan
         )
