@@ -7,12 +7,13 @@ from tilemem.errors import GemmShapeError
 pytestmark = pytest.mark.gpu
 
 
-# 240 / 4 = 60 rows of B is no whole swizzle atom: 240 runs alone or in pairs only
+# 240 / 4 = 60 and 176 / 4 = 44 rows of B are no whole swizzle atoms: 240 and 176 run alone
+# or in pairs only
 CONFIGS = [
     (t, cm)
-    for t in (256, 240, 224, 192, 160, 128, 96, 64)
+    for t in (256, 240, 224, 192, 176, 160, 128, 96, 64, 32)
     for cm in (1, 2, 4)
-    if (t, cm) != (240, 4)
+    if (t, cm) not in ((240, 4), (176, 4))
 ]
 
 
@@ -30,8 +31,9 @@ def gemm(torch, request):
         (256, 512, 640, None),  # whole tiles, one per CTA; the 4-stage ring wraps
         (1000, 1032, 520, 3),  # ragged in M, N and K; 40 tiles over 3 CTAs, 9 K steps each
         (1100, 1032, 520, 4),  # 9 M tiles: with clusters the last unit has tiles outside M
-        # 1000 = 5 x 192 + 40 = 4 x 240 + 40 = 4 x 224 + 104: 128 x 192, 128 x 240 and
-        # 128 x 224 CTAs (odd slice counts: 3, 5, 7) alternate staging tiles across their tiles
+        # 1000 = 5 x 192 + 40 = 4 x 240 + 40 = 4 x 224 + 104 = 5 x 176 + 120: 128 x 192,
+        # 128 x 240, 128 x 224 and 128 x 176 CTAs (odd slice counts: 3, 5, 7, 11) alternate
+        # staging tiles across their tiles
         (520, 1000, 136, 2),
     ],
 )
@@ -72,7 +74,7 @@ def test_fp8_inputs_give_the_fp32_product(torch):
     a = torch.randn(m, k, device="cuda", generator=gen).to(torch.float8_e4m3fn)
     b = torch.randn(n, k, device="cuda", generator=gen).to(torch.float8_e4m3fn)
     ref = a.float() @ b.float().T
-    widths = (256, 240, 224, 192)
+    widths = (256, 240, 224, 192, 176)
     for cluster_m, tile_n in ((c, w) for w in widths for c in (1, 2)):
         c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
         HopperGemm(group_m=3, cluster_m=cluster_m, dtype="float8_e4m3fn", tile_n=tile_n)(a, b, c)
@@ -111,6 +113,34 @@ def test_shape_policy_runs_224_wide_tiles_alone_on_the_mlp_width(torch, m, k):
     gemm = _policy_product(torch, m, 28672, k, seed=m + k)
     rows = 128 if m > 64 else 16
     assert [(g.tile_n, g.cluster_m, g.a_rows) for g in gemm.gemms.values()] == [(224, 1, rows)]
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "k", "rows"),
+    [
+        (64, 4096, 1040, 64),  # 128 tiles of 64 x 32, 9 K tiles of 128 (the last partial)
+        (40, 4224, 264, 64),  # 132 tiles: one round exactly
+        (16, 1000, 520, 16),  # 1000 = 31 x 32 + 8: the last tile past N
+        (3, 200, 136, 16),  # A staged (K = 136 fp8: 136-byte rows are no TMA pitch)
+    ],
+)
+def test_fp8_products_of_one_small_m_tile_run_32_wide_tiles(torch, m, n, k, rows):
+    # narrow_width: fp8, M <= 64 and ceil(N / 32) <= 132 SMs: 32-wide tiles of a_rows_for(M)
+    # rows (16 at least), promoted every two K tiles, all of K each
+    from tilemem.gemm.hopper import AutoGemm
+
+    gen = torch.Generator(device="cuda").manual_seed(m + n + k)
+    a = torch.randn(m, k, device="cuda", generator=gen).to(torch.float8_e4m3fn)
+    b = torch.randn(n, k, device="cuda", generator=gen).to(torch.float8_e4m3fn)
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    gemm = AutoGemm(dtype="float8_e4m3fn")
+    gemm(a, b, c)
+    torch.cuda.synchronize()
+    ref = a.float() @ b.float().T
+    err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
+    assert bool(torch.isfinite(c).all()) and err < 1e-2, err
+    built = [(g.tile_n, g.cluster_m, g.a_rows, g.promote) for g in gemm.gemms.values()]
+    assert built == [(32, 1, rows, True)]
 
 
 @pytest.mark.parametrize(

@@ -991,7 +991,7 @@ def test_the_promotion_benchmark_builds_what_it_names(drv, monkeypatch):
     assert ["part_next" in s for s in source["policy"]] == [True, False]
     assert ["part_next" in s for s in source["single"]] == [False, False]
     assert ["part_next" in s for s in source["both"]] == [True, True]
-    assert bench.hopper.OVERLAPPED_TILE_NS == (128, 96, 64)  # restored after each build
+    assert bench.hopper.OVERLAPPED_TILE_NS == (128, 96, 64, 32)  # restored after each build
 
 
 def test_the_configs_benchmark_reads_its_labels(drv, monkeypatch):

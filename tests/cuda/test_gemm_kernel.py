@@ -103,7 +103,7 @@ def _ptxas_info(program) -> str:
     return log.getvalue()
 
 
-@pytest.mark.parametrize("tile_n", [192, 160, 128, 96, 64])
+@pytest.mark.parametrize("tile_n", [192, 176, 160, 128, 96, 64, 32])
 def test_promoted_fp8_kernel_fits_the_consumer_registers_without_spills(tile_n):
     # two fp32 fragments of tile_n / 2 registers a thread: 192 of the consumer's 232 under
     # setmaxnreg.inc at 128 x 192. ptxas must honour setmaxnreg (C7508:
@@ -116,7 +116,8 @@ def test_promoted_fp8_kernel_fits_the_consumer_registers_without_spills(tile_n):
     info = _ptxas_info(hopper_gemm_persistent(dtype="float8_e4m3fn", tile_n=tile_n, promote=True))
     assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in info, info
     assert "C7508" not in info and "C7514" not in info, info
-    assert hopper.PROMOTED_TILE_NS == (192, 160, 128, 96, 64)
+    # 176: 2 x 88 + 40 = 216 <= 232; 32: 2 x 16 + 40 = 72
+    assert hopper.PROMOTED_TILE_NS == (192, 176, 160, 128, 96, 64, 32)
 
 
 @pytest.mark.parametrize(
@@ -125,7 +126,7 @@ def test_promoted_fp8_kernel_fits_the_consumer_registers_without_spills(tile_n):
         (dict(dtype="bfloat16", tile_n=128, promote=True), r"promote=True is for fp8 inputs"),
         (
             dict(dtype="float8_e4m3fn", tile_n=240, promote=True),
-            r"240 needs 240 \+ 40 others, more than the consumer.s 232 .* \(192, 160, 128, 96,",
+            r"240 needs 240 \+ 40 others, more than the consumer.s 232 .* \(192, 176, 160, 128,",
         ),
         (dict(dtype="float8_e4m3fn", tile_n=256, promote=True), r"256 needs 256 \+ 40"),
         (dict(dtype="float8_e4m3fn", tile_n=128, promote=1), r"promote is True or False"),
@@ -150,7 +151,13 @@ def test_auto_gemm_promotes_fp8_on_the_widths_that_fit():
     with pytest.raises(GemmShapeError, match=r"promote=True is for fp8 inputs"):
         AutoGemm(promote=True)
     with pytest.raises(GemmShapeError, match=r"widths are some of"):
-        launch_config(8192, 8192, 132, (176,))
+        launch_config(8192, 8192, 132, (200,))
+    # 176 and 32 are kernel widths without a cost: passed over where others have one, and
+    # refused where none has
+    assert launch_config(8192, 8192, 132, (176, 128, 32)) == (128, 2)
+    for uncosted in ((176,), (32,), (176, 32)):
+        with pytest.raises(GemmShapeError, match=r"weighs the widths of .*got \("):
+            launch_config(8192, 8192, 132, uncosted)
 
 
 @pytest.mark.parametrize(
@@ -203,9 +210,9 @@ def test_240_wide_b_tile_does_not_split_four_ways():
 def test_tile_width_is_one_the_kernel_knows():
     with pytest.raises(
         GemmShapeError,
-        match=r"128 x one of \(256, 240, 224, 192, 160, 128, 96, 64\) columns, got 176",
+        match=r"128 x one of \(256, 240, 224, 192, 176, 160, 128, 96, 64, 32\) columns, got 200",
     ):
-        hopper_gemm_persistent(tile_n=176)
+        hopper_gemm_persistent(tile_n=200)
     assert _check_operands(_tensor(300, 200), _tensor(128, 200), _tensor(300, 128), tile_n=128)
 
 
@@ -541,7 +548,8 @@ def test_every_width_has_a_cost_and_96_fills_the_sms_where_128_leaves_a_quarter_
     # tiles, 197.8; 240 wide 52 tiles, 242.4; 256 wide 48 tiles, 256: 96 wide, alone.
     # 128 x 10240: 80 tiles of 128 (179.2) against 107 of 96 (168), 54 of 192 (197.8): 96.
     # 512 x 6144: 96 wide needs 4 x 64 = 256 tiles, 2 rounds (336); 192 wide 128 tiles, 197.8
-    assert set(hopper.WIDTH_COST) == set(gemm_plan.TILE_NS)
+    assert set(hopper.WIDTH_COST) == set(hopper.POLICY_TILE_NS)
+    assert set(gemm_plan.TILE_NS) - set(hopper.POLICY_TILE_NS) == {176, 32}
     assert launch_config(256, 6144, 132) == (96, 1)
     assert launch_config(128, 10240, 132) == (96, 1)
     assert launch_config(512, 6144, 132) == (192, 1)
@@ -696,12 +704,27 @@ def test_224_wide_bf16_kernel_compiles_without_spills(cluster_m):
     assert "C7508" not in info and "C7514" not in info, info
 
 
+def test_fp8_32_wide_tiles_ring_fourteen_of_the_eighteen_stages_that_fit():
+    # a stage: A 64 x 128 fp8 (8192 bytes, 64 rows whatever a_rows) + B 32 x 128 (4096) + two
+    # 8-byte barriers = 12,304; C staging one consumer's two 64 x 32 bf16 tiles = 8192:
+    # (232,448 - 8192) / 12,304 = 18.2 -> 18 fit (bf16 keeps them: 64 x 64 x 2 + 32 x 64 x 2,
+    # the same bytes); fp8 keeps 14 (RING_CAPS), and 128-row tiles (two consumers) all
+    bf16 = gemm_plan.stages("sm_90a", "bfloat16", 32, 64)
+    assert (bf16.stages, bf16.bytes_used) == (18, 18 * 12_304 + 8192)
+    for rows in (64, 32, 16, 8):
+        assert gemm_plan.stages("sm_90a", "float8_e4m3fn", 32, rows).stages == 14
+    # 128 rows: A 128 x 128 = 16 KiB a stage, C staging 2 x 2 x 4 KiB: (232,448 - 16,384) /
+    # 20,496 = 10.5
+    assert gemm_plan.ring_cap("float8_e4m3fn", 32, 128) is None
+    assert gemm_plan.stages("sm_90a", "float8_e4m3fn", 32, 128).stages == 10
+
+
 def test_fp8_64_wide_tiles_of_one_consumer_ring_ten_stages():
     # RING_CAPS: fp8 64-wide tiles that one consumer computes keep 10 of the 13 stages that
     # fit (a 64 x 128-byte A stage and B stage, 16 KiB + two barriers; 16 KiB of C staging:
     # 13 x 16,400 + 16,384 = 229,584 of 232,448 bytes); bf16 keeps 13, and 128-row fp8 tiles
     # (two consumers) all that fit
-    assert gemm_plan.RING_CAPS == {("float8_e4m3fn", 64): 10}
+    assert gemm_plan.RING_CAPS == {("float8_e4m3fn", 64): 10, ("float8_e4m3fn", 32): 14}
     assert gemm_plan.stages("sm_90a", "bfloat16", 64, 32).stages == 13
     assert gemm_plan.stages("sm_90a", "bfloat16", 64, 32).bytes_used == 229_584
     for rows in (64, 32, 16, 8):
@@ -713,18 +736,57 @@ def test_fp8_64_wide_tiles_of_one_consumer_ring_ten_stages():
     assert gemm_plan.ring_cap("bfloat16", 64, 64) is None
     with pytest.raises(GemmShapeError, match="one of"):
         gemm_plan.ring_cap("float16", 64, 64)
-    with pytest.raises(GemmShapeError, match="got 176"):
-        gemm_plan.ring_cap("float8_e4m3fn", 176, 64)
+    with pytest.raises(GemmShapeError, match="got 200"):
+        gemm_plan.ring_cap("float8_e4m3fn", 200, 64)
     with pytest.raises(GemmShapeError, match="got 48"):
         gemm_plan.ring_cap("float8_e4m3fn", 64, 48)
     # refused whatever the row count, not only where a cap could apply
     with pytest.raises(GemmShapeError, match="one of"):
         gemm_plan.ring_cap("float16", 64, 128)
-    with pytest.raises(GemmShapeError, match="got 176"):
-        gemm_plan.ring_cap("bfloat16", 176, 128)
+    with pytest.raises(GemmShapeError, match="got 200"):
+        gemm_plan.ring_cap("bfloat16", 200, 128)
     source = hopper_gemm_persistent(
         dtype="float8_e4m3fn", tile_n=64, a_rows=32, promote=True, promote_every=2
     ).source
     assert "% 10)" in source and "% 13)" not in source
     plan = gemm_plan.hopper_gemm_persistent_plan("float8_e4m3fn", "sm_90a", 64, 32)
     assert plan.buffer("A").shape[0] == plan.buffer("B").shape[0] == 10
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "dtype", "width"),
+    [
+        # fp8, M <= 64, ceil(N / 32) <= 132: 32-wide tiles
+        (64, 4096, "float8_e4m3fn", 32),  # 128 tiles
+        (16, 4096, "float8_e4m3fn", 32),
+        (1, 9, "float8_e4m3fn", 32),
+        (64, 4224, "float8_e4m3fn", 32),  # 132 tiles: one round exactly
+        (64, 4225, "float8_e4m3fn", None),  # 133 tiles: a second round
+        (64, 6144, "float8_e4m3fn", None),  # 192 tiles (measured slower: 0.876 against 1.113)
+        (65, 4096, "float8_e4m3fn", None),  # two 64-row M tiles
+        (64, 4096, "bfloat16", None),  # bf16 measured slower (0.904 against 0.921)
+    ],
+)
+def test_narrow_width_takes_32_wide_tiles_for_fp8_products_of_one_small_m_tile(m, n, dtype, width):
+    assert hopper.narrow_width(m, n, 132, dtype) == width
+    auto = AutoGemm(dtype=dtype)
+    auto.sms = 132
+    config = auto.config(m, n, 4096)
+    if width is None:
+        assert config[0] != 32
+    else:  # a_rows_for(M): 16 at least
+        assert config == (32, 1, 1, max(16, 1 << (m - 1).bit_length()), False)
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        ((0, 4096, 132, "float8_e4m3fn"), "narrow_width's m"),
+        ((64, 4096.0, 132, "float8_e4m3fn"), "narrow_width's n"),
+        ((64, 4096, True, "float8_e4m3fn"), "narrow_width's sms"),
+        ((64, 4096, 132, "float16"), "one of"),
+    ],
+)
+def test_narrow_width_refuses_what_it_cannot_weigh(args, match):
+    with pytest.raises(GemmShapeError, match=match):
+        hopper.narrow_width(*args)

@@ -136,7 +136,7 @@ def test_kernel_name_ends_in_p2(kwargs, name):
 @pytest.mark.parametrize(
     ("split_k", "a_rows"), [(False, 128), (True, 128), (False, 64), (True, 16)]
 )
-@pytest.mark.parametrize("tile_n", [192, 160, 128, 96, 64])
+@pytest.mark.parametrize("tile_n", [192, 160, 128, 96, 64, 32])
 def test_promoted_every_two_fits_the_registers_and_keeps_wgmmas_asynchronous(
     tile_n, split_k, a_rows
 ):
@@ -145,8 +145,8 @@ def test_promoted_every_two_fits_the_registers_and_keeps_wgmmas_asynchronous(
     # compiler-inserted wait in a divergent path, which a pair left in flight across the
     # loop's back edge and completed in a branch gets). With 64 or fewer rows of A the
     # computing consumer keeps three fragments on 128, 96 and 64 (_promote_overlapped)
-    assert hopper.PROMOTED_TILE_NS == (192, 160, 128, 96, 64)
-    assert hopper.OVERLAPPED_TILE_NS == (128, 96, 64)
+    assert hopper.PROMOTED_TILE_NS == (192, 176, 160, 128, 96, 64, 32)
+    assert hopper.OVERLAPPED_TILE_NS == (128, 96, 64, 32)  # 3 x tile_n / 2 + 40 <= 232
     pytest.importorskip("cuda.core")
     program = hopper_gemm_persistent(
         dtype=FP8, tile_n=tile_n, split_k=split_k, a_rows=a_rows, promote=True, promote_every=2

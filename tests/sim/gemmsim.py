@@ -43,9 +43,12 @@ def check_product(a, b, c) -> None:
     assert (err <= 2.0**-8 * np.abs(ref) + 1e-3).all(), err.max()
 
 
-def tiled_gemm_matches_numpy(program, a, b, tile_n: int, cluster_m: int = 1, grid: int = 2, **run):
+def tiled_gemm_matches_numpy(
+    program, a, b, tile_n: int, cluster_m: int = 1, grid: int = 2, a_rows: int = 128, **run
+):
     """``C = A @ B^T`` by ``program`` (:func:`~tilemem.gemm.hopper.hopper_gemm_persistent`,
-    not split, not stream-K, 128 rows of A) on ``grid`` CTAs in clusters of ``cluster_m``;
+    not split, not stream-K, tiles of ``a_rows`` rows, the program's) on ``grid`` CTAs in
+    clusters of ``cluster_m``;
     ``run`` goes to :func:`tilemem.sim.run` (schedule, seed; ``sms`` defaults to every
     cluster of the grid at once, so the CTAs' writes to C can race where tiles overlap).
     C starts as NaN, so a tile nobody writes fails; the tolerance is C's bf16 rounding
@@ -55,8 +58,8 @@ def tiled_gemm_matches_numpy(program, a, b, tile_n: int, cluster_m: int = 1, gri
     dtype = "bfloat16" if a.dtype == ml_dtypes.bfloat16 else "float8_e4m3fn"
     (m, k), n = a.shape, b.shape[0]
     c = np.full((m, n), np.nan, ml_dtypes.bfloat16)
-    maps = gemm_maps(a, b, c, tile_n, cluster_m)
-    tiles = (ceil_div(m, 128), ceil_div(n, tile_n), ceil_div(k, gemm_plan.tile_k(dtype)))
+    maps = gemm_maps(a, b, c, tile_n, cluster_m, a_rows)
+    tiles = (ceil_div(m, a_rows), ceil_div(n, tile_n), ceil_div(k, gemm_plan.tile_k(dtype)))
     cluster = (cluster_m, 1, 1) if cluster_m > 1 else None
     result = sim.run(program, *maps, *tiles, 8, grid=(grid,), cluster=cluster, **run)
     assert result.ok, result.hazards

@@ -1,10 +1,11 @@
-"""The 128 x 96, 128 x 160 and 128 x 224 CTA tiles in the simulator against numpy's fp32
-product: wgmma m64n96k16, m64n160k16 and m64n224k16 (PTX ISA 9.0, "Asynchronous Warpgroup
-Level Matrix Multiply-Accumulate": N a multiple of 8 up to 256 for .bf16 and .e4m3), B boxes
-of 96, 160 and 224 rows (12, 20 and 28 8-row 128-byte swizzle atoms; a pair's or a four's
-share of them) and C epilogues in unswizzled slices where 64 does not divide the width: two
-of 48 columns for 96, two of 80 for 160, seven of 32 for 224. C starts as NaN, so a column
-nobody writes fails (the check: gemmsim.py)."""
+"""The 128 x 96, 128 x 160, 128 x 176, 128 x 224 and the 32-wide CTA tiles in the simulator
+against numpy's fp32 product: wgmma m64n96k16, m64n160k16, m64n176k16, m64n224k16 and
+m64n32k16 (PTX ISA 9.0, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate": N a
+multiple of 8 up to 256 for .bf16 and .e4m3), B boxes of 96, 160, 176, 224 and 32 rows (12,
+20, 22, 28 and 4 8-row 128-byte swizzle atoms; a pair's or a four's share of them) and C
+epilogues in unswizzled slices where 64 does not divide the width: two of 48 columns for 96,
+two of 80 for 160, eleven of 16 for 176, seven of 32 for 224, one of 32 for 32. C starts as
+NaN, so a column nobody writes fails (the check: gemmsim.py)."""
 
 from __future__ import annotations
 
@@ -22,11 +23,13 @@ from .gemmsim import tiled_gemm_matches_numpy  # noqa: E402  (needs ml_dtypes)
 
 
 @functools.lru_cache
-def _program(tile_n: int, cluster_m: int, dtype: str):
-    print(f"building the 128 x {tile_n} GEMM (cluster {cluster_m}, {dtype})")
+def _program(tile_n: int, cluster_m: int, dtype: str, a_rows: int = 128):
+    print(f"building the {a_rows} x {tile_n} GEMM (cluster {cluster_m}, {dtype})")
     fp8 = dtype == "float8_e4m3fn"
     every = 2 if fp8 else 1
-    return hopper_gemm_persistent(cluster_m, dtype, tile_n, promote=fp8, promote_every=every)
+    return hopper_gemm_persistent(
+        cluster_m, dtype, tile_n, a_rows=a_rows, promote=fp8, promote_every=every
+    )
 
 
 @pytest.mark.parametrize(
@@ -51,6 +54,13 @@ def _program(tile_n: int, cluster_m: int, dtype: str):
         (224, 256, 456, 128, 2, 2, "bfloat16"),
         # fours sharing B: 56 rows each (7 swizzle atoms); one tile of 200 columns
         (224, 512, 200, 64, 4, 4, "bfloat16"),
+        # 176 = 11 x 16: eleven 16-column slices (an odd count: the staging alternation carries
+        # across tiles); N = 360 = 176 + 176 + 8, 3 K tiles over 4 CTAs
+        (176, 130, 360, 192, 1, 4, "bfloat16"),
+        # pairs sharing B: 88 of the 176 rows each (11 swizzle atoms); the second N tile 16 wide
+        (176, 256, 192, 128, 2, 2, "bfloat16"),
+        # fp8 promoted every two K tiles, in pairs; N = 200: the second tile 24 wide
+        (176, 256, 200, 384, 2, 2, "float8_e4m3fn"),
     ],
 )
 def test_the_narrow_tiles_match_numpy(tile_n, m, n, k, cluster_m, grid, dtype):
@@ -60,6 +70,38 @@ def test_the_narrow_tiles_match_numpy(tile_n, m, n, k, cluster_m, grid, dtype):
     b = rng.standard_normal((n, k)).astype(kind)
     program = _program(tile_n, cluster_m, dtype)
     tiled_gemm_matches_numpy(program, a, b, tile_n, cluster_m, grid=grid, seed=1)
+
+
+@pytest.mark.parametrize(
+    ("a_rows", "m", "n", "k", "grid", "dtype"),
+    [
+        # 64 x 32 tiles (hopper.narrow_width's for fp8): one 32-column slice, wgmma m64n32;
+        # N = 104 = 3 x 32 + 8, M = 70 (a second M tile of 6 rows), 3 K tiles over 3 CTAs
+        (64, 70, 104, 192, 3, "bfloat16"),
+        # fp8 promoted every two K tiles with two fragments (32 is an overlapped width), 16-row
+        # tiles: A's rows 16..63 zeroed by the idle consumer, C's box 16 rows
+        (16, 13, 72, 640, 2, "float8_e4m3fn"),
+        # 128-row tiles of 32 columns: two consumers of 64 rows each
+        (128, 200, 64, 256, 2, "bfloat16"),
+    ],
+)
+def test_32_wide_tiles_match_numpy(a_rows, m, n, k, grid, dtype):
+    rng = np.random.default_rng(m + n + k)
+    kind = ml_dtypes.bfloat16 if dtype == "bfloat16" else ml_dtypes.float8_e4m3fn
+    a = rng.standard_normal((m, k)).astype(kind)
+    b = rng.standard_normal((n, k)).astype(kind)
+    program = _program(32, 1, dtype, a_rows)
+    tiled_gemm_matches_numpy(program, a, b, 32, 1, grid=grid, a_rows=a_rows, seed=1)
+
+
+def test_176_columns_stage_five_times_beside_eleven_16_column_c_slices():
+    # A 128 x 64 bf16 = 16 KiB, B 176 x 64 = 22 KiB a stage (+ two 8-byte barriers: 38,928);
+    # C: 2 consumers x 2 buffers of 64 x 16 bf16 (2 KiB each, 8 KiB): 5 x 38,928 + 8192 =
+    # 202,832 of 232,448, a 6th stage would need 241,760. 16 is the only multiple of 16 (one
+    # stmatrix.x4) that divides 176 = 11 x 16 below 176 itself
+    assert gemm_plan.epilogue_cols(176) == 16 and gemm_plan.epilogue_cols(32) == 32
+    solution = gemm_plan.stages("sm_90a", "bfloat16", 176)
+    assert (solution.stages, solution.bytes_used) == (5, 202_832)
 
 
 def test_96_columns_stage_seven_times_beside_two_48_column_c_slices():

@@ -17,8 +17,8 @@ tiles of its cluster (``Schedule``):
   ``k`` has been issued and the older one has completed (in a cluster, lane ``r`` of the
   warpgroup's first warp arrives on CTA ``r``'s barrier). Promoted fp8 (``promote``) sums
   each K tile in a second fragment and adds it into the accumulators (:func:`_promote`).
-- the epilogue rounds to bf16, writes 64-column slices (48, 80 or 32 for widths 64 does
-  not divide) with
+- the epilogue rounds to bf16, writes 64-column slices (48, 80, 32 or 16 for widths 64
+  does not divide) with
   ``stmatrix`` into the consumer's two staging tiles and TMA-stores them; meanwhile the
   producer is already filling the ring for the next tile. TMA zero-fills loads and clips
   stores outside the matrices, so M, N and K need not be multiples of the tile, nor as
@@ -1648,6 +1648,9 @@ WIDTH_COST = {
     96: 1.75,
     64: 1.9,
 }
+# The widths launch_config weighs: those of WIDTH_COST. The kernel also takes 176 (cuBLAS's
+# tile on 512 x 28672 x 4096; measured beside the policy, not in it) and 32 (narrow_width's)
+POLICY_TILE_NS = tuple(w for w in gemm_plan.TILE_NS if w in WIDTH_COST)
 
 
 def launch_config(
@@ -1656,7 +1659,8 @@ def launch_config(
     """(tile_n, cluster_m) for an ``m x n`` C on ``sms`` SMs, from the shape alone.
 
     For each width of ``widths`` (:data:`~.plan.TILE_NS`, or :data:`PROMOTED_TILE_NS` for
-    promoted fp8): ``tiles = ceil(m / 128) * ceil(n / tile_n)``.
+    promoted fp8) that has a cost (:data:`POLICY_TILE_NS`; widths without one are passed
+    over): ``tiles = ceil(m / 128) * ceil(n / tile_n)``.
     If they fit in one wave (``tiles <= sms``), or there is one row of M tiles (a pair's second
     CTA would compute rows past M), the CTAs run alone (a cluster only adds its barriers);
     else in 2x1 clusters that share B (half of B's L2 reads), ``sms / 2`` of them.
@@ -1675,8 +1679,12 @@ def launch_config(
         raise GemmShapeError(
             f"launch_config's widths are some of {gemm_plan.TILE_NS}, got {widths!r}"
         )
+    if not any(w in WIDTH_COST for w in widths):
+        raise GemmShapeError(
+            f"launch_config weighs the widths of {POLICY_TILE_NS} (WIDTH_COST), got {widths!r}"
+        )
     best: tuple[float, int, int] | None = None
-    for tile_n in widths:
+    for tile_n in (w for w in widths if w in WIDTH_COST):
         m_tiles, n_tiles = ceil_div(m, TILE_M), ceil_div(n, tile_n)
         alone = m_tiles * n_tiles <= sms or m_tiles < 2 or sms < 2  # a pair needs 2 SMs
         cluster_m = 1 if alone else 2
@@ -1685,7 +1693,7 @@ def launch_config(
         cost = rounds * tile_n * WIDTH_COST[tile_n]
         if best is None or cost < best[0]:
             best = (cost, tile_n, cluster_m)
-    assert best is not None  # widths is not empty
+    assert best is not None  # a width of widths has a cost
     return best[1], best[2]
 
 
@@ -2015,8 +2023,34 @@ def _one_tile_width(m, n, sms, dtype, widths, tiled_config) -> int | None:
         return None
     if tiled_config[2] > 1:
         return None  # a split K (run as stream-K, or replaced by finer tiles) stays
-    fits = [w for w in widths if ONE_TILE_MIN_FILL * sms <= ceil_div(n, w) <= sms]
+    fits = [
+        w for w in widths if w in WIDTH_COST and ONE_TILE_MIN_FILL * sms <= ceil_div(n, w) <= sms
+    ]
     return max(fits) if fits else None
+
+
+# fp8 products of at most 64 rows whose N fits one round of 32-wide tiles run them: whole M a
+# tile, all of K each, so every byte of B is read by one CTA (the tiles of the other policies
+# either read B's tile once per M tile or split K and hand sums over). Measured on the H200
+# (docs/PERFORMANCE.md, "32-wide tiles for small fp8 products"; benchmarks/gemm_configs.py,
+# median of 3 runs in one process): fp8 64 x 4096 x 14336 0.999 of cuBLASLt against 0.939 for
+# the policy's 64 x 64 tiles in two K ranges, 64 x 4096 x 4096 1.042 against 0.977 (32-row
+# tiles 64 wide), 16 x 4096 x 4096 1.043 against 0.986, 16 x 4096 x 14336 1.089 against 1.036.
+# Where N takes more than one round (64 x 6144 x 4096: 0.876 against 1.113) and for bf16 (64 x
+# 4096 x 4096 0.904 against 0.921, 64 x 4096 x 14336 1.004 against 1.047) the tiles were slower.
+NARROW_TILE_N = 32
+NARROW_TYPES = ("float8_e4m3fn",)
+
+
+def narrow_width(m: int, n: int, sms: int, dtype: str = "bfloat16") -> int | None:
+    """:data:`NARROW_TILE_N` for an ``m x n`` C of ``dtype`` inputs on ``sms`` SMs where M fits
+    one 64-row tile, ``dtype`` is one of :data:`NARROW_TYPES` and ``ceil(n / 32)`` tiles fit
+    one round; else None (the other policies decide). The tiles load :func:`a_rows_for` rows
+    of A a stage."""
+    m, n, sms = _positive_ints("narrow_width", m=m, n=n, sms=sms)
+    gemm_plan.check_input_type(dtype)
+    fits = m <= TILE_M // CONSUMERS and ceil_div(n, NARROW_TILE_N) <= sms
+    return NARROW_TILE_N if dtype in NARROW_TYPES and fits else None
 
 
 # K tiles a range of a 2-way split below which tiles of half the rows (M split in two, all of
@@ -2113,6 +2147,8 @@ class AutoGemm:
             self.sms = _sm_count(Device().device_id, "AutoGemm")
         if k is None:  # as for one K tile: no split, no stream-K, the cost of one K step
             k = tile_k(self.dtype)
+        if narrow_width(m, n, self.sms, self.dtype) is not None:  # B read once, whole M a tile
+            return NARROW_TILE_N, 1, 1, a_rows_for(m), False
         tiled = policy(m, n, k, self.sms, self.dtype, self.widths)
         rows64 = _rows64_width(m, n, k, self.sms, self.dtype, self.widths, self.promote, tiled)
         if rows64 is not None:  # tiles of 64 rows over M > 64

@@ -23,17 +23,18 @@ from ..validate import is_int
 
 TILE_M, TILE_N = 128, 256
 # CTA tile widths: wgmma m64nN takes N up to 256 in steps of 8
-TILE_NS = (256, 240, 224, 192, 160, 128, 96, 64)
+TILE_NS = (256, 240, 224, 192, 176, 160, 128, 96, 64, 32)
 SWIZZLE_ROW_BYTES = 128  # a K tile is one 128-byte swizzle row of A and B
 SWIZZLE_ATOM_ROWS = 8  # the 128-byte swizzle repeats every 8 rows (1024 bytes)
 INPUT_TYPES = ("bfloat16", "float8_e4m3fn")  # A and B; C is bfloat16, accumulation float32
 CONSUMERS = 2  # consumer warpgroups, TILE_M / CONSUMERS rows each
 EPILOGUE_COLS = 64  # columns of C per staging tile: one 128-byte swizzle row of bf16
 # for widths that 64 does not divide, the first of these that does (240 = 5 x 48, 160 = 2 x 80,
-# 224 = 7 x 32): unswizzled, a 128-byte swizzle needs 128-byte rows. 224 could take two slices
-# of 112 columns, but four such staging tiles (56 KiB) leave the 44 KiB stages three in the
-# ring, where seven slices of 32 (16 KiB of staging) leave four
-NARROW_EPILOGUE_COLS = (48, 80, 32)
+# 224 = 7 x 32, 32 = 1 x 32, 176 = 11 x 16: a stmatrix.x4 writes 16 columns, and 16 is the
+# only such count below 176 that divides it): unswizzled, a 128-byte swizzle needs 128-byte
+# rows. 224 could take two slices of 112 columns, but four such staging tiles (56 KiB) leave
+# the 44 KiB stages three in the ring, where seven slices of 32 (16 KiB of staging) leave four
+NARROW_EPILOGUE_COLS = (48, 80, 32, 16)
 EPILOGUE_BUFFERS = 2  # per consumer: fill one while the TMA store of the other drains
 PHASES = ("mainloop", "epilogue")
 A_ROWS = (128, 64, 32, 16, 8)  # rows of A a stage loads: all of the tile, or fewer for small M
@@ -47,7 +48,11 @@ A_ROWS = (128, 64, 32, 16, 8)  # rows of A a stage loads: all of the tile, or fe
 # 11 stages gave 1.010, 9 less. The bf16 rings of the same tiles gain nothing from it (within
 # 1% either way on six shapes; 32-row tiles lose 1% at 11 and 6% at 9). Our reading, not
 # measured: fewer loads in flight over the 128 CTAs keep more of them within open DRAM rows.
-RING_CAPS = {("float8_e4m3fn", 64): 10}
+# fp8 32-wide tiles (hopper.narrow_width): 14 of the 18 that fit; on the four fp8 shapes the
+# policy runs them on (M = 16 and 64, N = 4096, K = 4096 and 14336), medians of 3, 14 stages
+# ran 1.003 to 1.015 times as fast as 18 and 12 slower than both (docs/PERFORMANCE.md, "32-wide
+# tiles for small fp8 products").
+RING_CAPS = {("float8_e4m3fn", 64): 10, ("float8_e4m3fn", 32): 14}
 CLUSTER_SIZES = (1, 2, 4)  # CTAs of a cluster along M (sharing B) or along N (sharing A)
 
 
@@ -82,8 +87,9 @@ def check_input_type(dtype: str) -> str:
 def epilogue_cols(tile_n: int = TILE_N) -> int:
     """Columns of C per staging tile: :data:`EPILOGUE_COLS` (a 128-byte swizzle row) when they
     divide ``tile_n``, else the first of :data:`NARROW_EPILOGUE_COLS` that does (48 for 240:
-    96-byte rows; 80 for 160: 160-byte rows; 32 for 224: 64-byte rows; no swizzle, which needs
-    128-byte rows), so a slice never reaches into the next tile's columns."""
+    96-byte rows; 80 for 160: 160-byte rows; 32 for 224 and 32: 64-byte rows; 16 for 176:
+    32-byte rows; no swizzle, which needs 128-byte rows), so a slice never reaches into the
+    next tile's columns."""
     if check_tile_n(tile_n) % EPILOGUE_COLS == 0:
         return EPILOGUE_COLS
     return next(c for c in NARROW_EPILOGUE_COLS if tile_n % c == 0)
