@@ -115,6 +115,13 @@ def test_shape_policy_runs_224_wide_tiles_alone_on_the_mlp_width(torch, m, k):
     assert [(g.tile_n, g.cluster_m, g.a_rows) for g in gemm.gemms.values()] == [(224, 1, rows)]
 
 
+def test_shape_policy_runs_176_wide_pairs_where_they_replace_224_alone(torch):
+    # 512 x 28672 (pairs_176): 4 x 163 tiles of 128 x 176 in 2x1 pairs, the last N tile 160
+    # wide (28672 = 162 x 176 + 160); K = 264: 5 K tiles, the last partial
+    gemm = _policy_product(torch, 512, 28672, 264, seed=7)
+    assert [(g.tile_n, g.cluster_m, g.a_rows) for g in gemm.gemms.values()] == [(176, 2, 128)]
+
+
 @pytest.mark.parametrize(
     ("m", "n", "k", "rows"),
     [

@@ -631,22 +631,28 @@ def test_auto_gemm_runs_stream_k_where_its_policy_says(drv):
     # 56 N tiles, 64 K tiles, groups of 3 CTAs, 44 groups; then 256 x 6144 x 4096 (31 K steps
     # a CTA: not stream-K; the tiled kernel's 128 x 96 tiles, 128 in one round, cost 64 K
     # steps x 96 x 1.75 = 10752, 64-row tiles of 64 x 192, 4 x 32 = 128 in one round, 64 x
-    # 192 x 0.8 = 9830.4: those run); then 512 x 28672 x 4096, where 4 x 128 = 512 tiles of
-    # 224 fill four rounds to 0.97: tiled, alone (ALONE_WIDTHS), 128 CTAs
+    # 192 x 0.8 = 9830.4: those run); then 256 x 28672 x 4096, 2 x 128 = 256 tiles of 224 in
+    # two rounds: tiled, alone (ALONE_WIDTHS); then 512 x 28672 x 4096, where 176-wide pairs
+    # (pairs_176: 2 x 163 = 326 units over 66 pairs, 5 rounds, 5 x 176 x 1.03 = 906.4) cost
+    # less than 224 (4 rounds, 4 x 224 x 1.03 = 922.9): 176 x 2 in place of 224 alone
     auto = AutoGemm()
     assert auto.config(384, 14336, 4096) == (256, 1, 1, 128, True)
     auto(*operands(384, 14336, 4096))
     auto(*operands(256, 6144, 4096))
-    assert auto.config(512, 28672, 4096) == (224, 1, 1, 128, False)
+    assert auto.config(256, 28672, 4096) == (224, 1, 1, 128, False)
+    auto(*operands(256, 28672, 4096))
+    assert auto.config(512, 28672, 4096) == (176, 2, 1, 128, False)
     auto(*operands(512, 28672, 4096))
-    (name, sk), (name2, _), (name3, tiled) = drv.kernel_launches()
-    assert (name, name2, name3) == (
+    (name, sk), (name2, _), (name3, tiled), (name4, pairs) = drv.kernel_launches()
+    assert (name, name2, name3, name4) == (
         "hopper_gemm_persistent_streamk",
         "hopper_gemm_persistent_n192_a64",
         "hopper_gemm_persistent_n224",
+        "hopper_gemm_persistent_cluster2_n176",
     )
     assert sk.grid == (132, 1, 1) and ints(sk.params[3:8]) == [3, 56, 64, 8, 3]
-    assert tiled.grid == (132, 1, 1) and ints(tiled.params[3:6]) == [4, 128, 64]
+    assert tiled.grid == (132, 1, 1) and ints(tiled.params[3:6]) == [2, 128, 64]
+    assert pairs.grid == (132, 1, 1) and ints(pairs.params[3:6]) == [4, 163, 64]
 
 
 def test_a_device_that_holds_no_cluster_is_refused_before_the_launch(drv):

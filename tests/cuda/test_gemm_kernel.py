@@ -790,3 +790,19 @@ def test_narrow_width_takes_32_wide_tiles_for_fp8_products_of_one_small_m_tile(m
 def test_narrow_width_refuses_what_it_cannot_weigh(args, match):
     with pytest.raises(GemmShapeError, match=match):
         hopper.narrow_width(*args)
+
+
+def test_pairs_176_weighs_the_176_wide_tile_at_192s_cost():
+    # 512 x 28672 on 132 SMs (4 M tiles): 176 in pairs 2 x 163 = 326 units over 66, 5 rounds,
+    # 5 x 176 x 1.03 = 906.4; 224 pairs 256 units, 4 rounds, 922.9; 240 4 x 240 x 1.01 = 969.6;
+    # 256 4 x 256 = 1024; 192 5 x 192 x 1.03 = 988.8; 160 6 x 160 x 1.215 = 1166.4: 176 x 2
+    assert hopper.PAIRS_176_COST == 1.03
+    assert hopper.pairs_176(512, 28672, 132)
+    assert not hopper.pairs_176(512, 28672, 132, (256, 224, 192))  # no 176 among the widths
+    # 8192^3: 176 pairs 32 x 47 = 1504 units, 23 rounds, 4169.4 against 256's 16 x 256 = 4096
+    assert not hopper.pairs_176(8192, 8192, 132)
+    # one M tile: no pairs (256 x 28672 has two: 163 units, 3 rounds, 543.8 against 224's 461.4)
+    assert not hopper.pairs_176(128, 28672, 132) and not hopper.pairs_176(256, 28672, 132)
+    # with the trial cost only: launch_config itself does not weigh 176
+    assert launch_config(512, 28672, 132) == (224, 2)
+    assert launch_config(512, 28672, 132, costs={**hopper.WIDTH_COST, 176: 1.03}) == (176, 2)

@@ -229,13 +229,18 @@ def test_auto_gemm_passes_promote_every_to_each_kernel(drv):
     assert AutoGemm(dtype=FP8, promote_every=1).promote_every == 1
     gemm = AutoGemm(dtype=FP8, promote_every=2)
     assert (gemm.promote, gemm.promote_every) == (True, 2)
-    # 8192 x 8192 (config without K: no split) and 512 x 28672 x 4096 (stream-K at 192,
-    # stream_k_policy, against the tiled policy's 128 x 192 tiles in pairs): both promote every two
-    for shape in ((8192, 8192, None), (512, 28672, 4096)):
+    # 8192 x 8192 (config without K: no split), 4992 x 3072 x 2048 (stream-K at 192,
+    # stream_k_policy) and 512 x 28672 x 4096 (176-wide pairs, pairs_176, in place of that
+    # stream-K): all promote every two
+    for shape in ((8192, 8192, None), (4992, 3072, 2048), (512, 28672, 4096)):
         built = gemm.gemm_for(*shape)
         assert (built.promote, built.promote_every) == (True, 2)
         assert "_promote_p2" in built.program.name
-    assert gemm.gemm_for(512, 28672, 4096).stream_k
+    assert gemm.gemm_for(4992, 3072, 2048).stream_k
+    assert (gemm.gemm_for(512, 28672, 4096).tile_n, gemm.gemm_for(512, 28672, 4096).cluster_m) == (
+        176,
+        2,
+    )
     gemm(*_operands(256, 384, 256))
     assert all(name.endswith("_promote_p2") for name, _ in drv.kernel_launches())
 

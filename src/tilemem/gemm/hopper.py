@@ -41,7 +41,7 @@ prints it.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -1654,7 +1654,11 @@ POLICY_TILE_NS = tuple(w for w in gemm_plan.TILE_NS if w in WIDTH_COST)
 
 
 def launch_config(
-    m: int, n: int, sms: int, widths: tuple[int, ...] = gemm_plan.TILE_NS
+    m: int,
+    n: int,
+    sms: int,
+    widths: tuple[int, ...] = gemm_plan.TILE_NS,
+    costs: Mapping[int, float] | None = None,
 ) -> tuple[int, int]:
     """(tile_n, cluster_m) for an ``m x n`` C on ``sms`` SMs, from the shape alone.
 
@@ -1667,8 +1671,10 @@ def launch_config(
     A partial tile costs a whole one, so the time is ``rounds = ceil(units / slots)`` rounds
     of one tile each, and the cost ``rounds * tile_n * WIDTH_COST[tile_n]``; the cheapest
     width wins, the widest on a tie. One SM cannot hold a pair: with ``sms == 1`` CTAs run
-    alone. ``m``, ``n`` and ``sms`` must be positive ints (GemmShapeError).
+    alone. ``m``, ``n`` and ``sms`` must be positive ints (GemmShapeError). ``costs`` replaces
+    :data:`WIDTH_COST` (a trial cost for a width, :func:`pairs_176`).
     """
+    costs = WIDTH_COST if costs is None else costs
     if type(m) is not int or type(n) is not int or m < 1 or n < 1:
         raise GemmShapeError(f"launch_config needs C's M and N as positive ints, got {m!r} x {n!r}")
     if type(sms) is not int or sms < 1:
@@ -1679,22 +1685,47 @@ def launch_config(
         raise GemmShapeError(
             f"launch_config's widths are some of {gemm_plan.TILE_NS}, got {widths!r}"
         )
-    if not any(w in WIDTH_COST for w in widths):
+    if not any(w in costs for w in widths):
         raise GemmShapeError(
-            f"launch_config weighs the widths of {POLICY_TILE_NS} (WIDTH_COST), got {widths!r}"
+            f"launch_config weighs the widths of {tuple(costs)} (WIDTH_COST), got {widths!r}"
         )
     best: tuple[float, int, int] | None = None
-    for tile_n in (w for w in widths if w in WIDTH_COST):
+    for tile_n in (w for w in widths if w in costs):
         m_tiles, n_tiles = ceil_div(m, TILE_M), ceil_div(n, tile_n)
         alone = m_tiles * n_tiles <= sms or m_tiles < 2 or sms < 2  # a pair needs 2 SMs
         cluster_m = 1 if alone else 2
         units = ceil_div(m_tiles, cluster_m) * n_tiles
         rounds = ceil_div(units, sms // cluster_m)
-        cost = rounds * tile_n * WIDTH_COST[tile_n]
+        cost = rounds * tile_n * costs[tile_n]
         if best is None or cost < best[0]:
             best = (cost, tile_n, cluster_m)
     assert best is not None  # a width of widths has a cost
     return best[1], best[2]
+
+
+# 176-wide tiles in 2x1 pairs (cuBLAS's tile on bf16 512 x 28672 x 4096,
+# nvjet_sm90_tst_176x128_64x5_1x2) replace the policy's stream-K kernel and its 224-wide tiles
+# alone where launch_config, weighing 176 at PAIRS_176_COST (192's cost) beside the policy's
+# widths, picks 176 in pairs. Measured on the H200 (docs/PERFORMANCE.md, "176-wide pairs";
+# benchmarks/gemm_width176.py, medians of 3 runs for bf16 and 2 for fp8 in one process) on
+# every shape of the benchmark where the weighed 176 changes the policy: faster on all 9 such
+# shapes (bf16 256 x 57344 x 8192 0.969 of cuBLAS against 0.947 for 224 alone, 512 x 28672 x
+# 4096 0.957 / 0.950; fp8 against the 192-wide stream-K: 1024 x 8192 x 8192 1.006 / 0.959, 512
+# x 28672 x 4096 1.035 / 0.996, 1024 x 28672 x 4096 1.016 / 0.988, 4096^3 0.981 / 0.962, 256 x
+# 57344 x 8192 1.025 / 1.010, 1024 x 8192 x 28672 0.975 / 0.969, 512 x 57344 x 8192 1.024 /
+# 1.022). Where the weighed 176 displaced other choices it lost (in place of 192-wide pairs on
+# 3 of 5 shapes, fp8 1024 x 8192 x 1024 1.111 against 1.167; of 160 alone on all 6): those stay.
+PAIRS_176_COST = 1.03
+
+
+def pairs_176(
+    m: int, n: int, sms: int, widths: tuple[int, ...] = gemm_plan.TILE_NS
+) -> bool:
+    """Whether :func:`launch_config` over ``widths`` with 176 weighed at
+    :data:`PAIRS_176_COST` picks 176-wide tiles in 2x1 pairs for an ``m x n`` C on ``sms``
+    SMs (False where ``widths`` has no 176: promoted fp8 has it, :data:`PROMOTED_TILE_NS`)."""
+    costs = {**WIDTH_COST, 176: PAIRS_176_COST}
+    return 176 in widths and launch_config(m, n, sms, widths, costs) == (176, 2)
 
 
 MAX_SPLITS = 16
@@ -2161,6 +2192,9 @@ class AutoGemm:
         if rows is not None:  # M in twice the tiles instead of K in two ranges
             return tile_n, 1, 1, rows, False
         width = _stream_k_width(m, n, k, self.sms, self.dtype, self.widths, tiled, self.promote)
+        alone_224 = (tile_n, cluster_m, splits) == (224, 1, 1)
+        if (width is not None or alone_224) and pairs_176(m, n, self.sms, self.widths):
+            return 176, 2, 1, TILE_M, False  # in place of stream-K or 224 alone
         if width is not None:
             return width, 1, 1, TILE_M, True
         # split-K runs as stream-K with the same ranges, each tile's sums added by its first
