@@ -1718,9 +1718,7 @@ def launch_config(
 PAIRS_176_COST = 1.03
 
 
-def pairs_176(
-    m: int, n: int, sms: int, widths: tuple[int, ...] = gemm_plan.TILE_NS
-) -> bool:
+def pairs_176(m: int, n: int, sms: int, widths: tuple[int, ...] = gemm_plan.TILE_NS) -> bool:
     """Whether :func:`launch_config` over ``widths`` with 176 weighed at
     :data:`PAIRS_176_COST` picks 176-wide tiles in 2x1 pairs for an ``m x n`` C on ``sms``
     SMs (False where ``widths`` has no 176: promoted fp8 has it, :data:`PROMOTED_TILE_NS`)."""
