@@ -1,0 +1,71 @@
+"""The policy beside the same policy whose kernels are built with one of
+``tilemem.gemm.hopper``'s module switches set otherwise (an A/B of a kernel change kept
+behind a switch, e.g. ``PRODUCER_PAIRS``).
+
+    PYTHONPATH=src python3 benchmarks/gemm_flag.py NAME VALUE DTYPE MxNxK[,...] [ROUNDS] [REPEATS]
+
+``VALUE`` is a Python literal (``True``, ``(1, 2)``). For each shape: the policy
+(``policy:CONFIG``) and the policy built with ``hopper.NAME = VALUE`` (``NAME``), REPEATS
+times (3) with benchmarks/gemm.py's method (each product checked first, fresh inputs,
+NaN-poisoned C, rotating order, median of ROUNDS rounds, 5); a ``MEDIAN`` line of each label's
+median, then the geometric mean over the shapes of the switched kernel's ratio over the
+policy's. Needs an sm_90 GPU and torch.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import pathlib
+import sys
+import time
+from unittest import mock
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+
+import gemm as bench  # benchmarks/gemm.py: its shapes, check and timing
+import torch
+from gemm_configs import repeated
+
+from tilemem.gemm import hopper
+
+
+class SwitchedAuto(hopper.AutoGemm):
+    """The policy, each kernel built while ``hopper.<name>`` is ``value``."""
+
+    def __init__(self, name: str, value, **kwargs):
+        if not hasattr(hopper, name):
+            raise SystemExit(f"tilemem.gemm.hopper has no switch {name!r}")
+        super().__init__(**kwargs)
+        self.switch = (name, value)
+
+    def _gemm(self, config):
+        with mock.patch.object(hopper, self.switch[0], self.switch[1]):
+            return super()._gemm(config)
+
+
+def main() -> None:
+    name, value, dtype = sys.argv[1], ast.literal_eval(sys.argv[2]), sys.argv[3]
+    shapes = [tuple(int(x) for x in s.split("x")) for s in sys.argv[4].split(",")]
+    rounds = int(sys.argv[5]) if len(sys.argv) > 5 else 5
+    repeats = int(sys.argv[6]) if len(sys.argv) > 6 else 3
+    torch.zeros(1, device="cuda")
+    start = time.time()
+    auto = hopper.AutoGemm(dtype=dtype)
+    switched = SwitchedAuto(name, value, dtype=dtype)
+    gains = []
+    for m, n, k in shapes:
+        labels = ["policy:" + bench.policy(auto, m, n, k), name]
+        medians = repeated(
+            [auto, switched], labels, m, n, k, rounds, repeats, "SWITCH", f"{dtype} {m}x{n}x{k}"
+        )
+        if len(medians) == 2:
+            gains.append(medians[name] / medians[labels[0]])
+    if gains:
+        geomean = math.exp(sum(math.log(g) for g in gains) / len(gains))
+        print(f"GEOMEAN {dtype} {name}/policy={geomean:.3f} over {len(gains)} shapes", flush=True)
+    print(f"elapsed {time.time() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
