@@ -1194,3 +1194,20 @@ def test_the_relay_benchmark_pairs_the_policys_tiles_and_builds_the_relay(drv, m
         assert ("freed_bar" in built.program.source) is with_relay
     assert "freed_bar" not in auto.gemm_for(8192, 8192, 8192).program.source
     assert bench.hopper.RELAY_CONSUMERS == ()
+
+
+def test_the_switch_benchmark_builds_with_the_switch_and_restores_it(drv, monkeypatch):
+    """benchmarks/gemm_flag.py: SwitchedAuto builds the policy's kernels while one of hopper's
+    module switches holds another value (here PRODUCER_TAIL off: cluster kernels without the
+    producer's tail), the library's value back after each build; an unknown switch is
+    refused before anything is built."""
+    bench = _load_benchmark(monkeypatch, "gemm_flag")
+    switched = bench.SwitchedAuto("PRODUCER_TAIL", False, dtype="bfloat16")
+    auto = bench.hopper.AutoGemm(dtype="bfloat16")
+    switched.sms = auto.sms = 132
+    pairs = (256, 2, 1, 128, False)  # a cluster kernel: the tail is its last producer loop
+    assert "tail" in auto._gemm(pairs).program.source
+    assert "tail" not in switched._gemm(pairs).program.source
+    assert bench.hopper.PRODUCER_TAIL is True
+    with pytest.raises(SystemExit, match="no switch 'NO_SUCH_SWITCH'"):
+        bench.SwitchedAuto("NO_SUCH_SWITCH", 1, dtype="bfloat16")
