@@ -806,3 +806,22 @@ def test_pairs_176_weighs_the_176_wide_tile_at_192s_cost():
     # with the trial cost only: launch_config itself does not weigh 176
     assert launch_config(512, 28672, 132) == (224, 2)
     assert launch_config(512, 28672, 132, costs={**hopper.WIDTH_COST, 176: 1.03}) == (176, 2)
+
+
+@pytest.mark.parametrize(
+    "costs",
+    [
+        [1.0],  # no mapping
+        {176: 0},
+        {176: -1.03},
+        {176: float("nan")},
+        {176: float("inf")},
+        {176: True},
+        {176: "1.03"},
+        {200: 1.0},  # no kernel width
+        {"176": 1.0},
+    ],
+)
+def test_launch_config_refuses_trial_costs_it_cannot_weigh(costs):
+    with pytest.raises(GemmShapeError, match=r"costs map widths of .* to positive finite"):
+        launch_config(512, 28672, 132, costs=costs)

@@ -41,6 +41,7 @@ prints it.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -1653,6 +1654,22 @@ WIDTH_COST = {
 POLICY_TILE_NS = tuple(w for w in gemm_plan.TILE_NS if w in WIDTH_COST)
 
 
+def _check_costs(costs) -> Mapping[int, float]:
+    """``costs`` itself if it maps widths of :data:`~.plan.TILE_NS` to positive finite numbers
+    (launch_config's trial costs); else :class:`GemmShapeError`."""
+
+    def good(width, cost) -> bool:
+        number = isinstance(cost, (int, float)) and not isinstance(cost, bool)
+        return width in gemm_plan.TILE_NS and number and math.isfinite(cost) and cost > 0
+
+    if not isinstance(costs, Mapping) or not all(good(w, c) for w, c in costs.items()):
+        raise GemmShapeError(
+            f"launch_config's costs map widths of {gemm_plan.TILE_NS} to positive finite "
+            f"numbers (as WIDTH_COST does), got {costs!r}"
+        )
+    return costs
+
+
 def launch_config(
     m: int,
     n: int,
@@ -1674,7 +1691,7 @@ def launch_config(
     alone. ``m``, ``n`` and ``sms`` must be positive ints (GemmShapeError). ``costs`` replaces
     :data:`WIDTH_COST` (a trial cost for a width, :func:`pairs_176`).
     """
-    costs = WIDTH_COST if costs is None else costs
+    costs = WIDTH_COST if costs is None else _check_costs(costs)
     if type(m) is not int or type(n) is not int or m < 1 or n < 1:
         raise GemmShapeError(f"launch_config needs C's M and N as positive ints, got {m!r} x {n!r}")
     if type(sms) is not int or sms < 1:
