@@ -21,6 +21,7 @@ repeats. Needs an sm_90 GPU and torch.
 
 from __future__ import annotations
 
+import math
 import pathlib
 import statistics
 import sys
@@ -92,6 +93,20 @@ def repeated(gemms, labels, m, n, k, rounds, repeats, tag, prefix) -> dict[str, 
     text = " ".join(f"{label}={r:.3f}" for label, r in medians.items())
     print(f"MEDIAN {prefix} {text}", flush=True)
     return medians
+
+
+def second_over_first(gemms, labels, m, n, k, rounds, repeats, tag, dtype) -> float | None:
+    """Two kernels (``labels[0]`` and ``labels[1]``) timed :func:`repeated`-ly on ``m x n x k``:
+    the second's median ratio over the first's, or None where either gave a wrong product."""
+    medians = repeated(gemms, labels, m, n, k, rounds, repeats, tag, f"{dtype} {m}x{n}x{k}")
+    return medians[labels[1]] / medians[labels[0]] if len(medians) == 2 else None
+
+
+def print_geomean(dtype: str, what: str, gains: list[float]) -> None:
+    """``GEOMEAN DTYPE WHAT=...`` over ``gains`` (nothing where there are none)."""
+    if gains:
+        geomean = math.exp(sum(math.log(g) for g in gains) / len(gains))
+        print(f"GEOMEAN {dtype} {what}={geomean:.3f} over {len(gains)} shapes", flush=True)
 
 
 def main() -> None:

@@ -15,7 +15,6 @@ policy's. Needs an sm_90 GPU and torch.
 from __future__ import annotations
 
 import ast
-import math
 import pathlib
 import sys
 import time
@@ -25,7 +24,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 
 import gemm as bench  # benchmarks/gemm.py: its shapes, check and timing
 import torch
-from gemm_configs import repeated
+from gemm_configs import print_geomean, second_over_first
 
 from tilemem.gemm import hopper
 
@@ -56,14 +55,11 @@ def main() -> None:
     gains = []
     for m, n, k in shapes:
         labels = ["policy:" + bench.policy(auto, m, n, k), name]
-        medians = repeated(
-            [auto, switched], labels, m, n, k, rounds, repeats, "SWITCH", f"{dtype} {m}x{n}x{k}"
+        gain = second_over_first(
+            [auto, switched], labels, m, n, k, rounds, repeats, "SWITCH", dtype
         )
-        if len(medians) == 2:
-            gains.append(medians[name] / medians[labels[0]])
-    if gains:
-        geomean = math.exp(sum(math.log(g) for g in gains) / len(gains))
-        print(f"GEOMEAN {dtype} {name}/policy={geomean:.3f} over {len(gains)} shapes", flush=True)
+        gains += [gain] if gain is not None else []
+    print_geomean(dtype, f"{name}/policy", gains)
     print(f"elapsed {time.time() - start:.0f} s")
 
 

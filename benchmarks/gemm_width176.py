@@ -14,7 +14,6 @@ Needs an sm_90 GPU and torch.
 
 from __future__ import annotations
 
-import math
 import pathlib
 import sys
 import time
@@ -24,7 +23,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 
 import gemm as bench  # benchmarks/gemm.py: its shapes, check and timing
 import torch
-from gemm_configs import repeated
+from gemm_configs import print_geomean, second_over_first
 
 from tilemem.gemm import hopper
 
@@ -65,14 +64,9 @@ def main() -> None:
         for m, n, k in changed_shapes(dtype, cost, sms):
             gemms = [auto, trial]
             labels = [f"{x}:{bench.policy(g, m, n, k)}" for x, g in zip(("policy", "w176"), gemms)]
-            medians = repeated(
-                gemms, labels, m, n, k, rounds, repeats, "W176", f"{dtype} {m}x{n}x{k}"
-            )
-            if len(medians) == 2:
-                gains.append(medians[labels[1]] / medians[labels[0]])
-        if gains:
-            geomean = math.exp(sum(math.log(g) for g in gains) / len(gains))
-            print(f"GEOMEAN {dtype} w176/policy={geomean:.3f} over {len(gains)} shapes", flush=True)
+            gain = second_over_first(gemms, labels, m, n, k, rounds, repeats, "W176", dtype)
+            gains += [gain] if gain is not None else []
+        print_geomean(dtype, "w176/policy", gains)
     print(f"elapsed {time.time() - start:.0f} s")
 
 

@@ -1211,3 +1211,12 @@ def test_the_switch_benchmark_builds_with_the_switch_and_restores_it(drv, monkey
     assert bench.hopper.PRODUCER_TAIL is True
     with pytest.raises(SystemExit, match="no switch 'NO_SUCH_SWITCH'"):
         bench.SwitchedAuto("NO_SUCH_SWITCH", 1, dtype="bfloat16")
+
+
+def test_the_configs_benchmark_prints_the_geometric_mean_of_ratios(drv, monkeypatch, capsys):
+    # gemm_configs.print_geomean (gemm_flag.py and gemm_width176.py): sqrt(1.21 x 1.0) = 1.1;
+    # nothing for no shapes
+    bench = _load_benchmark(monkeypatch, "gemm_configs")
+    bench.print_geomean("bfloat16", "x/policy", [1.21, 1.0])
+    bench.print_geomean("bfloat16", "x/policy", [])
+    assert capsys.readouterr().out == "GEOMEAN bfloat16 x/policy=1.100 over 2 shapes\n"
