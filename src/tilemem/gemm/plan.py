@@ -50,8 +50,8 @@ A_ROWS = (128, 64, 32, 16, 8)  # rows of A a stage loads: all of the tile, or fe
 # measured: fewer loads in flight over the 128 CTAs keep more of them within open DRAM rows.
 # fp8 32-wide tiles (hopper.narrow_width): 14 of the 18 that fit; on the four fp8 shapes the
 # policy runs them on (M = 16 and 64, N = 4096, K = 4096 and 14336), medians of 3, 14 stages
-# ran 1.003 to 1.015 times as fast as 18 and 12 slower than both (docs/PERFORMANCE.md, "32-wide
-# tiles for small fp8 products").
+# ran 1.003 to 1.015 times as fast as 18, and 12 slower than 14 on all four (docs/PERFORMANCE.md,
+# "32-wide tiles for small fp8 products").
 RING_CAPS = {("float8_e4m3fn", 64): 10, ("float8_e4m3fn", 32): 14}
 CLUSTER_SIZES = (1, 2, 4)  # CTAs of a cluster along M (sharing B) or along N (sharing A)
 
@@ -158,9 +158,10 @@ def stages(
     relay: bool = False,
 ) -> StageSolution:
     """The deepest A/B ring beside the C staging tiles, up to :func:`ring_cap`: 4 stages on
-    sm_90a for 128 x 256 (224 KiB + 64 B), 128 x 240, 128 x 224 and 128 x 192, 6 for 128 x
-    128, 7 for 128 x 96, 8 for 128 x 64; with 64-row tiles (``a_rows`` <= 64) 5 for 64 x 256,
-    6 for 64 x 224 and 64 x 192, 8 for 64 x 128, 10 for 64 x 96, 13 for 64 x 64 (fp8: 10).
+    sm_90a for 128 x 256 (224 KiB + 64 B), 128 x 240, 128 x 224 and 128 x 192, 5 for 128 x
+    176, 6 for 128 x 128, 7 for 128 x 96, 8 for 128 x 64, 10 for 128 x 32; with 64-row tiles
+    (``a_rows`` <= 64) 5 for 64 x 256, 6 for 64 x 224 and 64 x 192, 8 for 64 x 128, 10 for 64
+    x 96, 13 for 64 x 64 (fp8: 10), 18 for 64 x 32 (fp8: 14).
     ``relay``'s third barrier (8 bytes a stage) leaves every one of these counts as it is."""
     cap = ring_cap(dtype, tile_n, a_rows)
     reqs = requests(dtype, tile_n, a_rows, relay)
