@@ -820,6 +820,8 @@ def test_pairs_176_weighs_the_176_wide_tile_at_192s_cost():
         {176: "1.03"},
         {200: 1.0},  # no kernel width
         {"176": 1.0},
+        {176: 1.03, 192: 0.0},  # one good entry does not make the others good
+        {176: 1.03, 200: 1.0},
     ],
 )
 def test_launch_config_refuses_trial_costs_it_cannot_weigh(costs):
