@@ -115,6 +115,16 @@ def test_shape_policy_runs_224_wide_tiles_alone_on_the_mlp_width(torch, m, k):
     assert [(g.tile_n, g.cluster_m, g.a_rows) for g in gemm.gemms.values()] == [(224, 1, rows)]
 
 
+@pytest.mark.parametrize(("m", "k", "rows"), [(64, 1040, 64), (10, 520, 16)])
+def test_shape_policy_runs_bf16_products_of_one_small_m_tile_on_half_the_sms(torch, m, k, rows):
+    # beside_width: 4096 = 64 tiles of 64 columns, all of M and of K each (K ragged: 17 and 9
+    # K tiles, the last partial; M = 10 in a 16-row tile), launched programmatically
+    gemm = _policy_product(torch, m, 4096, k, seed=m + k)
+    (built,) = gemm.gemms.values()
+    assert (built.tile_n, built.cluster_m, built.a_rows) == (64, 1, rows)
+    assert built.launches_programmatically(64, 1, k // 64, tiled=True)
+
+
 def test_shape_policy_runs_176_wide_pairs_where_they_replace_224_alone(torch):
     # 512 x 28672 (pairs_176): 4 x 163 tiles of 128 x 176 in 2x1 pairs, the last N tile 160
     # wide (28672 = 162 x 176 + 160); K = 264: 5 K tiles, the last partial

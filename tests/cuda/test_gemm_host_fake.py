@@ -516,11 +516,11 @@ def test_auto_gemm_counts_the_sms_once(drv):
 
 def test_auto_gemm_runs_one_64_row_tile_of_m_at_one_tile_width(drv):
     # 132 SMs, M = 64: one_tile_width's 64 x 96 tiles on 6144 columns (64 CTAs; launch_config
-    # alone gives 128 x 64, 96 tiles), built with 64 rows of A; 4096 x 4096 keeps the split's
-    # replacement, 32-row tiles 64 wide (finer_rows)
+    # alone gives 128 x 64, 96 tiles), built with 64 rows of A; 3072 x 4096 keeps the split's
+    # replacement, 32-row tiles 64 wide (finer_rows; 4096 x 4096 runs beside_width's tiles)
     auto = AutoGemm()
     assert auto.config(64, 6144, 4096) == (96, 1, 1, 64, False)
-    assert auto.config(64, 4096, 4096) == (64, 1, 1, 32, False)
+    assert auto.config(64, 3072, 4096) == (64, 1, 1, 32, False)
     auto(*operands(64, 6144, 4096))
     name, launch = only_launch(drv)
     assert name == "hopper_gemm_persistent_n96_a64" and launch.grid == (64, 1, 1)
@@ -965,8 +965,8 @@ def test_the_stream_k_cluster_benchmark_pairs_the_policys_stream_k(drv, monkeypa
     assert bench.clustered(auto, 512, 28672, 4096) == []  # 224-wide tiles alone
     assert bench.clustered(auto, 8192, 8192, 8192) == []  # the tiled kernel
     # stream-K over one M tile (64 rows: a 2-way split run as stream-K)
-    assert auto.config(64, 4096, 14336) == (64, 1, 2, 64, True)
-    assert bench.clustered(auto, 64, 4096, 14336) == []
+    assert auto.config(64, 3072, 14336) == (64, 1, 2, 64, True)
+    assert bench.clustered(auto, 64, 3072, 14336) == []
 
 
 def test_the_promotion_benchmark_builds_what_it_names(drv, monkeypatch):
@@ -1113,16 +1113,16 @@ def test_the_ring_depth_benchmark_builds_shallower_rings(drv, monkeypatch):
     bench = _load_benchmark(monkeypatch, "gemm_ring_depth")
     shallow = bench.DepthAuto("bfloat16", 9)
     shallow.sms = 132
-    config = shallow.config(64, 4096, 4096)
+    config = shallow.config(64, 3072, 4096)
     assert config == (64, 1, 1, 32, False)  # 32-row tiles 64 wide: 13 stages in the library
-    gemm = shallow.gemm_for(64, 4096, 4096)
+    gemm = shallow.gemm_for(64, 3072, 4096)
     assert gemm.plan.buffer("A").shape[0] == 9 and gemm.plan.buffer("B").shape[0] == 9
     assert gemm.plan in gemm.program.ir.pools  # the kernel's own plan, not a second one
     assert "(stage * 4096)" in gemm.program.source  # a B stage: 64 x 64 bf16
     assert "% 9)" in gemm.program.source and "% 13)" not in gemm.program.source
     library = bench.hopper.AutoGemm()
     library.sms = 132
-    assert library.gemm_for(64, 4096, 4096).plan.buffer("A").shape[0] == 13
+    assert library.gemm_for(64, 3072, 4096).plan.buffer("A").shape[0] == 13
     assert "% 13)" in library.gemm_for(64, 4096, 4096).program.source
     assert bench.gemm_plan.stages("sm_90a", "bfloat16", 64, 32).stages == 13
 
@@ -1176,19 +1176,19 @@ def test_the_relay_benchmark_pairs_the_policys_tiles_and_builds_the_relay(drv, m
     bench = _load_benchmark(monkeypatch, "gemm_relay")
     auto = bench.hopper.AutoGemm()
     auto.sms = 132
-    assert auto.config(64, 4096, 4096) == (64, 1, 1, 32, False)
-    assert bench.pair_for(auto, 64, 4096, 4096) == (64, 32, 2, 1)
+    assert auto.config(64, 3072, 4096) == (64, 1, 1, 32, False)
+    assert bench.pair_for(auto, 64, 3072, 4096) == (64, 32, 2, 1)
     assert bench.pair_for(auto, 8192, 8192, 8192) is None  # the policy runs pairs already
-    assert bench.pair_for(auto, 64, 4096, 14336) is None  # stream-K
+    assert bench.pair_for(auto, 64, 3072, 14336) is None  # stream-K
     relay = bench.RelayAuto(dtype="bfloat16")
     relay.sms = 132
     assert "freed_bar" in relay.gemm_for(8192, 8192, 8192).program.source
     # Pairs (gemm_clusters.PairsAuto with this benchmark's pair_for): the 2x1 pair of 32-row
-    # tiles on 64x4096x4096, with the relay only when asked
+    # tiles on 64x3072x4096, with the relay only when asked
     for with_relay in (True, False):
         pairs = bench.Pairs("bfloat16", with_relay)
         pairs.sms = 132
-        pairs.prepare(*operands(64, 4096, 4096))
+        pairs.prepare(*operands(64, 3072, 4096))
         (built,) = [g for key, g in pairs.gemms.items() if key[0] == "pairs"]
         assert (built.tile_n, built.a_rows, built.cluster_m, built.cluster_n) == (64, 32, 2, 1)
         assert ("freed_bar" in built.program.source) is with_relay
@@ -1220,3 +1220,49 @@ def test_the_configs_benchmark_prints_the_geometric_mean_of_ratios(drv, monkeypa
     bench.print_geomean("bfloat16", "x/policy", [1.21, 1.0])
     bench.print_geomean("bfloat16", "x/policy", [])
     assert capsys.readouterr().out == "GEOMEAN bfloat16 x/policy=1.100 over 2 shapes\n"
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "k", "a_rows", "grid", "programmatic"),
+    [
+        # one M tile of one consumer's 64 x 64 tiles on 59.4 (0.45 x 132) to 66 CTAs: the next
+        # launch's whole grid starts beside this one: programmatic, whatever K
+        (64, 4096, 4096, 64, 64, True),
+        (16, 4096, 14336, 16, 64, True),
+        (64, 4224, 1024, 64, 66, True),  # 66 CTAs: half the SMs exactly
+        (64, 4288, 1024, 64, 67, False),  # 67: the next grid no longer fits beside it
+        (64, 3776, 1024, 64, 59, False),  # 59 < 59.4: below BESIDE_MIN_FILL
+        # two M tiles (32-row tiles at M = 64): 2 x 32 = 64 CTAs, 64 K tiles: plain
+        (64, 2048, 4096, 32, 64, False),
+        # two consumers (128-row tiles), one M tile, 64 CTAs: plain
+        (128, 4096, 4096, 128, 64, False),
+    ],
+)
+def test_one_m_tile_on_at_most_half_the_sms_launches_programmatically(
+    drv, m, n, k, a_rows, grid, programmatic
+):
+    gemm = HopperGemm(cluster_m=1, tile_n=64, a_rows=a_rows)
+    gemm.prepare(*operands(m, n, k))()
+    _, launch = only_launch(drv)
+    assert launch.grid == (grid, 1, 1)
+    assert launch.programmatic is programmatic
+    # not for split-K and stream-K launches (tiled=False), nor with programmatic=False
+    assert not gemm.launches_programmatically(64, 1, 64)
+    assert gemm.launches_programmatically(64, 1, 64, tiled=True) is (a_rows < 128)
+    assert not HopperGemm(
+        cluster_m=1, tile_n=64, a_rows=64, programmatic=False
+    ).launches_programmatically(64, 1, 64, tiled=True)
+    with pytest.raises(GemmShapeError, match="tiled is a bool"):
+        gemm.launches_programmatically(64, 1, 64, tiled=1)
+
+
+def test_auto_gemm_runs_bf16_products_of_one_small_m_tile_on_half_the_sms(drv):
+    # beside_width: bf16, M <= 64, ceil(4096 / 64) = 64 tiles in [59.4, 66]: 64 x 64 tiles of
+    # a_rows_for(M) rows, all of K each, launched programmatically
+    auto = AutoGemm()
+    assert auto.config(64, 4096, 4096) == (64, 1, 1, 64, False)
+    assert auto.config(16, 4096, 14336) == (64, 1, 1, 16, False)
+    auto(*operands(64, 4096, 4096))
+    ((name, launch),) = drv.kernel_launches()
+    assert name == "hopper_gemm_persistent_n64_a64"
+    assert launch.grid == (64, 1, 1) and launch.programmatic

@@ -188,7 +188,7 @@ def test_64_row_tiles_replace_a_two_way_split_of_any_length():
     auto.sms = 132
     assert auto.config(256, 4096, 14336) == (128, 1, 1, 64, False)
     assert auto.config(256, 8192, 28672) == (256, 1, 1, 64, False)
-    assert auto.config(64, 4096, 14336) == (64, 1, 2, 64, True)  # the split, as stream-K
+    assert auto.config(64, 3072, 14336) == (64, 1, 2, 64, True)  # the split, as stream-K
     fp8 = AutoGemm(dtype="float8_e4m3fn")
     fp8.sms = 132
     assert fp8.config(128, 8192, 28672) == (128, 1, 1, 64, False)

@@ -827,3 +827,39 @@ def test_pairs_176_weighs_the_176_wide_tile_at_192s_cost():
 def test_launch_config_refuses_trial_costs_it_cannot_weigh(costs):
     with pytest.raises(GemmShapeError, match=r"costs map widths of .* to positive finite"):
         launch_config(512, 28672, 132, costs=costs)
+
+
+@pytest.mark.parametrize(
+    ("m", "n", "dtype", "width"),
+    [
+        # bf16, M <= 64, 59.4 (0.45 x 132) <= ceil(N / 64) <= 66: 64-wide tiles
+        (64, 4096, "bfloat16", 64),  # 64 tiles
+        (16, 4096, "bfloat16", 64),
+        (64, 4224, "bfloat16", 64),  # 66: half the SMs exactly
+        (64, 4225, "bfloat16", None),  # 67
+        (64, 3840, "bfloat16", 64),  # 60
+        (64, 3776, "bfloat16", None),  # 59 < 59.4
+        (65, 4096, "bfloat16", None),  # two 64-row M tiles
+        (64, 4096, "float8_e4m3fn", None),  # fp8 runs narrow_width's 32-wide tiles
+    ],
+)
+def test_beside_width_takes_half_the_sms_for_bf16_products_of_one_small_m_tile(m, n, dtype, width):
+    assert hopper.beside_width(m, n, 132, dtype) == width
+    auto = AutoGemm(dtype=dtype)
+    auto.sms = 132
+    if width is not None:
+        assert auto.config(m, n, 4096) == (64, 1, 1, max(16, 1 << (m - 1).bit_length()), False)
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        ((0, 4096, 132, "bfloat16"), "beside_width's m"),
+        ((64, "4096", 132, "bfloat16"), "beside_width's n"),
+        ((64, 4096, 0, "bfloat16"), "beside_width's sms"),
+        ((64, 4096, 132, "int8"), "one of"),
+    ],
+)
+def test_beside_width_refuses_what_it_cannot_weigh(args, match):
+    with pytest.raises(GemmShapeError, match=match):
+        hopper.beside_width(*args)
