@@ -219,7 +219,7 @@ def test_split_k_gives_the_fp32_product(torch, m, n, k, splits):
         assert bool(torch.isfinite(c).all()) and err < 1e-2, (name, err)
 
 
-def test_auto_gemm_fills_the_sms_for_a_decode_step(torch):
+def test_auto_gemm_runs_a_decode_step_on_half_the_sms(torch):
     from tilemem.gemm.hopper import AutoGemm
 
     m, n, k = 16, 4096, 4096
@@ -233,10 +233,11 @@ def test_auto_gemm_fills_the_sms_for_a_decode_step(torch):
     ref = a.float() @ b.float().T
     err = float(torch.linalg.norm(c.float() - ref) / torch.linalg.norm(ref))
     assert bool(torch.isfinite(c).all()) and err < 1e-2, err
-    # 64 tiles of 128 x 64 would split K into 2 ranges of 32 K tiles: fewer than 48
-    # (finer_rows), so M splits instead: 2 tiles of 8 rows x 64 N tiles = 128 CTAs, all of K
-    assert gemm.config(m, n, k) == (64, 1, 1, 8, False)
-    assert list(gemm.gemms) == [(64, 1, False, 8, False)]  # the one kernel it built and ran
+    # beside_width: 64 tiles of 16 x 64, all of M and K each, on 64 of the 132 SMs, launched
+    # programmatically (before it, 2 tiles of 8 rows x 64 N tiles = 128 CTAs: finer_rows)
+    assert gemm.config(m, n, k) == (64, 1, 1, 16, False)
+    assert list(gemm.gemms) == [(64, 1, False, 16, False)]  # the one kernel it built and ran
+    assert gemm.gemms[(64, 1, False, 16, False)].launches_programmatically(64, 1, 64, tiled=True)
 
 
 def test_fp8_promotion_keeps_the_error_of_a_long_k_at_bf16_rounding(torch):

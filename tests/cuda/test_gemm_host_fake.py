@@ -1256,6 +1256,15 @@ def test_one_m_tile_on_at_most_half_the_sms_launches_programmatically(
         gemm.launches_programmatically(64, 1, 64, tiled=1)
 
 
+def test_wider_tiles_over_one_m_tile_on_half_the_sms_launch_plainly(drv):
+    # 64 CTAs of 96-wide tiles (64 x 6144) over one M tile: plain (measured slower so)
+    wider = HopperGemm(cluster_m=1, tile_n=96, a_rows=64)
+    wider.prepare(*operands(64, 6144, 4096))()
+    _, launch = only_launch(drv)
+    assert (launch.grid, launch.programmatic) == ((64, 1, 1), False)
+    assert not wider.launches_programmatically(64, 1, 64, tiled=True)
+
+
 def test_auto_gemm_runs_bf16_products_of_one_small_m_tile_on_half_the_sms(drv):
     # beside_width: bf16, M <= 64, ceil(4096 / 64) = 64 tiles in [59.4, 66]: 64 x 64 tiles of
     # a_rows_for(M) rows, all of K each, launched programmatically

@@ -1515,10 +1515,11 @@ class HopperGemm:
         :data:`PDL_MAX_IDLE` of the SMs idle, except for tiles that one consumer computes
         (``a_rows`` of 64 or fewer) over two or more M tiles (``m_tiles``) with at least
         :data:`PDL_PLAIN_K_TILES` K tiles (``k_tiles``), which launch plainly; and where a
-        ``tiled`` launch (not split-K, not stream-K) of one consumer's tiles over one M tile
-        fills :data:`BESIDE_MIN_FILL` to half of the SMs (the next launch's whole grid starts
-        beside it, :func:`beside_width`). The three counts are positive ints, ``tiled`` a bool
-        (GemmShapeError)."""
+        ``tiled`` launch (not split-K, not stream-K) of one consumer's tiles
+        :data:`BESIDE_TILE_N` wide over one M tile fills :data:`BESIDE_MIN_FILL` to half of
+        the SMs (the next launch's whole grid starts beside it, :func:`beside_width`; on the
+        H200 the same grids of 96-, 128- and 160-wide tiles ran 2-8% slower launched so). The
+        three counts are positive ints, ``tiled`` a bool (GemmShapeError)."""
         ctas, m_tiles, k_tiles = _positive_ints(
             "launches_programmatically", ctas=ctas, m_tiles=m_tiles, k_tiles=k_tiles
         )
@@ -1530,7 +1531,7 @@ class HopperGemm:
         if one_consumer and m_tiles >= 2 and k_tiles >= PDL_PLAIN_K_TILES:
             return False
         beside = BESIDE_MIN_FILL * self.sms <= ctas and 2 * ctas <= self.sms
-        if tiled and one_consumer and m_tiles == 1 and beside:
+        if tiled and self.tile_n == BESIDE_TILE_N and one_consumer and m_tiles == 1 and beside:
             return True
         return self.sms - ctas <= PDL_MAX_IDLE * self.sms
 
@@ -2117,7 +2118,10 @@ def narrow_width(m: int, n: int, sms: int, dtype: str = "bfloat16") -> int | Non
 # against 0.928 for the policy's 32 x 64 tiles over 128 CTAs (0.925 for the same 64 CTAs
 # launched plainly), 16 x 4096 x 4096 1.083 against 1.035 (8 x 64 tiles; 1.042 plainly), 64 x
 # 4096 x 14336 1.051 against 1.050 (the 2-way split). Launched programmatically, the tiles of
-# two M tiles sharing B ran slower (64 x 4096 x 4096 32 x 64 tiles 0.857 against 0.926).
+# two M tiles sharing B ran slower (64 x 4096 x 4096 32 x 64 tiles 0.857 against 0.926), and so
+# did 64 CTAs of wider tiles over one M tile (the device check of 83162b4, the benchmark's plain
+# column beside: 64 x 6144 x 4096 96 wide 0.939 against 0.984, 64 x 10240 x 8192 160 wide 0.894
+# / 0.968, 64 x 8192 x 8192 128 wide 0.962 / 1.025): the programmatic launch is for these tiles.
 BESIDE_TILE_N = 64
 BESIDE_TYPES = ("bfloat16",)
 BESIDE_MIN_FILL = 0.45  # tiles against the SMs, at or above which the rule runs (at most half)
