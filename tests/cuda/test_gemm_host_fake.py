@@ -1275,3 +1275,15 @@ def test_auto_gemm_runs_bf16_products_of_one_small_m_tile_on_half_the_sms(drv):
     ((name, launch),) = drv.kernel_launches()
     assert name == "hopper_gemm_persistent_n64_a64"
     assert launch.grid == (64, 1, 1) and launch.programmatic
+
+
+def test_the_programmatic_launch_bounds_hold_at_equality(drv):
+    # 20 SMs: beside_width's grids of 9.0 (0.45 x 20) to 10 CTAs launch programmatically; 19
+    # CTAs leave 1 = 0.05 x 20 SMs idle: programmatic too (PDL_MAX_IDLE), 18 leave 2: plain
+    drv.sms = 20
+    gemm = HopperGemm(cluster_m=1, tile_n=64, a_rows=64)
+    assert gemm.launches_programmatically(9, 1, 64, tiled=True)
+    assert gemm.launches_programmatically(10, 1, 64, tiled=True)
+    assert not gemm.launches_programmatically(8, 1, 64, tiled=True)
+    assert not gemm.launches_programmatically(11, 1, 64, tiled=True)
+    assert gemm.launches_programmatically(19) and not gemm.launches_programmatically(18)

@@ -863,3 +863,11 @@ def test_beside_width_takes_half_the_sms_for_bf16_products_of_one_small_m_tile(m
 def test_beside_width_refuses_what_it_cannot_weigh(args, match):
     with pytest.raises(GemmShapeError, match=match):
         hopper.beside_width(*args)
+
+
+def test_beside_width_takes_a_grid_of_exactly_its_least_fill():
+    # 20 SMs: 0.45 x 20 = 9.0 tiles at least, 10 at most; 576 = 9 x 64 columns: 9 tiles, taken
+    assert hopper.beside_width(64, 576, 20) == 64
+    assert hopper.beside_width(64, 512, 20) is None  # 8 tiles
+    assert hopper.beside_width(64, 640, 20) == 64  # 10: half of them
+    assert hopper.beside_width(64, 704, 20) is None  # 11
