@@ -806,6 +806,14 @@ def test_pairs_176_weighs_the_176_wide_tile_at_192s_cost():
     # with the trial cost only: launch_config itself does not weigh 176
     assert launch_config(512, 28672, 132) == (224, 2)
     assert launch_config(512, 28672, 132, costs={**hopper.WIDTH_COST, 176: 1.03}) == (176, 2)
+    # in AutoGemm: in place of promoted fp8's 192-wide stream-K (512 x 28672 x 4096) and of
+    # bf16's 224 alone; where 176 pairs do not win (4992 x 3072: 176 pairs 20 x 18 = 360 units,
+    # 6 rounds) the stream-K stays
+    fp8, bf16 = AutoGemm(dtype="float8_e4m3fn"), AutoGemm()
+    fp8.sms = bf16.sms = 132
+    assert fp8.config(512, 28672, 4096) == (176, 2, 1, 128, False)
+    assert bf16.config(512, 28672, 4096) == (176, 2, 1, 128, False)
+    assert fp8.config(4992, 3072, 2048) == (192, 1, 1, 128, True)
 
 
 @pytest.mark.parametrize(
