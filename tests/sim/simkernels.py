@@ -435,3 +435,37 @@ def shuffle(lane: int, half_warp: bool = False):
             out[t] = T.cuda.shfl_sync(mine, lane)
 
     return k
+
+
+def store_then_read(full_wait: bool):
+    """Thread 0 TMA-stores ``tile`` to ``out`` (``cp.async.bulk.wait_group.read`` after it,
+    or the full ``wait_group`` with ``full_wait``), then reads the stored bytes back from
+    global memory with a generic load into ``back``."""
+    holder = {}
+
+    @T.kernel(target="sm_90a", grid=1, block=32)
+    def k(
+        tma_out: T.TensorMap, out: T.Buffer((16, 32), "float32"), back: T.Buffer((16,), "float32")
+    ):
+        smem = T.SMEMPool(name="smem")
+        tile = smem.alloc_mma((16, 32), "float32", "128B", name="tile")
+        smem.commit()
+        holder["tile"] = tile
+        t = T.thread_id()
+        with T.If(t < 16):
+            for j in T.serial(32, name="j"):
+                tile[t, j] = T.cast(t * 32 + j, "float32")
+        T.ptx.fence.proxy_async_shared_cta()
+        T.cuda.syncthreads()
+        with T.If(t == 0):
+            T.ptx.tma.store(tma_out, tile, [0, 0])  # @bulk-store
+            T.ptx.tma.commit_group()
+            if full_wait:
+                T.ptx.tma.wait_group(0)
+            else:
+                T.ptx.tma.wait_group_read(0)
+        T.cuda.syncthreads()
+        with T.If(t < 16):
+            back[t] = out[t, t]  # @read-back
+
+    return k, holder["tile"]

@@ -280,6 +280,23 @@ def test_refill_before_the_store_read_it():
     assert races and any(sources(h) == {line("fill"), line("store")} for h in races)
 
 
+@pytest.mark.parametrize("full_wait", [False, True])
+def test_a_read_of_stored_bytes_needs_the_full_bulk_wait(full_wait):
+    # cp.async.bulk.wait_group.read waits for the stores' reads of shared memory only (PTX
+    # ISA, "cp.async.bulk.wait_group": with .read, "the reads from source locations ... have
+    # completed"); the writes to global memory need the wait without it. A generic read of the
+    # stored bytes after the .read wait races with the store; after the full wait it is clean
+    k, tile = kernels.store_then_read(full_wait)
+    out, back = np.zeros((16, 32), np.float32), np.zeros(16, np.float32)
+    result = sim.run(k, tile_map(out, tile), out, back, schedule="adversarial")
+    races = [h for h in result.of_kind("race") if h.buffer != "tile"]
+    if full_wait:
+        assert result.ok, result.hazards
+        assert np.array_equal(back, 33 * np.arange(16, dtype=np.float32))
+    else:
+        assert races and all(sources(h) == {line("bulk-store"), line("read-back")} for h in races)
+
+
 def test_named_barrier_short_of_warps_deadlocks():
     # bar.sync 1 expects 3 warps (96 threads) from a 2-warp block
     result, _ = _staged(threads_in_barrier=96)

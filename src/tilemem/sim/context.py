@@ -59,6 +59,11 @@ class Context:
     def actor(self) -> tuple:
         return self.w.gid, self.m.vc[self.w.gid]
 
+    def write_actor(self) -> tuple:
+        """Who writes global memory here: :meth:`actor`, but for a TMA store the clock of its
+        write part (:meth:`issue`'s ``split_write``)."""
+        return self.actor()
+
     def phase(self) -> str | None:
         return self.w.phase
 
@@ -146,7 +151,7 @@ class Context:
 
     def global_write(self, array: np.ndarray, idx: np.ndarray, values: np.ndarray) -> None:
         mem = self.m.bind_global(array, "?")
-        self.m.global_access(mem, idx, self.actor(), True, self.rec(), values)
+        self.m.global_access(mem, idx, self.write_actor(), True, self.rec(), values)
 
     def _counter_lanes(self, flat: np.ndarray, name: str, idx, op: str) -> list[tuple[int, int]]:
         """(lane, element) of each active lane whose flat index ``idx`` lies inside the
@@ -539,9 +544,14 @@ class Context:
             w.queues[name] = Queue(agents, [self.m.vc[a].copy() for a in agents])
         return w.queues[name]
 
-    def issue(self, queue: str, complete: Callable, what: str, *, writes=()) -> None:
+    def issue(
+        self, queue: str, complete: Callable, what: str, *, writes=(), split_write: bool = False
+    ) -> None:
         """Queue ``complete`` on this warp's ``queue``; ``writes``: ``(local array, count)``
-        pairs whose first ``count`` elements the operation writes (see :meth:`_reserve`)."""
+        pairs whose first ``count`` elements the operation writes (see :meth:`_reserve`).
+        ``split_write`` (a TMA store): the operation's global writes take the agent's next
+        clock, which only a full wait acquires (``cp.async.bulk.wait_group``), not the
+        ``.read`` wait that orders its shared-memory reads."""
         q = self._queue(queue)
         gid = self.w.gid
         slot = q.issued % len(q.agents)
@@ -549,10 +559,13 @@ class Context:
         agent, vc = q.agents[slot], q.vcs[slot]
         np.maximum(vc, self.m.vc[gid], out=vc)
         vc[agent] += 1
+        read_vc = vc.copy()
+        if split_write:
+            vc[agent] += 1  # the write part: after the read part, before the agent's next
         self.m.tick(gid)
         op = AsyncOp(
             complete,
-            vc.copy(),
+            read_vc,
             agent,
             what,
             self.w,
@@ -561,12 +574,14 @@ class Context:
             self.active,
             self.phase(),
             self.source(),
+            wvc=vc.copy() if split_write else None,
         )
         q.pending.append(op)
-        if q.group in q.group_vc:
-            np.maximum(q.group_vc[q.group], op.vc, out=q.group_vc[q.group])
-        else:
-            q.group_vc[q.group] = op.vc.copy()
+        for clocks, stamp in ((q.group_vc, op.vc), (q.group_wvc, vc)):
+            if q.group in clocks:
+                np.maximum(clocks[q.group], stamp, out=clocks[q.group])
+            else:
+                clocks[q.group] = stamp.copy()
         self.m.pending_ops += 1
         for var, count in writes:
             self._reserve(op, var, count)
@@ -588,29 +603,34 @@ class Context:
     def commit_group(self, queue: str) -> None:
         self._queue(queue).group += 1
 
-    def wait_group(self, queue: str, n: int | None):
-        """Complete and acquire all but the newest ``n`` committed groups. wgmma groups belong
-        to the warpgroup (its four warps issue one MMA together), so a warp's wait also waits
-        for, and acquires, the same groups of the other three warps: a generator then."""
+    def wait_group(self, queue: str, n: int | None, reads_only: bool = False):
+        """Complete and acquire all but the newest ``n`` committed groups (``reads_only``:
+        ``cp.async.bulk.wait_group.read``, which acquires the groups' shared-memory reads
+        but not a TMA store's global writes). wgmma groups belong to the warpgroup (its four
+        warps issue one MMA together), so a warp's wait also waits for, and acquires, the
+        same groups of the other three warps: a generator then."""
         if queue == "wgmma":
             return self._wait_warpgroup(n)
-        self._acquire(self._queue(queue), n, self._queue(queue).group)
+        self._acquire(self._queue(queue), n, self._queue(queue).group, reads_only)
         return None
 
-    def _acquire(self, q: Queue, n: int | None, group: int) -> None:
+    def _acquire(self, q: Queue, n: int | None, group: int, reads_only: bool = False) -> None:
         """Complete ``q``'s groups older than ``group - n`` (every operation for ``n=None``)
-        and make them happen before this warp's next instruction."""
+        and make them happen before this warp's next instruction (their reads only, with
+        ``reads_only``)."""
         limit = group + 1 if n is None else group - n
         self.m.complete_queue(q, lambda op: op.group < limit)
         closed = min(limit, q.group)  # the open group may still grow: never folded in
         while q.cum_upto < closed:
-            vc = q.group_vc.pop(q.cum_upto, None)
-            if vc is not None:
-                np.maximum(q.cum_vc, vc, out=q.cum_vc)
+            for clocks, cum in ((q.group_vc, q.cum_vc), (q.group_wvc, q.cum_wvc)):
+                vc = clocks.pop(q.cum_upto, None)
+                if vc is not None:
+                    np.maximum(cum, vc, out=cum)
             q.cum_upto += 1
-        self.m.join(self.w.gid, q.cum_vc)
-        if limit > q.group and q.group in q.group_vc:
-            self.m.join(self.w.gid, q.group_vc[q.group])
+        clocks, cum = (q.group_vc, q.cum_vc) if reads_only else (q.group_wvc, q.cum_wvc)
+        self.m.join(self.w.gid, cum)
+        if limit > q.group and q.group in clocks:
+            self.m.join(self.w.gid, clocks[q.group])
 
     def _wait_warpgroup(self, n: int | None) -> Generator[Wait, None, None]:
         w = self.w
@@ -727,6 +747,9 @@ class AsyncContext(Context):
 
     def actor(self) -> tuple:
         return self.op.agent, self.op.vc
+
+    def write_actor(self) -> tuple:
+        return self.op.agent, (self.op.vc if self.op.wvc is None else self.op.wvc)
 
     def phase(self) -> str | None:
         return self.op.phase

@@ -88,6 +88,7 @@ class AsyncOp:
     source: str
     done: bool = False
     writes: set = field(default_factory=set)  # local arrays reserved at the issue
+    wvc: np.ndarray | None = None  # a TMA store's global writes: the agent's next clock
 
 
 def queue_agents(name: str) -> range:
@@ -108,7 +109,10 @@ class Queue:
         self.pending: deque[AsyncOp] = deque()
         self.group = 0  # the open group's number
         self.group_vc: dict[int, np.ndarray] = {}  # group -> clocks of its operations
+        # the same with the write parts of TMA stores (a full wait acquires these, .read not)
+        self.group_wvc: dict[int, np.ndarray] = {}
         self.cum_vc = np.zeros(n, np.int32)  # clocks of every group before cum_upto
+        self.cum_wvc = np.zeros(n, np.int32)
         self.cum_upto = 0
 
 

@@ -252,16 +252,19 @@ class SimContext(Protocol):
         what: str,
         *,
         writes: tuple = (),
+        split_write: bool = False,
     ) -> None:
         """Queue an asynchronous operation (``what`` names it in reports). ``writes``: the
         ``(local array, count)`` pairs of destination registers it fills (a tcgen05.ld, a
         wgmma accumulator): from the issue on they belong to the operation, so the warp's
-        accesses to them before the wait that completes it are ``"race"`` hazards."""
+        accesses to them before the wait that completes it are ``"race"`` hazards.
+        ``split_write`` (a TMA store): its global writes are acquired only by a full
+        ``wait_group``, not by one with ``reads_only``."""
         ...
 
     def commit_group(self, queue: str) -> None: ...
 
-    def wait_group(self, queue: str, n: int | None) -> None: ...
+    def wait_group(self, queue: str, n: int | None, reads_only: bool = False) -> None: ...
 
     # -- blocking, fences, reports ----------------------------------------------------------
     def until(self, ready: Callable[[], bool], what: str) -> SimWait:

@@ -151,7 +151,7 @@ def _sim_store(ctx: SimContext, call) -> None:
         def complete(actx: SimContext, flat=flat, inside=inside, addrs=addrs):
             _write_box(actx, tmap, flat, inside, actx.smem_read(addrs, esize))
 
-        ctx.issue("bulk", complete, "cp.async.bulk.tensor (TMA store)")
+        ctx.issue("bulk", complete, "cp.async.bulk.tensor (TMA store)", split_write=True)
 
 
 def _coords(coords) -> tuple:
@@ -365,7 +365,7 @@ def bulk_commit_group():
     feature="tma",
     instruction="cp.async.bulk.wait_group.read",
     lower=lambda call, gen: asm(f"cp.async.bulk.wait_group.read {call.attr('n')};"),
-    sim=lambda ctx, call: ctx.wait_group("bulk", call.attr("n")),
+    sim=lambda ctx, call: ctx.wait_group("bulk", call.attr("n"), reads_only=True),
 )
 def bulk_wait_group_read(n: int = 0):
     return (), (("n", pending_groups(n, "cp.async.bulk.wait_group.read")),)
