@@ -25,22 +25,19 @@ sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import gemm as bench  # benchmarks/gemm.py: its shapes, check and timing
 import torch
 from gemm_configs import print_geomean, second_over_first
+from gemm_promote_overlap import BuiltAuto
 
 from tilemem.gemm import hopper
 
 
-class SwitchedAuto(hopper.AutoGemm):
+class SwitchedAuto(BuiltAuto):
     """The policy, each kernel built while ``hopper.<name>`` is ``value``."""
 
     def __init__(self, name: str, value, **kwargs):
         if not hasattr(hopper, name):
             raise SystemExit(f"tilemem.gemm.hopper has no switch {name!r}")
         super().__init__(**kwargs)
-        self.switch = (name, value)
-
-    def _gemm(self, config):
-        with mock.patch.object(hopper, self.switch[0], self.switch[1]):
-            return super()._gemm(config)
+        self.building = lambda: mock.patch.object(hopper, name, value)
 
 
 def main() -> None:
