@@ -1530,7 +1530,7 @@ class HopperGemm:
         one_consumer = gemm_plan.computing_consumers(self.a_rows) == 1
         if one_consumer and m_tiles >= 2 and k_tiles >= PDL_PLAIN_K_TILES:
             return False
-        beside = BESIDE_MIN_FILL * self.sms <= ctas and 2 * ctas <= self.sms
+        beside = _fills_beside(ctas, self.sms)
         if tiled and self.tile_n == BESIDE_TILE_N and one_consumer and m_tiles == 1 and beside:
             return True
         return self.sms - ctas <= PDL_MAX_IDLE * self.sms
@@ -2134,9 +2134,15 @@ def beside_width(m: int, n: int, sms: int, dtype: str = "bfloat16") -> int | Non
     policies decide). The tiles load :func:`a_rows_for` rows of A a stage."""
     m, n, sms = _positive_ints("beside_width", m=m, n=n, sms=sms)
     gemm_plan.check_input_type(dtype)
-    tiles = ceil_div(n, BESIDE_TILE_N)
-    fits = m <= TILE_M // CONSUMERS and BESIDE_MIN_FILL * sms <= tiles and 2 * tiles <= sms
+    fits = m <= TILE_M // CONSUMERS and _fills_beside(ceil_div(n, BESIDE_TILE_N), sms)
     return BESIDE_TILE_N if dtype in BESIDE_TYPES and fits else None
+
+
+def _fills_beside(ctas: int, sms: int) -> bool:
+    """Whether ``ctas`` CTAs fill :data:`BESIDE_MIN_FILL` to half of ``sms`` SMs: the grid
+    :func:`beside_width` picks and :meth:`HopperGemm.launches_programmatically` launches
+    programmatically (the next launch's whole grid fits beside it)."""
+    return BESIDE_MIN_FILL * sms <= ctas and 2 * ctas <= sms
 
 
 # K tiles a range of a 2-way split below which tiles of half the rows (M split in two, all of
