@@ -98,6 +98,15 @@ LLAMA3 = [  # (N, K): 8B qkv, o, gate_up, down; 70B qkv, o, gate_up, down
     (8192, 28672),
 ]
 INFERENCE = [(m, n, k) for m in (16, 64, 128, 256, 512, 1024) for n, k in LLAMA3]
+
+
+def every_shape(dtype: str) -> list[tuple[int, int, int]]:
+    """Every shape of the standard and inference sets for ``dtype`` inputs, in the benchmark's
+    order (fp8 takes RAGGED_FP8 for RAGGED: cuBLASLt's fp8 GEMM wants multiples of 16)."""
+    ragged = RAGGED if dtype == "bfloat16" else RAGGED_FP8
+    return SQUARE + LLM + ragged + SMALL + INFERENCE
+
+
 # the bf16 widths the configuration sweeps (gemm_rows64.py, gemm_clusters.py) try; 240 only
 # where the policy picks it
 SWEEP_WIDTHS = (256, 192, 128, 96, 64)

@@ -39,9 +39,8 @@ def main() -> None:
     start = time.time()
     for dtype in sys.argv[1].split(","):
         auto, alone = hopper.AutoGemm(dtype=dtype), AloneAuto(dtype=dtype)
-        ragged = bench.RAGGED if dtype == "bfloat16" else bench.RAGGED_FP8
         speedups = []
-        for m, n, k in bench.SQUARE + bench.LLM + ragged + bench.SMALL + bench.INFERENCE:
+        for m, n, k in bench.every_shape(dtype):
             if auto.config(m, n, k)[1] == 1:
                 continue
             _, ratios, _ = timed([auto, alone], ["pairs", "alone"], m, n, k, 5)

@@ -35,8 +35,7 @@ class BarrierAuto(BuiltAuto):
 
 def cluster_shapes(auto: hopper.AutoGemm) -> list[tuple[int, int, int]]:
     """The benchmark's shapes on which ``auto``'s policy runs clusters."""
-    ragged = bench.RAGGED if auto.dtype == "bfloat16" else bench.RAGGED_FP8
-    every = bench.SQUARE + bench.LLM + ragged + bench.SMALL + bench.INFERENCE
+    every = bench.every_shape(auto.dtype)
     return [s for s in every if auto.config(*s)[1] > 1]
 
 

@@ -198,8 +198,7 @@ def releasing_serially():
 def arrivals(dtypes: list[str]) -> None:
     for dtype in dtypes:
         auto, old = hopper.AutoGemm(dtype=dtype), hopper.AutoGemm(dtype=dtype)
-        ragged = bench.RAGGED if dtype == "bfloat16" else bench.RAGGED_FP8  # cuBLASLt: K % 16
-        shapes = bench.SQUARE + bench.LLM + ragged + bench.SMALL + bench.INFERENCE
+        shapes = bench.every_shape(dtype)  # fp8: the ragged shape cuBLASLt takes
         for m, n, k in shapes:
             config = auto.config(m, n, k)
             if config[1] == 1:

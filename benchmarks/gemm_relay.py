@@ -93,8 +93,7 @@ def main() -> None:
             shapes = [s for s in small if pair_for(auto, *s)]
         else:
             gemms = [auto, RelayAuto(dtype=dtype)]
-            ragged = bench.RAGGED if dtype == "bfloat16" else bench.RAGGED_FP8
-            every = bench.SQUARE + bench.LLM + ragged + bench.SMALL + bench.INFERENCE
+            every = bench.every_shape(dtype)
             shapes = [s for s in every if auto.config(*s)[1] > 1]
         for m, n, k in shapes:
             names = ["policy:" + bench.policy(auto, m, n, k)]

@@ -76,8 +76,7 @@ class SplitAuto(hopper.AutoGemm):
 def ab(dtypes: list[str]) -> None:
     for dtype in dtypes:
         auto, split = hopper.AutoGemm(dtype=dtype), SplitAuto(dtype=dtype)
-        ragged = bench.RAGGED if dtype == "bfloat16" else bench.RAGGED_FP8
-        shapes = bench.SQUARE + bench.LLM + ragged + bench.SMALL + bench.INFERENCE
+        shapes = bench.every_shape(dtype)
         for m, n, k in shapes:
             if auto.config(m, n, k) == split.config(m, n, k):
                 continue

@@ -62,9 +62,8 @@ def main() -> None:
     start = time.time()
     for dtype in sys.argv[1].split(","):
         auto = hopper.AutoGemm(dtype=dtype)
-        ragged = bench.RAGGED if dtype == "bfloat16" else bench.RAGGED_FP8
         speedups: dict[str, list[float]] = {"pairs": [], "fours": []}
-        for m, n, k in bench.SQUARE + bench.LLM + ragged + bench.SMALL + bench.INFERENCE:
+        for m, n, k in bench.every_shape(dtype):
             variants = clustered(auto, m, n, k)
             if not variants:
                 continue

@@ -51,8 +51,7 @@ def main() -> None:
             )
             for c in (1, 2)
         }
-        ragged = bench.RAGGED if dtype == "bfloat16" else bench.RAGGED_FP8
-        for m, n, k in bench.SQUARE + bench.LLM + ragged + bench.SMALL + bench.INFERENCE:
+        for m, n, k in bench.every_shape(dtype):
             labels = [
                 "policy:" + bench.policy(auto, m, n, k),
                 "no160:" + bench.policy(before, m, n, k),

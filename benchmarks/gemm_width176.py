@@ -45,9 +45,7 @@ def changed_shapes(dtype: str, cost: float, sms: int) -> list[tuple[int, int, in
     configuration than the policy on ``sms`` SMs."""
     auto, trial = hopper.AutoGemm(dtype=dtype), With176(cost, dtype=dtype)
     auto.sms = trial.sms = sms
-    ragged = bench.RAGGED if dtype == "bfloat16" else bench.RAGGED_FP8
-    shapes = bench.SQUARE + bench.LLM + ragged + bench.SMALL + bench.INFERENCE
-    return [s for s in shapes if auto.config(*s) != trial.config(*s)]
+    return [s for s in bench.every_shape(dtype) if auto.config(*s) != trial.config(*s)]
 
 
 def main() -> None:

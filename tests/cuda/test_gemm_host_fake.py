@@ -1287,3 +1287,15 @@ def test_the_programmatic_launch_bounds_hold_at_equality(drv):
     assert not gemm.launches_programmatically(8, 1, 64, tiled=True)
     assert not gemm.launches_programmatically(11, 1, 64, tiled=True)
     assert gemm.launches_programmatically(19) and not gemm.launches_programmatically(18)
+
+
+def test_the_benchmarks_share_one_list_of_every_shape(drv, monkeypatch):
+    # benchmarks/gemm.py's every_shape: the standard and inference sets in order, fp8 with the
+    # ragged shape cuBLASLt takes (multiples of 16) in place of 4999 x 3000 x 2040
+    bench = _load_benchmark(monkeypatch, "gemm_configs").bench
+    bf16, fp8 = bench.every_shape("bfloat16"), bench.every_shape("float8_e4m3fn")
+    assert len(bf16) == len(fp8) == 4 + 7 + 1 + 5 + 48
+    assert (4999, 3000, 2040) in bf16 and (5008, 3008, 2032) in fp8
+    assert (5008, 3008, 2032) not in bf16 and (4999, 3000, 2040) not in fp8
+    assert bf16[:4] == [(2048,) * 3, (4096,) * 3, (8192,) * 3, (16384,) * 3]
+    assert bf16[-1] == (1024, 8192, 28672)
