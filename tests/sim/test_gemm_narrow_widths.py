@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
 import pytest
 
 from tilemem.gemm import plan as gemm_plan
@@ -19,7 +18,7 @@ from tilemem.gemm.hopper import PROMOTED_TILE_NS, hopper_gemm_persistent
 
 ml_dtypes = pytest.importorskip("ml_dtypes")
 
-from .gemmsim import tiled_gemm_matches_numpy  # noqa: E402  (needs ml_dtypes)
+from .gemmsim import random_operands, tiled_gemm_matches_numpy  # noqa: E402  (needs ml_dtypes)
 
 
 @functools.lru_cache
@@ -64,10 +63,8 @@ def _program(tile_n: int, cluster_m: int, dtype: str, a_rows: int = 128):
     ],
 )
 def test_the_narrow_tiles_match_numpy(tile_n, m, n, k, cluster_m, grid, dtype):
-    rng = np.random.default_rng(m + n + k)
     kind = ml_dtypes.bfloat16 if dtype == "bfloat16" else ml_dtypes.float8_e4m3fn
-    a = rng.standard_normal((m, k)).astype(kind)
-    b = rng.standard_normal((n, k)).astype(kind)
+    a, b, _ = random_operands(m, n, k, m + n + k, kind)
     program = _program(tile_n, cluster_m, dtype)
     tiled_gemm_matches_numpy(program, a, b, tile_n, cluster_m, grid=grid, seed=1)
 
@@ -86,10 +83,8 @@ def test_the_narrow_tiles_match_numpy(tile_n, m, n, k, cluster_m, grid, dtype):
     ],
 )
 def test_32_wide_tiles_match_numpy(a_rows, m, n, k, grid, dtype):
-    rng = np.random.default_rng(m + n + k)
     kind = ml_dtypes.bfloat16 if dtype == "bfloat16" else ml_dtypes.float8_e4m3fn
-    a = rng.standard_normal((m, k)).astype(kind)
-    b = rng.standard_normal((n, k)).astype(kind)
+    a, b, _ = random_operands(m, n, k, m + n + k, kind)
     program = _program(32, 1, dtype, a_rows)
     tiled_gemm_matches_numpy(program, a, b, 32, 1, grid=grid, a_rows=a_rows, seed=1)
 
