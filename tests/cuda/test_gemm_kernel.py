@@ -879,3 +879,19 @@ def test_beside_width_takes_a_grid_of_exactly_its_least_fill():
     assert hopper.beside_width(64, 512, 20) is None  # 8 tiles
     assert hopper.beside_width(64, 640, 20) == 64  # 10: half of them
     assert hopper.beside_width(64, 704, 20) is None  # 11
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        ((0, 28672, 132), "positive ints"),
+        ((512, 28672.0, 132), "positive ints"),
+        ((512, 28672, True), "SM count"),
+        ((512, 28672, 132, (200,)), "widths are some of"),
+        ((512, 28672, 132, 176), "widths are some of"),
+        ((-1, 28672, 132, (256, 224)), "positive ints"),  # refused without 176 too
+    ],
+)
+def test_pairs_176_refuses_what_launch_config_refuses(args, match):
+    with pytest.raises(GemmShapeError, match=match):
+        hopper.pairs_176(*args)

@@ -1709,7 +1709,11 @@ def launch_config(
         raise GemmShapeError(
             f"launch_config needs the device's SM count as a positive int, got sms={sms!r}"
         )
-    if not widths or any(w not in gemm_plan.TILE_NS for w in widths):
+    if (
+        not isinstance(widths, (tuple, list))
+        or not widths
+        or any(w not in gemm_plan.TILE_NS for w in widths)
+    ):
         raise GemmShapeError(
             f"launch_config's widths are some of {gemm_plan.TILE_NS}, got {widths!r}"
         )
@@ -1749,9 +1753,11 @@ PAIRS_176_COST = 1.03
 def pairs_176(m: int, n: int, sms: int, widths: tuple[int, ...] = gemm_plan.TILE_NS) -> bool:
     """Whether :func:`launch_config` over ``widths`` with 176 weighed at
     :data:`PAIRS_176_COST` picks 176-wide tiles in 2x1 pairs for an ``m x n`` C on ``sms``
-    SMs (False where ``widths`` has no 176: promoted fp8 has it, :data:`PROMOTED_TILE_NS`)."""
-    costs = {**WIDTH_COST, 176: PAIRS_176_COST}
-    return 176 in widths and launch_config(m, n, sms, widths, costs) == (176, 2)
+    SMs (False where ``widths`` has no 176: promoted fp8 has it, :data:`PROMOTED_TILE_NS`).
+    ``m``, ``n``, ``sms`` and ``widths`` are checked as launch_config checks them, 176 or not
+    (GemmShapeError)."""
+    picked = launch_config(m, n, sms, widths, {**WIDTH_COST, 176: PAIRS_176_COST})
+    return 176 in widths and picked == (176, 2)
 
 
 MAX_SPLITS = 16
