@@ -4,8 +4,9 @@ behind a switch, e.g. ``PRODUCER_PAIRS``).
 
     PYTHONPATH=src python3 benchmarks/gemm_flag.py NAME VALUE DTYPE MxNxK[,...] [ROUNDS] [REPEATS]
 
-``VALUE`` is a Python literal (``True``, ``(1, 2)``). For each shape: the policy
-(``policy:CONFIG``) and the policy built with ``hopper.NAME = VALUE`` (``NAME``), REPEATS
+``NAME`` is a ``hopper`` attribute, or ``plan.NAME`` for one of ``tilemem.gemm.plan``'s
+(``plan.GROUPED_EPILOGUE``). ``VALUE`` is a Python literal (``True``, ``(1, 2)``). For each
+shape: the policy (``policy:CONFIG``) and the policy built with ``NAME = VALUE``, REPEATS
 times (3) with benchmarks/gemm.py's method (each product checked first, fresh inputs,
 NaN-poisoned C, rotating order, median of ROUNDS rounds, 5); a ``MEDIAN`` line of each label's
 median, then the geometric mean over the shapes of the switched kernel's ratio over the
@@ -28,16 +29,19 @@ from gemm_configs import print_geomean, second_over_first
 from gemm_promote_overlap import BuiltAuto
 
 from tilemem.gemm import hopper
+from tilemem.gemm import plan as gemm_plan
 
 
 class SwitchedAuto(BuiltAuto):
-    """The policy, each kernel built while ``hopper.<name>`` is ``value``."""
+    """The policy, each kernel built while ``hopper.<name>`` (``plan.<name>`` for a name
+    given as ``plan.NAME``: a switch of the GEMM's memory plan) is ``value``."""
 
     def __init__(self, name: str, value, **kwargs):
-        if not hasattr(hopper, name):
-            raise SystemExit(f"tilemem.gemm.hopper has no switch {name!r}")
+        module, attr = (gemm_plan, name[5:]) if name.startswith("plan.") else (hopper, name)
+        if not hasattr(module, attr):
+            raise SystemExit(f"{module.__name__} has no switch {attr!r}")
         super().__init__(**kwargs)
-        self.building = lambda: mock.patch.object(hopper, name, value)
+        self.building = lambda: mock.patch.object(module, attr, value)
 
 
 def main() -> None:

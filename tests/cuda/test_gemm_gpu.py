@@ -32,8 +32,9 @@ def gemm(torch, request):
         (1000, 1032, 520, 3),  # ragged in M, N and K; 40 tiles over 3 CTAs, 9 K steps each
         (1100, 1032, 520, 4),  # 9 M tiles: with clusters the last unit has tiles outside M
         # 1000 = 5 x 192 + 40 = 4 x 240 + 40 = 4 x 224 + 104 = 5 x 176 + 120: 128 x 192,
-        # 128 x 240, 128 x 224 and 128 x 176 CTAs (odd slice counts: 3, 5, 7, 11) alternate
-        # staging tiles across their tiles
+        # 128 x 240 and 128 x 176 CTAs (odd counts of staged groups: 3 slices, 5, 3 groups of
+        # 4 + 4 + 3 slices) alternate staging halves across their tiles, 128 x 224 (4 groups of
+        # 2 + 2 + 2 + 1) within each
         (520, 1000, 136, 2),
     ],
 )

@@ -1211,6 +1211,17 @@ def test_the_switch_benchmark_builds_with_the_switch_and_restores_it(drv, monkey
     assert bench.hopper.PRODUCER_TAIL is True
     with pytest.raises(SystemExit, match="no switch 'NO_SUCH_SWITCH'"):
         bench.SwitchedAuto("NO_SUCH_SWITCH", 1, dtype="bfloat16")
+    # a plan switch: 176-wide pairs with C slices staged one a buffer (eleven bulk groups a
+    # consumer's tile) beside the library's groups of four (three)
+    ungrouped = bench.SwitchedAuto("plan.GROUPED_EPILOGUE", False, dtype="bfloat16")
+    ungrouped.sms = 132
+    pairs = (176, 2, 1, 128, False)
+    commits = "cp.async.bulk.commit_group"
+    assert auto._gemm(pairs).program.source.count(commits) == 3
+    assert ungrouped._gemm(pairs).program.source.count(commits) == 11
+    assert bench.gemm_plan.GROUPED_EPILOGUE is True
+    with pytest.raises(SystemExit, match=r"tilemem\.gemm\.plan has no switch 'NOPE'"):
+        bench.SwitchedAuto("plan.NOPE", 1, dtype="bfloat16")
 
 
 def test_the_configs_benchmark_prints_the_geometric_mean_of_ratios(drv, monkeypatch, capsys):

@@ -4,15 +4,18 @@ m64n32k16 (PTX ISA 9.0, "Asynchronous Warpgroup Level Matrix Multiply-Accumulate
 multiple of 8 up to 256 for .bf16 and .e4m3), B boxes of 96, 160, 176, 224 and 32 rows (12,
 20, 22, 28 and 4 8-row 128-byte swizzle atoms; a pair's or a four's share of them) and C
 epilogues in unswizzled slices where 64 does not divide the width: two of 48 columns for 96,
-two of 80 for 160, eleven of 16 for 176, seven of 32 for 224, one of 32 for 32. C starts as
+two of 80 for 160, eleven of 16 for 176 (staged four at a time), seven of 32 for 224 (two at
+a time), one of 32 for 32. C starts as
 NaN, so a column nobody writes fails (the check: gemmsim.py)."""
 
 from __future__ import annotations
 
 import functools
+from unittest import mock
 
 import pytest
 
+from tilemem.errors import GemmShapeError
 from tilemem.gemm import plan as gemm_plan
 from tilemem.gemm.hopper import PROMOTED_TILE_NS, hopper_gemm_persistent
 
@@ -89,14 +92,58 @@ def test_32_wide_tiles_match_numpy(a_rows, m, n, k, grid, dtype):
     tiled_gemm_matches_numpy(program, a, b, 32, 1, grid=grid, a_rows=a_rows, seed=1)
 
 
-def test_176_columns_stage_five_times_beside_eleven_16_column_c_slices():
-    # A 128 x 64 bf16 = 16 KiB, B 176 x 64 = 22 KiB a stage (+ two 8-byte barriers: 38,928);
-    # C: 2 consumers x 2 buffers of 64 x 16 bf16 (2 KiB each, 8 KiB): 5 x 38,928 + 8192 =
-    # 202,832 of 232,448, a 6th stage would need 241,760. 16 is the only multiple of 16 (one
-    # stmatrix.x4) that divides 176 = 11 x 16 below 176 itself
+def test_176_columns_stage_five_times_beside_eleven_16_column_c_slices_in_groups_of_four():
+    # A 128 x 64 bf16 = 16 KiB, B 176 x 64 = 22 KiB a stage (+ two 8-byte barriers: 38,928).
+    # C: 2 consumers x 2 halves x a group of 4 slices of 64 x 16 bf16 (2 KiB each, 32 KiB):
+    # 5 x 38,928 + 32,768 = 227,408 of 232,448, a 6th stage would need 266,336; slices staged
+    # one a buffer (8 KiB) kept the same 5 stages in 202,832 bytes. 16 is the only multiple of
+    # 16 (one stmatrix.x4) that divides 176 = 11 x 16 below 176 itself
     assert gemm_plan.epilogue_cols(176) == 16 and gemm_plan.epilogue_cols(32) == 32
+    assert gemm_plan.epilogue_group(176) == 4
     solution = gemm_plan.stages("sm_90a", "bfloat16", 176)
-    assert (solution.stages, solution.bytes_used) == (5, 202_832)
+    assert (solution.stages, solution.bytes_used) == (5, 227_408)
+    with mock.patch.object(gemm_plan, "GROUPED_EPILOGUE", False):
+        assert gemm_plan.epilogue_group(176) == 1
+        solution = gemm_plan.stages("sm_90a", "bfloat16", 176)
+        assert (solution.stages, solution.bytes_used) == (5, 202_832)
+    # 64-row tiles (one consumer): A 8 KiB + B 22 KiB + 16 = 30,736 a stage; C 2 x 4 x 2 KiB =
+    # 16 KiB: 7 x 30,736 + 16,384 = 231,536 (8 stages: 262,272); groups of 1 also 7
+    assert gemm_plan.epilogue_group(176, 64) == 4
+    solution = gemm_plan.stages("sm_90a", "bfloat16", 176, 64)
+    assert (solution.stages, solution.bytes_used) == (7, 231_536)
+    # eleven stores in three bulk groups (4 + 4 + 3) a consumer, each between one barrier pair;
+    # three groups (odd): the half of group g of the CTA's tile t is (3 t + g) % 2
+    source = hopper_gemm_persistent(cluster_m=2, tile_n=176).source
+    assert source.count("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") == 11
+    assert source.count("cp.async.bulk.commit_group") == 3
+    assert source.count("bar.sync %0, 128;") == 6
+    assert "((t_1 * 3) % 2)" in source and "(((t_1 * 3) + 2) % 2)" in source
+    assert "((n_tile_1 * 176) + 160)" in source  # the eleventh slice's first column
+
+
+def test_64_row_176_wide_tiles_stage_c_in_groups_and_match_numpy():
+    # one consumer computes each 64-row tile alone: its 8 staging tiles are 2 halves of a
+    # group of 4; 3 x 3 tiles (M = 130: 64 + 64 + 2 rows; N = 360) over 4 CTAs, 2 K tiles
+    program = _program(176, 1, "bfloat16", 64)
+    a, b, _ = random_operands(130, 360, 128, 7, ml_dtypes.bfloat16)
+    tiled_gemm_matches_numpy(program, a, b, 176, 1, grid=4, a_rows=64, seed=2)
+
+
+def test_epilogue_groups_fill_64_columns_where_the_ring_keeps_its_depth():
+    # slices of 64, 48 or 80 columns stage one a buffer; 176's 16-column slices four (64
+    # columns), 224's 32-column slices two, except on 64-row tiles: A 8 KiB + B 28 KiB + 16 =
+    # 36,880 a stage; with groups of 2 (C 2 x 2 x 4 KiB = 16 KiB) 6 stages need 237,664 >
+    # 232,448, with groups of 1 (8 KiB) 229,472 fit: the group gives way
+    expected = {(176, 128): 4, (176, 64): 4, (224, 128): 2, (224, 64): 1}
+    for tile_n in gemm_plan.TILE_NS:
+        for a_rows in (128, 64, 32):
+            want = expected.get((tile_n, 128 if a_rows == 128 else 64), 1)  # 32 rows as 64
+            assert gemm_plan.epilogue_group(tile_n, a_rows) == want, (tile_n, a_rows)
+            assert gemm_plan.epilogue_group(tile_n, a_rows, relay=True) == want
+    assert gemm_plan.stages("sm_90a", "bfloat16", 224, 64).stages == 6
+    for bad in (0, 8, 2.0, True, "2"):
+        with pytest.raises(GemmShapeError, match="slices of 32 columns"):
+            gemm_plan.requests("bfloat16", 224, 128, False, bad)
 
 
 def test_96_columns_stage_seven_times_beside_two_48_column_c_slices():
@@ -109,19 +156,23 @@ def test_96_columns_stage_seven_times_beside_two_48_column_c_slices():
 
 def test_224_columns_stage_four_times_beside_seven_32_column_c_slices():
     # A 128 x 64 bf16 = 16 KiB, B 224 x 64 = 28 KiB a stage (+ two 8-byte barriers); C: 2
-    # consumers x 2 buffers of 64 x 32 bf16 (4 KiB each, 16 KiB); 4 x 45,072 + 16,384 =
-    # 196,672 bytes of the 232,448 a block may opt into (227 KiB, sm_90), a 5th stage would
-    # need 241,744. Two 112-column slices (56 KiB of staging) would leave three stages.
+    # consumers x 2 halves x a group of 2 slices of 64 x 32 bf16 (4 KiB each, 32 KiB);
+    # 4 x 45,072 + 32,768 = 213,056 bytes of the 232,448 a block may opt into (227 KiB,
+    # sm_90), a 5th stage would need 258,128. Two 112-column slices (56 KiB of staging) would
+    # leave three stages.
     assert gemm_plan.epilogue_cols(224) == 32
     solution = gemm_plan.stages("sm_90a", "bfloat16", 224)
-    assert (solution.stages, solution.bytes_used) == (4, 196_672)
+    assert (solution.stages, solution.bytes_used) == (4, 213_056)
     # the promoted kernel's two fragments of 112 registers + 40 others exceed 232
     assert 224 not in PROMOTED_TILE_NS
     source = hopper_gemm_persistent(cluster_m=2, tile_n=224).source
     assert source.count("wgmma.mma_async.sync.aligned.m64n224k16.f32.bf16.bf16") == 4
     assert "float acc[112]" in source and "(st_row * 32)" in source
-    # seven slices a tile: the staging tile of slice j of the CTA's tile t is (7 t + j) % 2
-    assert "((t_1 * 7) % 2)" in source and "(((t_1 * 7) + 6) % 2)" in source
+    # seven slices in four groups (2 + 2 + 2 + 1): an even count, so group g of every tile
+    # stages in half g % 2 (its tiles 2 (2c + g % 2) and the next of consumer c)
+    assert source.count("cp.async.bulk.commit_group") == 4
+    assert "t_1 * 7" not in source and "t_1 * 4" not in source
+    assert "((((warpgroup - 1) * 2) + 1) * 2) + 1) * 2048)" in source
     assert "((n_tile_1 * 224) + 192)" in source  # the seventh slice's first column
     assert "(cta_rank * 112u)" in source  # each CTA of a pair multicasts 112 of B's rows
 

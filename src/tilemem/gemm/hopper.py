@@ -628,14 +628,19 @@ def _promote(acc, part, empty, stage, size: int) -> None:
     _add_into(acc, part)
 
 
-def _epilogue(acc, c, tma_c, consumer, m0, n0, tile) -> None:
+def _epilogue(acc, c, tma_c, consumer, m0, n0, tile, alone: bool = False) -> None:
     """bf16 C slices of 64 rows x ``c.shape[-1]`` columns (:func:`~.plan.epilogue_cols`: 64,
-    48 for the 240- and 96-wide tiles, 80 for 160, 32 for 224) through the consumer's two
-    staging tiles, stored by TMA.
-    Slices alternate between the two tiles; ``tile`` (the CTA's tile counter) carries the
-    alternation on from one output tile to the next when a tile has an odd number of slices
-    (3 for 128 x 192, 5 for 128 x 240, 7 for 128 x 224), so a slice never overwrites the tile
-    whose TMA store may still be reading.
+    48 for the 240- and 96-wide tiles, 80 for 160, 32 for 224, 16 for 176) through the
+    consumer's two halves of staging tiles, stored by TMA. A half holds a group of slices
+    (:func:`~.plan.epilogue_group`: 4 for 176, 2 for 224, else 1; ``c`` holds ``2 x group``
+    tiles a computing consumer, one consumer's where it computes ``alone``): the consumer's
+    128 threads write a group's slices with ``stmatrix`` between two named barriers, and one
+    thread stores them, commits them as one bulk group and waits until only that group's
+    reads may be pending (so the next group may overwrite the other half).
+    Groups alternate between the two halves; ``tile`` (the CTA's tile counter) carries the
+    alternation on from one output tile to the next when a tile has an odd number of groups
+    (3 for 128 x 192, 5 for 128 x 240, 3 for 128 x 176), so a group never overwrites the half
+    whose TMA stores may still be reading.
 
     Accumulator fragment of wgmma m64nN (PTX ISA, "wgmma register fragments"): in warp w,
     ``acc[4 j + r]`` is row ``16 w + lane / 4 + 8 (r / 2)``, column ``8 j + 2 (lane % 4) + r % 2``.
@@ -650,24 +655,30 @@ def _epilogue(acc, c, tma_c, consumer, m0, n0, tile) -> None:
     leader = T.thread_id() % 128 == 0
     rows, cols = TILE_M // CONSUMERS, c.shape[-1]
     slices = acc.shape[0] * 2 // cols  # m64nN: N / 2 accumulators a thread
-    for j in range(slices):
-        if slices % EPILOGUE_BUFFERS:
-            buf = consumer * EPILOGUE_BUFFERS + (tile * slices + j) % EPILOGUE_BUFFERS
+    group = c.shape[0] // (EPILOGUE_BUFFERS * (1 if alone else CONSUMERS))
+    groups = -(-slices // group)
+    for g in range(groups):
+        if groups % EPILOGUE_BUFFERS:
+            half = (tile * groups + g) % EPILOGUE_BUFFERS
         else:
-            buf = consumer * EPILOGUE_BUFFERS + j % EPILOGUE_BUFFERS
-        T.cuda.named_barrier(barrier, 128)  # the store that last read this buffer is done
-        for q in range(cols // 16):
-            n8 = (j * cols + q * 16) // 8
-            words = [
-                T.pack_bf16x2(acc[4 * (n8 + h) + 2 * half], acc[4 * (n8 + h) + 2 * half + 1])
-                for h in range(2)
-                for half in range(2)
-            ]
-            T.ptx.stmatrix_x4((c, buf, row, col + q * 16), words)
+            half = g % EPILOGUE_BUFFERS
+        first = (consumer * EPILOGUE_BUFFERS + half) * group  # the half's first staging tile
+        members = range(g * group, min(slices, (g + 1) * group))
+        T.cuda.named_barrier(barrier, 128)  # the stores that last read this half are done
+        for i, j in enumerate(members):
+            for q in range(cols // 16):
+                n8 = (j * cols + q * 16) // 8
+                words = [
+                    T.pack_bf16x2(acc[4 * (n8 + h) + 2 * h2], acc[4 * (n8 + h) + 2 * h2 + 1])
+                    for h in range(2)
+                    for h2 in range(2)
+                ]
+                T.ptx.stmatrix_x4((c, first + i, row, col + q * 16), words)
         T.ptx.fence.proxy_async_shared_cta()  # generic-proxy writes, read next by TMA
         T.cuda.named_barrier(barrier, 128)
         with T.If(leader):
-            T.ptx.tma.store(tma_c, (c, buf, 0, 0), [n0 + j * cols, m0 + consumer * rows])
+            for i, j in enumerate(members):
+                T.ptx.tma.store(tma_c, (c, first + i, 0, 0), [n0 + j * cols, m0 + consumer * rows])
             T.ptx.tma.commit_group()
             T.ptx.tma.wait_group_read(EPILOGUE_BUFFERS - 1)
 
@@ -791,7 +802,8 @@ def _compute(
             )
         with T.phase("epilogue"):
             if partial is None:
-                _epilogue(acc, c, tma_c, consumer, m_tile * sched.tile_m, n_tile * tile_n, i)
+                m0, n0 = m_tile * sched.tile_m, n_tile * tile_n
+                _epilogue(acc, c, tma_c, consumer, m0, n0, i, alone)
             else:
                 work, m_rows = partial
                 m0 = m_tile * sched.tile_m
@@ -845,7 +857,7 @@ def _compute_stream_k(
             with T.Else():
                 _take_over(acc, work, flags, consumer, sk, sched.peers_end(seg, sk), sched.m_group)
                 m0, n0 = seg.m_tile * sched.tile_m, seg.n_tile * tile_n
-                _epilogue(acc, c, tma_c, consumer, m0, n0, i)
+                _epilogue(acc, c, tma_c, consumer, m0, n0, i, alone)
     with T.If(T.thread_id() % 128 == 0):
         T.ptx.tma.wait_group(0)  # C fully written before the CTA retires
 
