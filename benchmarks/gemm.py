@@ -221,7 +221,32 @@ def time_all(gemms: list[Gemm], m: int, n: int, k: int, rounds: int) -> list[flo
             end.record()
             end.synchronize()
             samples[i].append(start.elapsed_time(end) / 1e3 / reps)
+    if CUBLAS_NAMES.record:  # the kernels of one replay of cuBLAS's graph, as it was timed
+        CUBLAS_NAMES[(m, n, k)] = graph_kernels(graphs[-1])
     return [statistics.median(x) for x in samples]
+
+
+class KernelNames(dict):
+    """{(m, n, k): the kernels of cuBLAS's timed graph}, which time_all records where
+    ``record`` (``--cublas-names``)."""
+
+    record = False
+
+
+CUBLAS_NAMES = KernelNames()
+
+
+def graph_kernels(graph) -> str:
+    """The distinct names of the kernels one replay of ``graph`` runs, in order (torch's
+    profiler, CUDA activity), joined by `` + ``."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        graph.replay()
+        torch.cuda.synchronize()
+    cuda = torch.autograd.DeviceType.CUDA
+    names = [e.name for e in prof.events() if e.device_type == cuda]
+    return " + ".join(dict.fromkeys(names)) or "none recorded"
 
 
 def _smi(query: str) -> str:
@@ -268,6 +293,8 @@ def report(gemms: list[Gemm], shapes, rounds: int) -> None:
         rates = [flops / t / 1e12 for t in time_all(gemms, m, n, k, rounds)]
         rows.append(((m, n, k), errors, rates))
         print(f"{m}x{n}x{k}: errors {errors}, TFLOP/s {[round(r) for r in rates]}", flush=True)
+        if (m, n, k) in CUBLAS_NAMES:
+            print(f"{m}x{n}x{k}: cuBLAS kernels {CUBLAS_NAMES[(m, n, k)]}", flush=True)
     print()
     print(f"{gemms[0].dtype}: TFLOP/s; errors are |C - ref| / |ref| against the fp32 product")
     names = [name(g) for g in gemms]
@@ -443,6 +470,11 @@ def main() -> None:
     parser.add_argument("--dtypes", default="bfloat16,float8_e4m3fn", help="input types")
     parser.add_argument("--sanitize", action="store_true")
     parser.add_argument(
+        "--cublas-names",
+        action="store_true",
+        help="print the kernels of one replay of cuBLAS's timed graph for each shape",
+    )
+    parser.add_argument(
         "--profile", metavar="M,N,K,CLUSTER,TILE_N", help="only run tilemem 3 times (for ncu)"
     )
     parser.add_argument(
@@ -453,6 +485,7 @@ def main() -> None:
     args = parser.parse_args()
     configs = parse_variants(args.variants)
     gemm_shapes.BOXES_PAST_EDGES = not args.stage_small
+    CUBLAS_NAMES.record = args.cublas_names
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.zeros(1, device="cuda")  # torch's context first: the launcher then finds it current
     dtypes = args.dtypes.split(",")

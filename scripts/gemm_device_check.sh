@@ -14,7 +14,8 @@
 #   accuracy.txt   (b) fp8 error against K (1024 .. 28672) at M = N = 4096: promoted every
 #                  K tile, every two, unpromoted, cuBLASLt (torch._scaled_mm)
 #   bench_bf16.txt (c) benchmarks/gemm.py, bf16, the standard and inference sets, the policy
-#                  launched plainly (no programmatic stream serialization) timed beside it
+#                  launched plainly (no programmatic stream serialization) timed beside it,
+#                  and the kernels cuBLAS ran for each shape (--cublas-names)
 #   bench_fp8.txt  (c) the same for fp8 (the policy promoting every two K tiles)
 #   verify.txt, sanitizer_memcheck.txt, sanitizer_racecheck.txt
 #                  tilemem verify, and compute-sanitizer on verify --quick
@@ -83,13 +84,13 @@ TAIL=8 run accuracy 60 python3 benchmarks/gemm.py --accuracy 1024,4096,16384,286
 
 header "(c) bf16 benchmark: standard and inference sets (alternating rounds, median)"
 TAIL=4 run bench_bf16 150 python3 benchmarks/gemm.py --shapes all,inference --variants plain \
-  --dtypes bfloat16 --rounds 5 ${stage_flag[@]+"${stage_flag[@]}"}
+  --dtypes bfloat16 --rounds 5 --cublas-names ${stage_flag[@]+"${stage_flag[@]}"}
 echo "lowest bf16 ratios:"
 grep -E "^\| [0-9]+x" "$OUT/bench_bf16.txt" | sort -t'|' -k9 -n | head -8 || true
 
 header "(c) fp8 benchmark: standard and inference sets, the plain launch timed beside"
 TAIL=4 run bench_fp8 120 python3 benchmarks/gemm.py --shapes all,inference \
-  --variants plain --dtypes float8_e4m3fn --rounds 5 ${stage_flag[@]+"${stage_flag[@]}"}
+  --variants plain --dtypes float8_e4m3fn --rounds 5 --cublas-names ${stage_flag[@]+"${stage_flag[@]}"}
 
 echo "lowest fp8 ratios (promoted policy):"
 grep -E "^\| [0-9]+x" "$OUT/bench_fp8.txt" | sort -t'|' -k9 -n | head -8 || true

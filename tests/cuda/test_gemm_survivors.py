@@ -153,6 +153,19 @@ def test_a_c_staging_tile_is_reused_only_after_its_store_has_read_it():
     # may still be pending: wait_group.read 1 (PTX ISA, "cp.async.bulk.wait_group")
     src = _source()
     assert re.findall(r'"cp\.async\.bulk\.wait_group\.read (\d+);"', src) == ["1"] * 4
+    # hopper.WAIT_BEFORE_REUSE: each wait comes just before its slice's first bar.sync (the
+    # barrier that tells the consumer's other threads the half is free), with nothing written
+    # between; the tile's last slice is committed and not waited for before the loop goes on
+    epilogue = src[src.index('"cp.async.bulk.wait_group.read 1;"') :]
+    waits = [m.start() for m in re.finditer(r"wait_group\.read 1", epilogue)]
+    for start in waits:
+        between = epilogue[start : epilogue.index("bar.sync", start)]
+        assert "stmatrix" not in between and "cp.async.bulk.tensor" not in between
+    last_commit = epilogue.rindex("cp.async.bulk.commit_group")
+    assert (
+        "wait_group.read"
+        not in epilogue[last_commit : epilogue.index('"cp.async.bulk.wait_group 0;"')]
+    )
 
 
 # -- split-K ----------------------------------------------------------------------------------

@@ -628,6 +628,13 @@ def _promote(acc, part, empty, stage, size: int) -> None:
     _add_into(acc, part)
 
 
+# The epilogue's leader waits for the reads of a staging half's last stores just before the
+# group that overwrites the half, so a tile's last group goes on to the next tile's mainloop
+# without waiting (its reads are waited for a mainloop later, where they are long done); False
+# waits right after committing each group, as before (a switch for timing the two)
+WAIT_BEFORE_REUSE = True
+
+
 def _epilogue(acc, c, tma_c, consumer, m0, n0, tile, alone: bool = False) -> None:
     """bf16 C slices of 64 rows x ``c.shape[-1]`` columns (:func:`~.plan.epilogue_cols`: 64,
     48 for the 240- and 96-wide tiles, 80 for 160, 32 for 224, 16 for 176) through the
@@ -635,8 +642,11 @@ def _epilogue(acc, c, tma_c, consumer, m0, n0, tile, alone: bool = False) -> Non
     (:func:`~.plan.epilogue_group`: 4 for 176, 2 for 224, else 1; ``c`` holds ``2 x group``
     tiles a computing consumer, one consumer's where it computes ``alone``): the consumer's
     128 threads write a group's slices with ``stmatrix`` between two named barriers, and one
-    thread stores them, commits them as one bulk group and waits until only that group's
-    reads may be pending (so the next group may overwrite the other half).
+    thread stores them and commits them as one bulk group. Before a group's first barrier that
+    thread waits until only the other half's group may still be reading
+    (:data:`WAIT_BEFORE_REUSE`): the half this group overwrites has been read by TMA, and a
+    tile's last group does not wait at all (the CTA's last wait is the ``wait_group(0)``
+    before it exits).
     Groups alternate between the two halves; ``tile`` (the CTA's tile counter) carries the
     alternation on from one output tile to the next when a tile has an odd number of groups
     (3 for 128 x 192, 5 for 128 x 240, 3 for 128 x 176), so a group never overwrites the half
@@ -664,6 +674,9 @@ def _epilogue(acc, c, tma_c, consumer, m0, n0, tile, alone: bool = False) -> Non
             half = g % EPILOGUE_BUFFERS
         first = (consumer * EPILOGUE_BUFFERS + half) * group  # the half's first staging tile
         members = range(g * group, min(slices, (g + 1) * group))
+        if WAIT_BEFORE_REUSE:
+            with T.If(leader):
+                T.ptx.tma.wait_group_read(EPILOGUE_BUFFERS - 1)
         T.cuda.named_barrier(barrier, 128)  # the stores that last read this half are done
         for i, j in enumerate(members):
             for q in range(cols // 16):
@@ -680,7 +693,8 @@ def _epilogue(acc, c, tma_c, consumer, m0, n0, tile, alone: bool = False) -> Non
             for i, j in enumerate(members):
                 T.ptx.tma.store(tma_c, (c, first + i, 0, 0), [n0 + j * cols, m0 + consumer * rows])
             T.ptx.tma.commit_group()
-            T.ptx.tma.wait_group_read(EPILOGUE_BUFFERS - 1)
+            if not WAIT_BEFORE_REUSE:
+                T.ptx.tma.wait_group_read(EPILOGUE_BUFFERS - 1)
 
 
 def _store_partial(acc, work, m_rows, consumer, m0, n0, split, tile_m: int = TILE_M) -> None:
