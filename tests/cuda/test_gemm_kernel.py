@@ -161,14 +161,17 @@ def test_auto_gemm_promotes_fp8_on_the_widths_that_fit():
 
 
 @pytest.mark.parametrize(
-    ("tile_n", "depth", "total"), [(240, 4, 213_056), (192, 4, 196_672), (128, 6, 229_472)]
+    ("tile_n", "depth", "total"), [(240, 4, 225_344), (192, 4, 213_056), (128, 6, 229_472)]
 )
 def test_narrower_tiles_get_the_ring_that_fits(tile_n, depth, total):
-    # per stage A 128x64 + B tile_n x 64 bf16 + two 8-byte mbarriers, C staging 32 KiB; the
-    # CTA limit is 227 KiB = 232,448 B (CUDA C Programming Guide, compute capability 9.0):
-    # 128 x 192: 4 x 40,976 + 32,768 fits, 5 stages (237,648) do not; 128 x 128: 6 x 32,784
-    # + 32,768 fits, 7 (262,256) do not; 128 x 240 stages C in 4 x 64 x 48 bf16 (24,576):
-    # 4 x 47,120 + 24,576 fits, 5 (260,176) do not
+    # per stage A 128x64 + B tile_n x 64 bf16 + two 8-byte mbarriers; the CTA limit is 227 KiB
+    # = 232,448 B (CUDA C Programming Guide, compute capability 9.0). The ring's depth is
+    # that beside two 64-row staging tiles a consumer; where it leaves room, up to a tile's
+    # slices (plan.epilogue_staging): 128 x 192: 4 x 40,976 + 32,768 fits, 5 stages (237,648)
+    # do not, and a third 8 KiB tile each gives 163,904 + 49,152 = 213,056; 128 x 128: 6 x
+    # 32,784 + 32,768 fits, 7 (262,256) do not, 2 slices a tile; 128 x 240 stages C in
+    # 64 x 48 bf16 tiles (6 KiB): 4 x 47,120 + 4 x 6 KiB fits, 5 (260,176) do not, and three
+    # tiles each give 188,480 + 36,864 = 225,344 (four: 237,632)
     solution = gemm_plan.stages("sm_90a", tile_n=tile_n)
     assert (solution.stages, solution.bytes_used) == (depth, total)
     assert gemm_plan.stages("sm_90a", "float8_e4m3fn", tile_n).bytes_used == total
@@ -177,10 +180,11 @@ def test_narrower_tiles_get_the_ring_that_fits(tile_n, depth, total):
 def test_192_wide_kernel_issues_n192_wgmma_and_alternates_staging_across_tiles():
     source = hopper_gemm_persistent(cluster_m=2, tile_n=192).source
     assert source.count("wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16") == 4
-    assert "float acc[96]" in source and "196672 bytes of dynamic shared memory" in source
-    # three 64-column slices a tile: the staging tile of slice j of the CTA's tile t is
-    # (3 t + j) % 2, so slice 0 of the next tile does not take the one slice 2 is storing
-    assert "((t_1 * 3) % 2)" in source and "(((t_1 * 3) + 2) % 2)" in source
+    assert "float acc[96]" in source and "213056 bytes of dynamic shared memory" in source
+    # three 64-column slices a tile in three staging tiles: slice j in tile j, each tile
+    # reused a tile later (after its store's reads: wait_group.read 2, the other two pending)
+    assert "t_1 * 3" not in source
+    assert source.count('"cp.async.bulk.wait_group.read 2;"') == 3
     assert "(n_tile_1 * 192)" in source
 
 
@@ -189,11 +193,11 @@ def test_240_wide_kernel_stages_c_in_five_unswizzled_48_column_slices():
     # wgmma m64nN takes N = 8..256 in steps of 8 (PTX ISA, "wgmma.mma_async"); 240 / 2 = 120
     # accumulators a thread
     assert source.count("wgmma.mma_async.sync.aligned.m64n240k16.f32.bf16.bf16") == 4
-    assert "float acc[120]" in source and "213056 bytes of dynamic shared memory" in source
+    assert "float acc[120]" in source and "225344 bytes of dynamic shared memory" in source
     # a 64 x 48 staging tile is 3072 elements with 48-element (96-byte) rows, no swizzle;
-    # five slices a tile, so the staging tile of slice j of tile t is (5 t + j) % 2
+    # five slices a tile over three staging tiles, so slice j of tile t takes (5 t + j) % 3
     assert "(st_row * 48)" in source and "* 3072)" in source
-    assert "((t_1 * 5) % 2)" in source and "(((t_1 * 5) + 4) % 2)" in source
+    assert "((t_1 * 5) % 3)" in source and "(((t_1 * 5) + 4) % 3)" in source
     assert "((n_tile_1 * 240) + 192)" in source  # the fifth slice's first column
     # each CTA of the pair loads and multicasts 120 of B's 240 rows
     assert "(cta_rank * 120u)" in source

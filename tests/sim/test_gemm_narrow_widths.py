@@ -99,16 +99,20 @@ def test_176_columns_stage_five_times_beside_eleven_16_column_c_slices_in_groups
     # one a buffer (8 KiB) kept the same 5 stages in 202,832 bytes. 16 is the only multiple of
     # 16 (one stmatrix.x4) that divides 176 = 11 x 16 below 176 itself
     assert gemm_plan.epilogue_cols(176) == 16 and gemm_plan.epilogue_cols(32) == 32
-    assert gemm_plan.epilogue_group(176) == 4
+    assert gemm_plan.epilogue_staging(176) == (2, 4)  # 2 buffers of 4 slices
     solution = gemm_plan.stages("sm_90a", "bfloat16", 176)
     assert (solution.stages, solution.bytes_used) == (5, 227_408)
     with mock.patch.object(gemm_plan, "GROUPED_EPILOGUE", False):
-        assert gemm_plan.epilogue_group(176) == 1
-        solution = gemm_plan.stages("sm_90a", "bfloat16", 176)
-        assert (solution.stages, solution.bytes_used) == (5, 202_832)
+        # one slice a buffer, as many buffers as fit beside 5 stages: 194,640 + 2 x 9 x 2 KiB =
+        # 231,504 (10: 235,600)
+        assert gemm_plan.epilogue_staging(176) == (9, 1)
+        with mock.patch.object(gemm_plan, "SPARE_STAGING", False):
+            assert gemm_plan.epilogue_staging(176) == (2, 1)
+            solution = gemm_plan.stages("sm_90a", "bfloat16", 176)
+            assert (solution.stages, solution.bytes_used) == (5, 202_832)
     # 64-row tiles (one consumer): A 8 KiB + B 22 KiB + 16 = 30,736 a stage; C 2 x 4 x 2 KiB =
     # 16 KiB: 7 x 30,736 + 16,384 = 231,536 (8 stages: 262,272); groups of 1 also 7
-    assert gemm_plan.epilogue_group(176, 64) == 4
+    assert gemm_plan.epilogue_staging(176, 64) == (2, 4)
     solution = gemm_plan.stages("sm_90a", "bfloat16", 176, 64)
     assert (solution.stages, solution.bytes_used) == (7, 231_536)
     # eleven stores in three bulk groups (4 + 4 + 3) a consumer, each between one barrier pair;
@@ -129,21 +133,51 @@ def test_64_row_176_wide_tiles_stage_c_in_groups_and_match_numpy():
     tiled_gemm_matches_numpy(program, a, b, 176, 1, grid=4, a_rows=64, seed=2)
 
 
-def test_epilogue_groups_fill_64_columns_where_the_ring_keeps_its_depth():
-    # slices of 64, 48 or 80 columns stage one a buffer; 176's 16-column slices four (64
-    # columns), 224's 32-column slices two, except on 64-row tiles: A 8 KiB + B 28 KiB + 16 =
-    # 36,880 a stage; with groups of 2 (C 2 x 2 x 4 KiB = 16 KiB) 6 stages need 237,664 >
-    # 232,448, with groups of 1 (8 KiB) 229,472 fit: the group gives way
-    expected = {(176, 128): 4, (176, 64): 4, (224, 128): 2, (224, 64): 1}
+def test_epilogue_staging_fills_the_bytes_the_ring_cannot_use():
+    # (buffers, slices a buffer) a computing consumer stages C in. Slices of 64, 48 or 80
+    # columns stage one a buffer; 176's 16-column slices four (64 columns), 224's 32-column
+    # slices two, except on 64-row tiles: A 8 KiB + B 28 KiB + 16 = 36,880 a stage; with groups
+    # of 2 (C 2 x 2 x 4 KiB = 16 KiB) 6 stages need 237,664 > 232,448, with groups of 1 (8 KiB)
+    # 229,472 fit: the group gives way. Buffers past two, up to a tile's groups, where the ring
+    # keeps its depth (232,448 bytes a CTA on sm_90a; per stage A + B + two 8-byte barriers):
+    #   128 x 240: 4 x (16,384 + 30,720 + 16) = 188,480 + 2 x 3 x 6 KiB (36,864) = 225,344
+    #     (4 buffers: 237,632); 5 stages would need 235,600 + 24,576 even with 2
+    #   128 x 224: 4 x 45,072 = 180,288 + 2 x 3 x 8 KiB (2 x 4 KiB a buffer) = 229,440
+    #   128 x 192: 4 x 40,976 = 163,904 + 2 x 3 x 8 KiB = 213,056 (all 3 slices; 5 stages:
+    #     204,880 + 32,768 > 232,448 even with 2)
+    #   128 x 256: 4 x 49,168 = 196,672 + 32,768 = 229,440 with 2; 3 would need 245,824
+    #   64 x 256: 5 x 40,976 = 204,880 + 3 x 8 KiB = 229,456 (4: 237,648)
+    #   64 x 240: 5 x 38,928 = 194,640 + 5 x 6 KiB = 225,360 (all 5 slices)
+    #   64 x 192: 6 x 32,784 = 196,704 + 3 x 8 KiB = 221,280 (all 3)
+    #   64 x 160: 2 slices, 2 buffers; 64 x 176: 3 groups, a 3rd buffer of 8 KiB would need
+    #     7 x 30,736 + 24,576 = 239,728
+    expected = {
+        (240, 128): (3, 1),
+        (224, 128): (3, 2),
+        (192, 128): (3, 1),
+        (176, 128): (2, 4),
+        (256, 64): (3, 1),
+        (240, 64): (5, 1),
+        (192, 64): (3, 1),
+        (176, 64): (2, 4),
+    }
     for tile_n in gemm_plan.TILE_NS:
         for a_rows in (128, 64, 32):
-            want = expected.get((tile_n, 128 if a_rows == 128 else 64), 1)  # 32 rows as 64
-            assert gemm_plan.epilogue_group(tile_n, a_rows) == want, (tile_n, a_rows)
-            assert gemm_plan.epilogue_group(tile_n, a_rows, relay=True) == want
+            want = expected.get((tile_n, 128 if a_rows == 128 else 64), (2, 1))  # 32 as 64
+            assert gemm_plan.epilogue_staging(tile_n, a_rows) == want, (tile_n, a_rows)
+            assert gemm_plan.epilogue_staging(tile_n, a_rows, relay=True) == want
     assert gemm_plan.stages("sm_90a", "bfloat16", 224, 64).stages == 6
+    assert gemm_plan.stages("sm_90a", "bfloat16", 240).bytes_used == 225_344
+    assert gemm_plan.stages("sm_90a", "bfloat16", 256, 64).bytes_used == 229_456
+    with mock.patch.object(gemm_plan, "SPARE_STAGING", False):
+        assert gemm_plan.epilogue_staging(240, 64) == (2, 1)
+        assert gemm_plan.epilogue_staging(224) == (2, 2)
     for bad in (0, 8, 2.0, True, "2"):
         with pytest.raises(GemmShapeError, match="slices of 32 columns"):
             gemm_plan.requests("bfloat16", 224, 128, False, bad)
+    for bad in (0, 65, 2.0, False):
+        with pytest.raises(GemmShapeError, match="buffers is 1 to 64"):
+            gemm_plan.requests("bfloat16", 224, 128, False, None, bad)
 
 
 def test_96_columns_stage_seven_times_beside_two_48_column_c_slices():
@@ -156,23 +190,24 @@ def test_96_columns_stage_seven_times_beside_two_48_column_c_slices():
 
 def test_224_columns_stage_four_times_beside_seven_32_column_c_slices():
     # A 128 x 64 bf16 = 16 KiB, B 224 x 64 = 28 KiB a stage (+ two 8-byte barriers); C: 2
-    # consumers x 2 halves x a group of 2 slices of 64 x 32 bf16 (4 KiB each, 32 KiB);
-    # 4 x 45,072 + 32,768 = 213,056 bytes of the 232,448 a block may opt into (227 KiB,
-    # sm_90), a 5th stage would need 258,128. Two 112-column slices (56 KiB of staging) would
+    # consumers x 3 buffers x a group of 2 slices of 64 x 32 bf16 (4 KiB each, 48 KiB);
+    # 4 x 45,072 + 49,152 = 229,440 bytes of the 232,448 a block may opt into (227 KiB,
+    # sm_90), a 5th stage would need 274,512. Two 112-column slices (56 KiB of staging) would
     # leave three stages.
     assert gemm_plan.epilogue_cols(224) == 32
+    assert gemm_plan.epilogue_staging(224) == (3, 2)
     solution = gemm_plan.stages("sm_90a", "bfloat16", 224)
-    assert (solution.stages, solution.bytes_used) == (4, 213_056)
+    assert (solution.stages, solution.bytes_used) == (4, 229_440)
     # the promoted kernel's two fragments of 112 registers + 40 others exceed 232
     assert 224 not in PROMOTED_TILE_NS
     source = hopper_gemm_persistent(cluster_m=2, tile_n=224).source
     assert source.count("wgmma.mma_async.sync.aligned.m64n224k16.f32.bf16.bf16") == 4
     assert "float acc[112]" in source and "(st_row * 32)" in source
-    # seven slices in four groups (2 + 2 + 2 + 1): an even count, so group g of every tile
-    # stages in half g % 2 (its tiles 2 (2c + g % 2) and the next of consumer c)
+    # seven slices in four groups (2 + 2 + 2 + 1) over three buffers: group g of the CTA's
+    # tile t stages in buffer (4 t + g) % 3, each waited for while the other two may be read
     assert source.count("cp.async.bulk.commit_group") == 4
-    assert "t_1 * 7" not in source and "t_1 * 4" not in source
-    assert "((((warpgroup - 1) * 2) + 1) * 2) + 1) * 2048)" in source
+    assert source.count('"cp.async.bulk.wait_group.read 2;"') == 4
+    assert "((t_1 * 4) % 3)" in source and "(((t_1 * 4) + 3) % 3)" in source
     assert "((n_tile_1 * 224) + 192)" in source  # the seventh slice's first column
     assert "(cta_rank * 112u)" in source  # each CTA of a pair multicasts 112 of B's rows
 

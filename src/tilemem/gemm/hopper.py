@@ -61,7 +61,6 @@ from . import shapes
 from .plan import (
     CLUSTER_SIZES,
     CONSUMERS,
-    EPILOGUE_BUFFERS,
     TILE_M,
     TILE_N,
     tile_k,
@@ -628,29 +627,29 @@ def _promote(acc, part, empty, stage, size: int) -> None:
     _add_into(acc, part)
 
 
-# The epilogue's leader waits for the reads of a staging half's last stores just before the
-# group that overwrites the half, so a tile's last group goes on to the next tile's mainloop
+# The epilogue's leader waits for the reads of a staging buffer's last stores just before the
+# group that overwrites the buffer, so a tile's last group goes on to the next tile's mainloop
 # without waiting (its reads are waited for a mainloop later, where they are long done); False
 # waits right after committing each group, as before (a switch for timing the two)
 WAIT_BEFORE_REUSE = True
 
 
-def _epilogue(acc, c, tma_c, consumer, m0, n0, tile, alone: bool = False) -> None:
+def _epilogue(acc, c, tma_c, consumer, m0, n0, tile, staging: gemm_plan.Staging) -> None:
     """bf16 C slices of 64 rows x ``c.shape[-1]`` columns (:func:`~.plan.epilogue_cols`: 64,
     48 for the 240- and 96-wide tiles, 80 for 160, 32 for 224, 16 for 176) through the
-    consumer's two halves of staging tiles, stored by TMA. A half holds a group of slices
-    (:func:`~.plan.epilogue_group`: 4 for 176, 2 for 224, else 1; ``c`` holds ``2 x group``
-    tiles a computing consumer, one consumer's where it computes ``alone``): the consumer's
-    128 threads write a group's slices with ``stmatrix`` between two named barriers, and one
-    thread stores them and commits them as one bulk group. Before a group's first barrier that
-    thread waits until only the other half's group may still be reading
-    (:data:`WAIT_BEFORE_REUSE`): the half this group overwrites has been read by TMA, and a
-    tile's last group does not wait at all (the CTA's last wait is the ``wait_group(0)``
-    before it exits).
-    Groups alternate between the two halves; ``tile`` (the CTA's tile counter) carries the
-    alternation on from one output tile to the next when a tile has an odd number of groups
-    (3 for 128 x 192, 5 for 128 x 240, 3 for 128 x 176), so a group never overwrites the half
-    whose TMA stores may still be reading.
+    consumer's ``staging.buffers`` buffers of staging tiles, stored by TMA. A buffer holds a
+    group of ``staging.group`` slices (:func:`~.plan.epilogue_staging`: 4 for 176, 2 for 224,
+    else 1): the consumer's 128 threads write a group's slices with ``stmatrix`` between two
+    named barriers, and one thread stores them and commits them as one bulk group. Before a
+    group's first barrier that thread waits until only the groups of the other buffers may
+    still be reading (:data:`WAIT_BEFORE_REUSE`): the buffer this group overwrites has been
+    read by TMA, and a tile's last group does not wait at all (the CTA's last wait is the
+    ``wait_group(0)`` before it exits).
+    Groups take the buffers in turn; ``tile`` (the CTA's tile counter) carries the turn on from
+    one output tile to the next when the buffers do not divide a tile's groups (3 groups of
+    128 x 176 or 5 of 128 x 240 in 2 or 3 buffers), so a group never overwrites the buffer whose
+    TMA stores may still be reading. (A stream-K CTA skips the epilogue of its first segment
+    only, where nothing was staged before.)
 
     Accumulator fragment of wgmma m64nN (PTX ISA, "wgmma register fragments"): in warp w,
     ``acc[4 j + r]`` is row ``16 w + lane / 4 + 8 (r / 2)``, column ``8 j + 2 (lane % 4) + r % 2``.
@@ -665,19 +664,16 @@ def _epilogue(acc, c, tma_c, consumer, m0, n0, tile, alone: bool = False) -> Non
     leader = T.thread_id() % 128 == 0
     rows, cols = TILE_M // CONSUMERS, c.shape[-1]
     slices = acc.shape[0] * 2 // cols  # m64nN: N / 2 accumulators a thread
-    group = c.shape[0] // (EPILOGUE_BUFFERS * (1 if alone else CONSUMERS))
+    buffers, group = staging
     groups = -(-slices // group)
     for g in range(groups):
-        if groups % EPILOGUE_BUFFERS:
-            half = (tile * groups + g) % EPILOGUE_BUFFERS
-        else:
-            half = g % EPILOGUE_BUFFERS
-        first = (consumer * EPILOGUE_BUFFERS + half) * group  # the half's first staging tile
+        turn = (tile * groups + g) % buffers if groups % buffers else g % buffers
+        first = (consumer * buffers + turn) * group  # the buffer's first staging tile
         members = range(g * group, min(slices, (g + 1) * group))
         if WAIT_BEFORE_REUSE:
             with T.If(leader):
-                T.ptx.tma.wait_group_read(EPILOGUE_BUFFERS - 1)
-        T.cuda.named_barrier(barrier, 128)  # the stores that last read this half are done
+                T.ptx.tma.wait_group_read(buffers - 1)
+        T.cuda.named_barrier(barrier, 128)  # the stores that last read this buffer are done
         for i, j in enumerate(members):
             for q in range(cols // 16):
                 n8 = (j * cols + q * 16) // 8
@@ -694,7 +690,7 @@ def _epilogue(acc, c, tma_c, consumer, m0, n0, tile, alone: bool = False) -> Non
                 T.ptx.tma.store(tma_c, (c, first + i, 0, 0), [n0 + j * cols, m0 + consumer * rows])
             T.ptx.tma.commit_group()
             if not WAIT_BEFORE_REUSE:
-                T.ptx.tma.wait_group_read(EPILOGUE_BUFFERS - 1)
+                T.ptx.tma.wait_group_read(buffers - 1)
 
 
 def _store_partial(acc, work, m_rows, consumer, m0, n0, split, tile_m: int = TILE_M) -> None:
@@ -728,13 +724,15 @@ def _consumer(
     empty,
     consumer,
     sched: Schedule,
+    staging: gemm_plan.Staging,
     partial=None,
     a_rows: int = TILE_M,
     promote: bool = False,
     promote_every: int = 1,
 ) -> None:
-    """Per unit: the mainloop, then the epilogue (bf16 C by TMA), or with split-K
-    (``partial = (work, m_rows)``) the fp32 partial sums into the workspace. When a stage
+    """Per unit: the mainloop, then the epilogue (bf16 C by TMA through the ``staging``
+    buffers), or with split-K (``partial = (work, m_rows)``) the fp32 partial sums into the
+    workspace. When a stage
     holds at most 64 rows of A (``a_rows``) only the first consumer computes; the second
     zeroes A's rows past ``a_rows`` (fewer than 64) and exits, and the ``empty`` barriers
     count the first alone. (Freeing every stage beside the first instead, as it once did,
@@ -755,6 +753,7 @@ def _consumer(
                     empty,
                     0,
                     sched,
+                    staging,
                     partial,
                     promote,
                     promote_every,
@@ -764,7 +763,7 @@ def _consumer(
                 if a_rows < TILE_M // CONSUMERS:
                     _zero_a_rows(a, a_rows)
         return
-    _compute(tma_c, a, b, c, full, empty, consumer, sched, partial, promote, promote_every)
+    _compute(tma_c, a, b, c, full, empty, consumer, sched, staging, partial, promote, promote_every)
 
 
 def _compute(
@@ -776,6 +775,7 @@ def _compute(
     empty,
     consumer,
     sched: Schedule,
+    staging: gemm_plan.Staging,
     partial=None,
     promote: bool = False,
     promote_every: int = 1,
@@ -793,7 +793,20 @@ def _compute(
         part = (part, T.alloc_local(tile_n // 2, "float32", name="part_next"))
     if sched.stream_k:
         _compute_stream_k(
-            acc, part, tma_c, a, b, c, full, empty, consumer, sched, partial, promote_every, alone
+            acc,
+            part,
+            tma_c,
+            a,
+            b,
+            c,
+            full,
+            empty,
+            consumer,
+            sched,
+            partial,
+            promote_every,
+            staging,
+            alone,
         )
         return
     units = sched.units()
@@ -817,7 +830,7 @@ def _compute(
         with T.phase("epilogue"):
             if partial is None:
                 m0, n0 = m_tile * sched.tile_m, n_tile * tile_n
-                _epilogue(acc, c, tma_c, consumer, m0, n0, i, alone)
+                _epilogue(acc, c, tma_c, consumer, m0, n0, i, staging)
             else:
                 work, m_rows = partial
                 m0 = m_tile * sched.tile_m
@@ -840,7 +853,20 @@ def _out_of_step(alone: bool, sched: Schedule) -> bool:
 
 
 def _compute_stream_k(
-    acc, part, tma_c, a, b, c, full, empty, consumer, sched, fixup, promote_every, alone=False
+    acc,
+    part,
+    tma_c,
+    a,
+    b,
+    c,
+    full,
+    empty,
+    consumer,
+    sched,
+    fixup,
+    promote_every,
+    staging: gemm_plan.Staging,
+    alone=False,
 ) -> None:
     """Stream-K: each segment's mainloop; a segment that starts inside its tile hands its
     fp32 sums to the tile's owner (:func:`_hand_over`), the owner adds them
@@ -871,7 +897,7 @@ def _compute_stream_k(
             with T.Else():
                 _take_over(acc, work, flags, consumer, sk, sched.peers_end(seg, sk), sched.m_group)
                 m0, n0 = seg.m_tile * sched.tile_m, seg.n_tile * tile_n
-                _epilogue(acc, c, tma_c, consumer, m0, n0, i, alone)
+                _epilogue(acc, c, tma_c, consumer, m0, n0, i, staging)
     with T.If(T.thread_id() % 128 == 0):
         T.ptx.tma.wait_group(0)  # C fully written before the CTA retires
 
@@ -1123,6 +1149,7 @@ def hopper_gemm_persistent(
                     empty if freed is None else freed,  # with a relay it frees stages here
                     consumer,
                     sched,
+                    gemm_plan.epilogue_staging(tile_n, a_rows, relay),
                     partial,
                     a_rows,
                     promote,

@@ -40,6 +40,9 @@ EPILOGUE_BUFFERS = 2  # per consumer: fill one while the TMA store of the other 
 # columns, one barrier pair and one wait for the stores' reads a group (epilogue_group); False
 # stages them one slice a buffer as before (kept as a switch for timing the two side by side)
 GROUPED_EPILOGUE = True
+# More than EPILOGUE_BUFFERS staging buffers a consumer, up to a tile's groups, where the ring
+# keeps its depth (epilogue_staging); False keeps two (a switch for timing the two)
+SPARE_STAGING = True
 PHASES = ("mainloop", "epilogue")
 A_ROWS = (128, 64, 32, 16, 8)  # rows of A a stage loads: all of the tile, or fewer for small M
 # The most stages of a ring, by (input type, tile width), for tiles that one consumer computes
@@ -99,28 +102,44 @@ def epilogue_cols(tile_n: int = TILE_N) -> int:
     return next(c for c in NARROW_EPILOGUE_COLS if tile_n % c == 0)
 
 
-def epilogue_group(tile_n: int = TILE_N, a_rows: int = TILE_M, relay: bool = False) -> int:
-    """Slices of C (:func:`epilogue_cols` columns each) that one staging buffer holds and the
-    epilogue writes between two barriers: as many as make up :data:`EPILOGUE_COLS` columns, at
-    most the tile's slices (4 of 16 columns for 176, 2 of 32 for 224; 1 where a slice is 48
-    columns or more), fewer where the larger staging would leave the ring a stage fewer than
-    slices staged one a buffer (on sm_90a: 64 x 224 tiles keep 6 stages with groups of 1,
-    not 5 with 2). A group is one barrier pair, one TMA bulk group of its slices' stores and
-    one wait for their reads, where each slice took one of each (11 for 176).
-    1 for every width with :data:`GROUPED_EPILOGUE` False."""
-    cols = epilogue_cols(tile_n)
-    group = min(max(1, EPILOGUE_COLS // cols), tile_n // cols) if GROUPED_EPILOGUE else 1
-    if group == 1:
-        return 1
+class Staging(NamedTuple):
+    """How a computing consumer stages C (:func:`epilogue_staging`)."""
 
-    def depth(g: int) -> int:
-        reqs = requests("bfloat16", tile_n, a_rows, relay, g)
+    buffers: int  # staging buffers it cycles through, each a group of slices
+    group: int  # slices of epilogue_cols(tile_n) columns a buffer holds
+
+
+def epilogue_staging(tile_n: int = TILE_N, a_rows: int = TILE_M, relay: bool = False) -> Staging:
+    """The staging of C beside the ring, sized into the bytes the ring cannot use: the ring's
+    depth is that of :data:`EPILOGUE_BUFFERS` buffers of one slice (as many stages as fit on
+    sm_90a), and within it
+
+    - ``group``: slices one buffer holds and the epilogue writes between two barriers, as many
+      as make up :data:`EPILOGUE_COLS` columns, at most the tile's slices (4 of 16 columns for
+      176, 2 of 32 for 224; 1 where a slice is 48 columns or more), fewer where the ring would
+      lose a stage (64 x 224 tiles keep 6 stages with groups of 1, not 5 with 2). A group is
+      one barrier pair, one TMA bulk group of its slices' stores and one wait for their reads,
+      where each slice took one of each (11 for 176). 1 without :data:`GROUPED_EPILOGUE`.
+    - ``buffers``: buffers a consumer cycles through, :data:`EPILOGUE_BUFFERS`, or up to the
+      tile's groups where the ring keeps its depth (3 of 64 x 256 or 128 x 192 and x 240, 5
+      of 64 x 240), so no group of a tile waits for another's stores to finish reading it.
+      Only :data:`EPILOGUE_BUFFERS` without :data:`SPARE_STAGING`."""
+    cols = epilogue_cols(tile_n)
+    slices = tile_n // cols
+
+    def depth(group: int, buffers: int) -> int:
+        reqs = requests("bfloat16", tile_n, a_rows, relay, group, buffers)
         return solve_stages(reqs, "sm_90a", ctas_per_sm=1).stages
 
-    alone = depth(1)
-    while group > 1 and depth(group) < alone:
+    ring = depth(1, EPILOGUE_BUFFERS)
+    group = min(max(1, EPILOGUE_COLS // cols), slices) if GROUPED_EPILOGUE else 1
+    while group > 1 and depth(group, EPILOGUE_BUFFERS) < ring:
         group -= 1
-    return group
+    groups = -(-slices // group)
+    buffers = max(EPILOGUE_BUFFERS, groups) if SPARE_STAGING else EPILOGUE_BUFFERS
+    while buffers > EPILOGUE_BUFFERS and depth(group, buffers) < ring:
+        buffers -= 1
+    return Staging(buffers, group)
 
 
 def tile_rows(a_rows: int = TILE_M) -> int:
@@ -149,6 +168,7 @@ def requests(
     a_rows: int = TILE_M,
     relay: bool = False,
     group: int | None = None,
+    buffers: int | None = None,
 ) -> list[BufferRequest]:
     """The kernel's buffers in allocation order; A, B and both barriers once per stage, and
     with ``relay`` (a cluster kernel whose consumers free stages through a relay warp,
@@ -156,8 +176,8 @@ def requests(
 
     A stage is ``TILE_M x tile_k`` of A and ``tile_n x tile_k`` of B, K-major with the
     128-byte swizzle: 16 KiB + ``tile_n / 8`` KiB for either input type. ``C_stage`` is
-    ``CONSUMERS x EPILOGUE_BUFFERS x group`` tiles of ``TILE_M / CONSUMERS x
-    epilogue_cols(tile_n)`` bf16 (``group``: :func:`epilogue_group` unless given; 8 KiB each
+    ``CONSUMERS x buffers x group`` tiles of ``TILE_M / CONSUMERS x epilogue_cols(tile_n)``
+    bf16 (``buffers`` and ``group``: :func:`epilogue_staging`'s unless given; 8 KiB each
     with 128-byte swizzle; 6 KiB unswizzled for 240, 4 KiB for 224, 2 KiB for 176), written with
     ``stmatrix`` and stored with TMA (the top :func:`tile_rows` of them for tiles of fewer than
     64 rows, :func:`c_box`). With ``a_rows`` of 64 or fewer (:func:`stage_rows`) one
@@ -168,19 +188,22 @@ def requests(
         raise GemmShapeError(f"relay is True or False (a freed_bar ring or none), got {relay!r}")
     rows, k, cols = TILE_M // CONSUMERS, tile_k(dtype), epilogue_cols(tile_n)
     computing = computing_consumers(a_rows)
-    if group is None:
-        group = epilogue_group(tile_n, a_rows, relay)
-    elif type(group) is not int or not 1 <= group <= tile_n // cols:
-        raise GemmShapeError(
-            f"group is the slices of {cols} columns a staging buffer holds, 1 to "
-            f"{tile_n // cols} for a {tile_n}-wide tile, got {group!r}"
-        )
+    for name, value, most in (("group", group, tile_n // cols), ("buffers", buffers, 64)):
+        if value is not None and (type(value) is not int or not 1 <= value <= most):
+            raise GemmShapeError(
+                f"{name} is 1 to {most} (staging buffers of slices of {cols} columns for a "
+                f"{tile_n}-wide tile), got {value!r}"
+            )
+    if group is None or buffers is None:
+        staging = epilogue_staging(tile_n, a_rows, relay)
+        group = staging.group if group is None else group
+        buffers = staging.buffers if buffers is None else buffers
     return [
         BufferRequest("A", (stage_rows(a_rows), k), dtype, swizzle="128B", per_stage=True),
         BufferRequest("B", (check_tile_n(tile_n), k), dtype, swizzle="128B", per_stage=True),
         BufferRequest(
             "C_stage",
-            (computing * EPILOGUE_BUFFERS * group, rows, cols),
+            (computing * buffers * group, rows, cols),
             "bfloat16",
             swizzle="128B" if cols == EPILOGUE_COLS else None,
             live=frozenset({"epilogue"}),  # every other buffer is live in both phases
