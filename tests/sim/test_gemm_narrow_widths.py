@@ -178,6 +178,14 @@ def test_epilogue_staging_fills_the_bytes_the_ring_cannot_use():
     for bad in (0, 65, 2.0, False):
         with pytest.raises(GemmShapeError, match="buffers is 1 to 64"):
             gemm_plan.requests("bfloat16", 224, 128, False, None, bad)
+    # by default no relay barrier, and the staging epilogue_staging gives (2 x 64 rows x 64
+    # columns of 256, one buffer a slice)
+    default = gemm_plan.requests()
+    assert [r.name for r in default] == ["A", "B", "C_stage", "full_bar", "empty_bar"]
+    assert default[2].shape == (4, 64, 64)
+    # explicit staging overrides either part: 3 buffers of 2 slices, 2 consumers: 12 tiles
+    assert gemm_plan.requests("bfloat16", 224, 128, False, 2, 3)[2].shape == (12, 64, 32)
+    assert gemm_plan.requests("bfloat16", 224, 64, False, None, 4)[2].shape == (4, 64, 32)
 
 
 def test_96_columns_stage_seven_times_beside_two_48_column_c_slices():
