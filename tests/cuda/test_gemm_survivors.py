@@ -11,11 +11,13 @@ loop counters; every expected value is worked out by hand in a comment.
 from __future__ import annotations
 
 import re
+from unittest import mock
 
 import numpy as np
 import pytest
 from csource import evaluate, lets, statements
 
+from tilemem.gemm import hopper
 from tilemem.gemm import plan as gemm_plan
 from tilemem.gemm.hopper import hopper_gemm_persistent
 
@@ -53,6 +55,17 @@ def test_zero_barrier_joins_the_two_consumer_warpgroups(a_rows):
     src = _source(a_rows)
     counts = re.findall(r'asm volatile\("bar\.sync 3, (\d+);"', src)
     assert counts == ["256", "256"]
+
+
+@pytest.mark.parametrize(("a_rows", "ids"), [(128, [1, 2]), (32, [1, 1])])
+def test_each_consumer_s_epilogue_has_a_named_barrier_of_its_own(a_rows, ids):
+    # PTX ISA, "bar.sync": barrier 0 is the one __syncthreads() uses with every thread of the
+    # CTA, and a barrier's threads must all give one count; the epilogue's barriers count the
+    # consumer's 128 threads, so consumers 0 and 1 (warpgroups 1 and 2) need ids of their own,
+    # not 0 and not 3 (the zero-fill barrier of a_rows < 64): 1 and 2. With 32 rows only
+    # consumer 0 computes (its id, 1, whatever the warpgroup index reads)
+    (expr,) = lets(_source(a_rows), "epi_bar")
+    assert [evaluate(expr, warpgroup=w) for w in (1, 2)] == ids
 
 
 def _empty_counts(src: str) -> list[int]:
@@ -166,6 +179,19 @@ def test_a_c_staging_tile_is_reused_only_after_its_store_has_read_it():
         "wait_group.read"
         not in epilogue[last_commit : epilogue.index('"cp.async.bulk.wait_group 0;"')]
     )
+
+
+def test_with_the_wait_after_commit_each_slice_waits_right_after_its_stores():
+    # hopper.WAIT_BEFORE_REUSE = False, the placement kept for timing: after each slice's
+    # commit, the same thread waits until only that slice's group may still read (1), before
+    # any barrier or write of the next slice
+    with mock.patch.object(hopper, "WAIT_BEFORE_REUSE", False):
+        src = hopper_gemm_persistent(1, "bfloat16", 256).source
+    waits = [m.start() for m in re.finditer(r'"cp\.async\.bulk\.wait_group\.read (\d+);"', src)]
+    assert len(waits) == 4 and re.findall(r"wait_group\.read (\d+);", src) == ["1"] * 4
+    for start in waits:
+        before = src[src.rindex("cp.async.bulk.commit_group", 0, start) : start]
+        assert "bar.sync" not in before and "stmatrix" not in before
 
 
 # -- split-K ----------------------------------------------------------------------------------
