@@ -732,13 +732,13 @@ def _consumer(
 ) -> None:
     """Per unit: the mainloop, then the epilogue (bf16 C by TMA through the ``staging``
     buffers), or with split-K (``partial = (work, m_rows)``) the fp32 partial sums into the
-    workspace. When a stage
-    holds at most 64 rows of A (``a_rows``) only the first consumer computes; the second
-    zeroes A's rows past ``a_rows`` (fewer than 64) and exits, and the ``empty`` barriers
-    count the first alone. (Freeing every stage beside the first instead, as it once did,
-    measured 2% slower over the H200's 49 shapes that run such kernels, up to 6% on 64-row
-    tiles, docs/PERFORMANCE.md, "64-row tiles"; our reading, not measured: its 4 warps
-    polled each stage's barrier on the SM sub-partitions the computing warps issue from.)"""
+    workspace. When a stage holds at most 64 rows of A (``a_rows``) only the first consumer
+    computes; the second zeroes A's rows past ``a_rows`` (fewer than 64) and exits, and the
+    ``empty`` barriers count the first alone. (Freeing every stage beside the first instead,
+    as it once did, measured 2% slower over the H200's 49 shapes that run such kernels, up to
+    6% on 64-row tiles, docs/PERFORMANCE.md, "64-row tiles"; our reading, not measured: its 4
+    warps polled each stage's barrier on the SM sub-partitions the computing warps issue
+    from.)"""
     if gemm_plan.computing_consumers(a_rows) == 1:
         with T.If(consumer == 0):
             with T.Then():

@@ -37,7 +37,7 @@ EPILOGUE_COLS = 64  # columns of C per staging tile: one 128-byte swizzle row of
 NARROW_EPILOGUE_COLS = (48, 80, 32, 16)
 EPILOGUE_BUFFERS = 2  # per consumer: fill one while the TMA store of the other drains
 # Narrow slices (16 columns for 176, 32 for 224) staged in groups of up to EPILOGUE_COLS
-# columns, one barrier pair and one wait for the stores' reads a group (epilogue_group); False
+# columns, one barrier pair and one wait for the stores' reads a group (epilogue_staging); False
 # stages them one slice a buffer as before (kept as a switch for timing the two side by side)
 GROUPED_EPILOGUE = True
 # More than EPILOGUE_BUFFERS staging buffers a consumer, up to a tile's groups, where the ring
