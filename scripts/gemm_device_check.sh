@@ -20,6 +20,11 @@
 #   verify.txt, sanitizer_memcheck.txt, sanitizer_racecheck.txt
 #                  tilemem verify, and compute-sanitizer on verify --quick
 #   memcheck.txt   compute-sanitizer memcheck of the small and staged shapes (only if time is left)
+#   bench_*.txt    (d) with REPEATS=N > 1, N - 1 more runs of each benchmark appended (if time
+#                  is left), the plain launch not timed
+#   medians.txt    each benchmark run's geometric mean and shapes under 0.95, and each shape's
+#                  median over the runs (benchmarks/gemm_medians.py): one run can put a shape a
+#                  few percent off its usual ratio
 #   summary.txt    this script's stdout
 # BUDGET (seconds, default 330) bounds the whole run: a section that would start past its share
 # is skipped, and every section runs under `timeout`. DRY_RUN=1 prints the commands only.
@@ -30,6 +35,7 @@ OUT="${OUT:-/tmp/gemmrun}"
 mkdir -p "$OUT"
 BUDGET="${BUDGET:-330}"
 DRY="${DRY_RUN:-0}"
+REPEATS="${REPEATS:-1}"
 START=$SECONDS
 
 header() { echo; echo "==== [$((SECONDS - START)) s] $*"; }
@@ -109,6 +115,21 @@ if command -v compute-sanitizer >/dev/null; then
     --variants "" ${stage_flag[@]+"${stage_flag[@]}"}
 else
   echo "compute-sanitizer not on PATH: skipped"
+fi
+
+if ((REPEATS > 1)); then
+  header "(d) the benchmarks $((REPEATS - 1)) more time(s) each (if time is left)"
+  for ((i = 1; i < REPEATS; i++)); do
+    TAIL=2 run bench_bf16 150 python3 benchmarks/gemm.py --shapes all,inference --variants "" \
+      --dtypes bfloat16 --rounds 5 ${stage_flag[@]+"${stage_flag[@]}"}
+    TAIL=2 run bench_fp8 120 python3 benchmarks/gemm.py --shapes all,inference --variants "" \
+      --dtypes float8_e4m3fn --rounds 5 ${stage_flag[@]+"${stage_flag[@]}"}
+  done
+fi
+header "each shape's median ratio over the benchmark runs (benchmarks/gemm_medians.py)"
+if [[ "$DRY" != 1 ]]; then
+  python3 benchmarks/gemm_medians.py "$OUT/bench_bf16.txt" "$OUT/bench_fp8.txt" 2>&1 |
+    tee "$OUT/medians.txt"
 fi
 
 header "done: files in \$OUT"

@@ -1310,3 +1310,54 @@ def test_the_benchmarks_share_one_list_of_every_shape(drv, monkeypatch):
     assert (5008, 3008, 2032) not in bf16 and (4999, 3000, 2040) not in fp8
     assert bf16[:4] == [(2048,) * 3, (4096,) * 3, (8192,) * 3, (16384,) * 3]
     assert bf16[-1] == (1024, 8192, 28672)
+
+
+def test_the_medians_script_reads_every_table_and_takes_each_shape_s_median(tmp_path, capsys):
+    """benchmarks/gemm_medians.py: every table of benchmarks/gemm.py's output is one run of its
+    type (two in one file here, one in another), the policy's ratio column whatever columns
+    come before it; per shape the median over the runs. Hand-worked: 8x8x8 over 0.94, 0.99,
+    0.97 -> 0.97; 16x16x16 over 1.21, 1.0, 1.1 -> 1.1; geomean of the medians sqrt(0.97 x
+    1.1) = 1.033; run 1's geomean sqrt(0.94 x 1.21) = 1.066."""
+    import importlib.util
+    import pathlib
+
+    path = pathlib.Path(__file__).parents[2] / "benchmarks" / "gemm_medians.py"
+    spec = importlib.util.spec_from_file_location("gemm_medians", path)
+    assert spec is not None and spec.loader is not None
+    medians = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(medians)
+
+    def table(dtype, plain, rows):
+        extra = " | plain" if plain else ""
+        head = f"| M x N x K | config | error | cuBLAS error | tilemem{extra} | cuBLAS | ratio |"
+        lines = [f"{dtype}: TFLOP/s; errors are |C - ref| / |ref| against the fp32 product", head]
+        lines.append("| --- " * 8 + "|")
+        for shape, ratio in rows:
+            cells = f"| {shape} | 256x2 | 1e-3 | 1e-3 | 100{' | 99' if plain else ''} | 101 "
+            lines.append(cells + f"| {ratio} | 0.5 |")
+        return "\n".join(lines) + "\n\nbfloat16: geometric mean of the tilemem ratio ...\n"
+
+    first = tmp_path / "a.txt"
+    first.write_text(
+        "| 8x8x8 | 256x2 | stray row before any table |\n"
+        + table("bfloat16", True, [("8x8x8", 0.94), ("16x16x16", 1.21)])
+        + "lowest bf16 ratios:\n| 8x8x8 | 256x2 | 1e-3 | 1e-3 | 1 | 1 | 1 | 0.10 |\n"
+        + table("bfloat16", False, [("8x8x8", 0.99), ("16x16x16", 1.0)])
+    )
+    second = tmp_path / "b.txt"
+    second.write_text(table("bfloat16", False, [("8x8x8", 0.97), ("16x16x16", 1.1)]))
+    medians.main([str(first), str(second)])
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "bfloat16:"
+    assert out[1] == "  run 1: geomean 1.066 over 2 distinct shapes; under 0.95: 8x8x8 0.940"
+    assert out[2].endswith("under 0.95: none") and len(out) == 5
+    assert out[4] == (
+        "  medians over 3 runs: 2 of 2 shapes at 0.95 or above; geomean of the medians "
+        "1.033; lowest 8x8x8 0.970, 16x16x16 1.100"
+    )
+    empty = tmp_path / "c.txt"
+    empty.write_text("no tables here\n")
+    with pytest.raises(SystemExit, match=r"no benchmarks/gemm\.py table"):
+        medians.main([str(empty)])
+    with pytest.raises(SystemExit, match="Per-shape medians"):
+        medians.main([])
