@@ -353,6 +353,31 @@ def test_named_barrier_reused_with_another_count_in_a_later_generation():
     np.testing.assert_array_equal(out[:32], np.arange(32, 64))
 
 
+@pytest.mark.parametrize(("offset", "bad"), [(-1, -1), (15, 16)])
+def test_a_named_barrier_id_computed_outside_the_16_barriers_is_refused(offset, bad):
+    # PTX ISA, "bar.sync": operand a is a barrier "with value 0 through 15", whether an
+    # immediate (refused when the kernel is built) or a register (refused when it runs): one
+    # barrier per warp, id warp + offset, reaches -1 for warp 0 or 16 for warp 1
+    @T.kernel(target="sm_90a", grid=1, block=64)
+    def k(out: T.Buffer((64,), "int32")):
+        T.cuda.named_barrier(T.warp_id() + offset, 32)
+        out[T.thread_id()] = T.thread_id()
+
+    with pytest.raises(SimError, match=rf"bar\.sync: barrier id {bad} \(CTA \(0, 0, 0\) warp"):
+        sim.run(k, np.zeros(64, np.int32))
+    with pytest.raises(IRError, match=r"bar\.sync takes an id in"):
+        T.cuda.named_barrier(16, 32)
+
+    @T.kernel(target="sm_90a", grid=1, block=64)
+    def ok(out: T.Buffer((64,), "int32")):  # ids 14 and 15: the edge of the range
+        T.cuda.named_barrier(T.warp_id() + 14, 32)
+        out[T.thread_id()] = T.thread_id()
+
+    out = np.zeros(64, np.int32)
+    assert sim.run(ok, out).ok
+    np.testing.assert_array_equal(out, np.arange(64))
+
+
 def test_arrive_on_an_uninitialised_mbarrier():
     result, _ = _staged(init=False)
     (h,) = result.of_kind("mbarrier")

@@ -157,9 +157,17 @@ def _lower_named_barrier(call, gen) -> str:
 
 
 def _sim_named_barrier(ctx: SimContext, call):
-    """``bar.sync id, threads``: ``threads / 32`` warps meet at barrier ``id``."""
+    """``bar.sync id, threads``: ``threads / 32`` warps meet at barrier ``id``. An id computed
+    at run time must fall in [0, 16) as a constant one must (PTX ISA, "bar.sync": operand a,
+    "a logical barrier resource ... with value 0 through 15"): SimError otherwise."""
     fixed = call.attr("id")
     barrier_id = fixed if fixed is not None else ctx.uniform(0)
+    if not 0 <= barrier_id < 16:
+        raise SimError(
+            f"bar.sync: barrier id {barrier_id} ({ctx.w.name}) is outside the CTA's 16 barriers "
+            "(0 through 15, PTX ISA 'bar.sync'); compute the id into [0, 16), and keep 0 for "
+            "__syncthreads"
+        )
     yield from ctx.barrier(barrier_id, call.attr("threads"))
 
 
