@@ -164,9 +164,9 @@ def _sim_named_barrier(ctx: SimContext, call):
     barrier_id = fixed if fixed is not None else ctx.uniform(0)
     if not 0 <= barrier_id < 16:
         raise SimError(
-            f"bar.sync: barrier id {barrier_id} ({ctx.w.name}) is outside the CTA's 16 barriers "
-            "(0 through 15, PTX ISA 'bar.sync'); compute the id into [0, 16), and keep 0 for "
-            "__syncthreads"
+            f"bar.sync: barrier id {barrier_id} (CTA {ctx.cta} warp {ctx.warp}) is outside the 16 "
+            "barriers of a CTA (0 through 15, PTX ISA 'bar.sync'); compute the id into [0, 16), "
+            "and keep 0 for __syncthreads"
         )
     yield from ctx.barrier(barrier_id, call.attr("threads"))
 
