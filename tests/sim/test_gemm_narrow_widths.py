@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 from unittest import mock
 
+import numpy as np
 import pytest
 
 from tilemem.errors import GemmShapeError
@@ -178,6 +179,15 @@ def test_epilogue_staging_fills_the_bytes_the_ring_cannot_use():
     for bad in (0, 65, 2.0, False):
         with pytest.raises(GemmShapeError, match="buffers is 1 to 64"):
             gemm_plan.requests("bfloat16", 224, 128, False, None, bad)
+    # a width that only compares equal to one (a float, a bool) is refused as the width it is
+    # not, in the staging rule and in the plan alike; a numpy integer is the width it holds
+    for bad in (176.0, True, 200, "176"):
+        with pytest.raises(GemmShapeError, match=rf"columns, got {bad!r}"):
+            gemm_plan.epilogue_staging(bad)
+        with pytest.raises(GemmShapeError, match=rf"columns, got {bad!r}"):
+            gemm_plan.requests("bfloat16", bad)
+    assert gemm_plan.epilogue_staging(np.int64(176)) == (2, 4)
+    assert gemm_plan.check_tile_n(np.int64(176)) == 176
     # by default no relay barrier, and the staging epilogue_staging gives (2 x 64 rows x 64
     # columns of 256, one buffer a slice)
     default = gemm_plan.requests()

@@ -69,10 +69,11 @@ def tile_k(dtype: str = "bfloat16") -> int:
 
 
 def check_tile_n(tile_n: int) -> int:
-    """``tile_n`` itself if it is one of :data:`TILE_NS`; else :class:`GemmShapeError`."""
-    if tile_n not in TILE_NS:
+    """``tile_n`` itself (as an int) if it is an integer and one of :data:`TILE_NS`; else
+    :class:`GemmShapeError` (256.0 compares equal to 256 but is no column count)."""
+    if not is_int(tile_n) or tile_n not in TILE_NS:
         raise GemmShapeError(f"the CTA tile is {TILE_M} x one of {TILE_NS} columns, got {tile_n!r}")
-    return tile_n
+    return int(tile_n)
 
 
 def check_a_rows(a_rows: int) -> int:
@@ -124,6 +125,7 @@ def epilogue_staging(tile_n: int = TILE_N, a_rows: int = TILE_M, relay: bool = F
       tile's groups where the ring keeps its depth (3 of 64 x 256 or 128 x 192 and x 240, 5
       of 64 x 240), so no group of a tile waits for another's stores to finish reading it.
       Only :data:`EPILOGUE_BUFFERS` without :data:`SPARE_STAGING`."""
+    tile_n = check_tile_n(tile_n)
     cols = epilogue_cols(tile_n)
     slices = tile_n // cols
 
